@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// controllerName is the field manager of every write and the source of every Event.
+const controllerName = "llama-stack-controller"
+
+// FieldManager is the server-side apply field manager of every write the controller makes.
+const FieldManager = controllerName
+
+var controllerKind = v1alpha1.SchemeGroupVersion.WithKind("LlamaStackDistribution")
+
+// Labels and annotations shared with the upstream operator, so selectors and dashboards keep working.
+const (
+	labelApp       = "app"
+	labelAppValue  = "llama-stack"
+	labelInstance  = "app.kubernetes.io/instance"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelPartOf    = "app.kubernetes.io/part-of"
+	labelComponent = "app.kubernetes.io/component"
+
+	// ManagedByValue marks every child; the child informers select on it.
+	ManagedByValue = "llama-stack-operator"
+	partOfValue    = "llama-stack"
+
+	// AllowedNamespacesAnnotation on a ConfigMap lists (comma-separated, or "*") the namespaces
+	// whose LlamaStackDistributions may use it from another namespace.
+	AllowedNamespacesAnnotation = "llamastack.io/allowed-namespaces"
+
+	annotationUserConfigHash = "configmap.hash/user-config"
+	// annotationSourceHash on the managed copy of a cross-namespace ConfigMap records the
+	// content hash of the source it was copied from.
+	annotationSourceHash = "llamastack.io/source-hash"
+)
+
+// Defaults of the server, as upstream.
+const (
+	defaultContainerName = "llama-stack"
+	defaultPort          = int32(8321)
+	defaultMountPath     = "/.llama"
+	defaultStorageSize   = "10Gi"
+	defaultMemory        = "1Gi"
+	defaultCPUTarget     = int32(80)
+
+	userConfigMountPath = "/etc/llama-stack/"
+	userConfigKey       = "config.yaml"
+	volumeStorage       = "lls-storage"
+	volumeUserConfig    = "user-config"
+
+	defaultUID = int64(1001)
+)
+
+// Child names, exactly as upstream.
+func deploymentName(l *v1alpha1.LlamaStackDistribution) string    { return l.Name }
+func serviceName(l *v1alpha1.LlamaStackDistribution) string       { return l.Name + "-service" }
+func pvcName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-pvc" }
+func hpaName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-hpa" }
+func pdbName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-pdb" }
+func ingressName(l *v1alpha1.LlamaStackDistribution) string       { return l.Name + "-ingress" }
+func networkPolicyName(l *v1alpha1.LlamaStackDistribution) string { return l.Name + "-network-policy" }
+func userConfigCopyName(l *v1alpha1.LlamaStackDistribution) string {
+	return l.Name + "-user-config"
+}
+
+// selectorLabels select the server pods: the Deployment, Service, PDB and NetworkPolicy selector.
+// They never change, so upstream's objects can be taken over.
+func selectorLabels(l *v1alpha1.LlamaStackDistribution) map[string]string {
+	return map[string]string{labelApp: labelAppValue, labelInstance: l.Name}
+}
+
+// childLabels are the metadata labels of every child object.
+func childLabels(l *v1alpha1.LlamaStackDistribution) map[string]string {
+	return map[string]string{
+		labelApp:       labelAppValue,
+		labelInstance:  l.Name,
+		labelManagedBy: ManagedByValue,
+		labelPartOf:    partOfValue,
+	}
+}
+
+func port(l *v1alpha1.LlamaStackDistribution) int32 {
+	if p := l.Spec.Server.ContainerSpec.Port; p != 0 {
+		return p
+	}
+	return defaultPort
+}
+
+func containerName(l *v1alpha1.LlamaStackDistribution) string {
+	if n := l.Spec.Server.ContainerSpec.Name; n != "" {
+		return n
+	}
+	return defaultContainerName
+}
