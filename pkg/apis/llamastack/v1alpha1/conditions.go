@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Condition types of a LlamaStackDistribution.
+const (
+	// ConditionReady is the aggregate: the server is running and reachable through its Service.
+	ConditionReady = "Ready"
+	// ConditionDeploymentReady reports the server Deployment, and every user error that keeps it from converging.
+	ConditionDeploymentReady = "DeploymentReady"
+	// ConditionStorageReady reports the PersistentVolumeClaim (present only with spec.server.storage).
+	ConditionStorageReady = "StorageReady"
+	// ConditionServiceReady reports the Service.
+	ConditionServiceReady = "ServiceReady"
+)
+
+// Condition reasons of a LlamaStackDistribution.
+const (
+	ReasonDeploymentReady   = "DeploymentReady"
+	ReasonDeploymentPending = "DeploymentPending"
+	ReasonDeploymentScaling = "DeploymentScaling"
+	ReasonDeploymentFailed  = "DeploymentFailed"
+	ReasonStorageReady      = "StorageReady"
+	ReasonStorageFailed     = "StorageFailed"
+	ReasonServiceReady      = "ServiceReady"
+	ReasonServiceFailed     = "ServiceFailed"
+	ReasonReady             = "Ready"
+	ReasonNotReady          = "NotReady"
+	ReasonTerminating       = "Terminating"
+
+	// User errors: the spec or its environment needs a change; the controller waits for it.
+	ReasonDistributionNotSupported = "DistributionNotSupported"
+	ReasonConfigMapNotFound        = "ConfigMapNotFound"
+	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
+	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
+	ReasonResourceNotOwned         = "ResourceNotOwned"
+)

@@ -1,0 +1,194 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// Write strategy (see README, "How the controller writes"):
+//
+// Every child is written with server-side apply from its first write, by one field
+// manager, with Force. Before applying, the object is looked up in the informer cache
+// (and, when the cache does not have it, once live: the child informers only see
+// labelled objects). An object that exists but is not controlled by this CR, checked
+// by Kind and UID, is never written: it is reported instead. An apply is sent only when
+// what we would apply differs from what our manager owns in the live object
+// (Extract<Kind>), so a sync of an unchanged CR sends nothing, fields we stop setting
+// are removed by the API server, and fields owned by others survive.
+
+// childKind binds the typed client, lister and apply-configuration functions of one
+// owned kind, so that one generic implementation ensures and deletes every child.
+type childKind[T metav1.Object, AC any] struct {
+	kind string
+	// cached reads the informer cache.
+	cached func(namespace, name string) (T, error)
+	// live reads the API server; used only when the cache misses.
+	live func(ctx context.Context, namespace, name string) (T, error)
+	// extract returns the fields the named manager owns in obj.
+	extract func(obj T, fieldManager string) (*AC, error)
+	apply   func(ctx context.Context, namespace string, ac *AC, opts metav1.ApplyOptions) (T, error)
+	delete  func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+}
+
+// notOwnedError reports an object bearing a child's name that the CR does not control.
+type notOwnedError struct {
+	kind, namespace, name string
+}
+
+func (e *notOwnedError) Error() string {
+	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own",
+		e.kind, e.namespace, e.name)
+}
+
+// isControlledBy reports whether obj's controller reference points at l, by Kind and UID.
+func isControlledBy(obj metav1.Object, l *v1alpha1.LlamaStackDistribution) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == controllerKind.Kind && ref.UID == l.UID
+}
+
+// current returns the existing object of that name, from the cache or, on a miss, live.
+// found is false when it does not exist.
+func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) (obj T, found bool, err error) {
+	obj, err = k.cached(namespace, name)
+	if err == nil {
+		return obj, true, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return obj, false, err
+	}
+	obj, err = k.live(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	if err != nil {
+		return obj, false, fmt.Errorf("getting %s %s/%s: %w", k.kind, namespace, name, err)
+	}
+	return obj, true, nil
+}
+
+// ensure applies desired unless the live object already carries exactly what our
+// manager would apply. It returns the resulting object; a *notOwnedError when an object
+// of that name belongs to someone else.
+func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object) (T, error) {
+	var zero T
+	namespace, name := desired.GetNamespace(), desired.GetName()
+	cur, found, err := k.current(ctx, namespace, name)
+	if err != nil {
+		return zero, err
+	}
+	if found && !isControlledBy(cur, l) {
+		return cur, &notOwnedError{kind: k.kind, namespace: namespace, name: name}
+	}
+	ac, err := toApplyConfiguration[AC](desired)
+	if err != nil {
+		return zero, fmt.Errorf("converting %s %s/%s to an apply configuration: %w", k.kind, namespace, name, err)
+	}
+	if found {
+		owned, err := k.extract(cur, FieldManager)
+		if err != nil {
+			return zero, fmt.Errorf("extracting our fields of %s %s/%s: %w", k.kind, namespace, name, err)
+		}
+		if equality.Semantic.DeepEqual(owned, ac) {
+			return cur, nil
+		}
+	}
+	return k.write(ctx, c, l, ac, namespace, name, found)
+}
+
+// write sends the apply configuration and records what happened.
+func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
+	logger := klog.FromContext(ctx)
+	obj, err := k.apply(ctx, namespace, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return obj, fmt.Errorf("applying %s %s/%s: %w", k.kind, namespace, name, err)
+	}
+	verb, reason := "Updated", "Updated"
+	if !existed {
+		verb, reason = "Created", "Created"
+	}
+	logger.V(2).Info(verb+" child", "kind", k.kind, "object", klog.KRef(namespace, name))
+	c.recorder.Eventf(l, corev1.EventTypeNormal, reason, "%s %s %s", verb, k.kind, name)
+	return obj, nil
+}
+
+// deleteIfOwned deletes the named child when it exists and this CR controls it.
+// Objects of that name that belong to someone else are left alone.
+func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, name string) error {
+	cur, err := k.cached(l.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !isControlledBy(cur, l) {
+		return nil
+	}
+	uid := cur.GetUID()
+	err = k.delete(ctx, l.Namespace, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Already gone, or replaced by another object since the cache saw it.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s %s/%s: %w", k.kind, l.Namespace, name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.kind, "object", klog.KRef(l.Namespace, name))
+	c.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.kind, name)
+	return nil
+}
+
+// toApplyConfiguration turns a typed object made by a newX builder into the apply
+// configuration of its kind. Status and null fields are dropped: an apply carries only
+// what the controller sets.
+func toApplyConfiguration[AC any](obj any) (*AC, error) {
+	if o, ok := obj.(runtime.Object); ok && o.GetObjectKind().GroupVersionKind().Empty() {
+		return nil, fmt.Errorf("object %T has no apiVersion/kind", obj)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	pruneNulls(m)
+	if raw, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	ac := new(AC)
+	if err := json.Unmarshal(raw, ac); err != nil {
+		return nil, err
+	}
+	return ac, nil
+}
+
+// pruneNulls removes null values (such as metadata.creationTimestamp) at every depth.
+func pruneNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			pruneNulls(e)
+		}
+	case []any:
+		for _, e := range t {
+			pruneNulls(e)
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package controller
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// Environment variables the controller sets on the server container.
+const (
+	envHFHome           = "HF_HOME"
+	envWorkers          = "LLS_WORKERS"
+	envPort             = "LLS_PORT"
+	envLlamaStackConfig = "LLAMA_STACK_CONFIG"
+)
+
+// userConfigPath is where the server finds the user's run configuration.
+const userConfigPath = userConfigMountPath + userConfigKey
+
+// Startup probe of the server container, as upstream. There is no readiness or
+// liveness probe: long requests block /v1/health.
+const (
+	healthPath                 = "/v1/health"
+	startupInitialDelaySeconds = int32(15)
+	startupTimeoutSeconds      = int32(30)
+	startupFailureThreshold    = int32(3)
+	startupSuccessThreshold    = int32(1)
+)
+
+// Default spreading of more than one replica, as upstream.
+const (
+	antiAffinityWeight           = int32(100)
+	topologyKeyHostname          = "kubernetes.io/hostname"
+	topologyKeyZone              = "topology.kubernetes.io/zone"
+	topologyKeyRegion            = "topology.kubernetes.io/region"
+	defaultTopologySpreadMaxSkew = int32(1)
+)
+
+// serverVersionProbe is a Python program that prints which way the installed
+// llama_stack has to be started: "distribution" (before 0.2.17), "core"
+// (before 0.3.0) or "uvicorn". It runs inside a double-quoted sh string, so it
+// must not contain a double quote, a dollar sign, a backquote or a backslash.
+const serverVersionProbe = `
+import importlib.metadata
+from packaging.version import parse
+v = parse(parse(importlib.metadata.version('llama_stack')).base_version)
+if v < parse('0.2.17'):
+    print('distribution')
+elif v < parse('0.3.0'):
+    print('core')
+else:
+    print('uvicorn')
+`
+
+// startupScript starts the llama-stack server with the user's configuration in
+// the way the installed version expects. Every branch execs, so the server is
+// PID 1 and receives SIGTERM directly. When the version cannot be detected the
+// newest way (uvicorn with a factory) is used.
+const startupScript = `mode="$(python3 -c "` + serverVersionProbe + `" 2>/dev/null)" || mode=uvicorn
+case "$mode" in
+distribution)
+  exec python3 -m llama_stack.distribution.server.server --config ` + userConfigPath + `
+  ;;
+core)
+  exec python3 -m llama_stack.core.server.server ` + userConfigPath + `
+  ;;
+*)
+  exec uvicorn llama_stack.core.server.server:create_app --host 0.0.0.0 --port "${LLS_PORT:-8321}" --workers "${LLS_WORKERS:-1}" --factory
+  ;;
+esac
+`
+
+// deploymentInputs are the facts the Deployment depends on beyond the CR.
+type deploymentInputs struct {
+	image          string // resolved container image
+	userConfigMap  string // ConfigMap mounted at /etc/llama-stack/ ("" = no user config)
+	userConfigHash string // content hash of that ConfigMap's data, for the pod-template annotation
+	replicas       *int32 // nil: leave spec.replicas unset (an HPA owns it)
+}
+
+// newDeployment builds the desired server Deployment of l. It makes no API
+// calls and neither aliases nor mutates l.
+func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *appsv1.Deployment {
+	server := &l.Spec.Server
+	overrides := server.PodOverrides
+	if overrides == nil {
+		overrides = &v1alpha1.PodOverrides{}
+	}
+
+	var replicas *int32
+	if in.replicas != nil {
+		replicas = ptr.To(*in.replicas)
+	}
+
+	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	if server.Storage != nil {
+		strategy.Type = appsv1.RecreateDeploymentStrategyType
+	}
+
+	var annotations map[string]string
+	if in.userConfigMap != "" {
+		annotations = map[string]string{annotationUserConfigHash: in.userConfigHash}
+	}
+
+	podSpec := corev1.PodSpec{
+		Containers:                []corev1.Container{serverContainer(l, in)},
+		Volumes:                   podVolumes(l, in),
+		SecurityContext:           podSecurityContext(overrides),
+		TopologySpreadConstraints: topologySpreadConstraints(l),
+		Affinity:                  podAffinity(l),
+	}
+	if overrides.ServiceAccountName != "" {
+		podSpec.ServiceAccountName = overrides.ServiceAccountName
+	} else {
+		podSpec.AutomountServiceAccountToken = ptr.To(false)
+	}
+	if overrides.TerminationGracePeriodSeconds != nil {
+		podSpec.TerminationGracePeriodSeconds = ptr.To(*overrides.TerminationGracePeriodSeconds)
+	}
+
+	return &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            deploymentName(l),
+			Namespace:       l.Namespace,
+			Labels:          childLabels(l),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
+			Strategy: strategy,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      selectorLabels(l),
+					Annotations: annotations,
+				},
+				Spec: podSpec,
+			},
+		},
+	}
+}
+
+// serverWorkers is the number of server worker processes: spec.server.workers or 1.
+func serverWorkers(l *v1alpha1.LlamaStackDistribution) int32 {
+	if w := l.Spec.Server.Workers; w != nil && *w > 0 {
+		return *w
+	}
+	return 1
+}
+
+// storageMountPath is where the server keeps its data: the storage mount path or /.llama.
+func storageMountPath(l *v1alpha1.LlamaStackDistribution) string {
+	if s := l.Spec.Server.Storage; s != nil && s.MountPath != "" {
+		return s.MountPath
+	}
+	return defaultMountPath
+}
+
+func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) corev1.Container {
+	cs := &l.Spec.Server.ContainerSpec
+	p := port(l)
+
+	c := corev1.Container{
+		Name:  containerName(l),
+		Image: in.image,
+		Ports: []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}},
+		Env: mergeEnv([]corev1.EnvVar{
+			{Name: envHFHome, Value: storageMountPath(l)},
+			{Name: envWorkers, Value: strconv.Itoa(int(serverWorkers(l)))},
+			{Name: envPort, Value: strconv.Itoa(int(p))},
+			{Name: envLlamaStackConfig, Value: userConfigPath},
+		}, cs.Env),
+		Resources:       resolveResources(l),
+		SecurityContext: containerSecurityContext(cs),
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)},
+			},
+			InitialDelaySeconds: startupInitialDelaySeconds,
+			TimeoutSeconds:      startupTimeoutSeconds,
+			FailureThreshold:    startupFailureThreshold,
+			SuccessThreshold:    startupSuccessThreshold,
+		},
+		VolumeMounts: volumeMounts(l, in),
+	}
+
+	if in.userConfigMap != "" {
+		c.Command = []string{"/bin/sh", "-c", startupScript}
+	}
+	if len(cs.Command) > 0 {
+		c.Command = append([]string(nil), cs.Command...)
+	}
+	if len(cs.Args) > 0 {
+		c.Args = append([]string(nil), cs.Args...)
+	}
+	return c
+}
+
+// mergeEnv returns the controller's variables followed by the user's, with every
+// name at most once. A controller variable the user also sets is dropped; a name
+// the user repeats keeps its last value at the position of its first occurrence.
+// The user's variables are deep-copied.
+func mergeEnv(controller, user []corev1.EnvVar) []corev1.EnvVar {
+	last := make(map[string]int, len(user))
+	for i, e := range user {
+		last[e.Name] = i
+	}
+	out := make([]corev1.EnvVar, 0, len(controller)+len(user))
+	for _, e := range controller {
+		if _, ok := last[e.Name]; !ok {
+			out = append(out, e)
+		}
+	}
+	seen := make(map[string]bool, len(user))
+	for _, e := range user {
+		if seen[e.Name] {
+			continue
+		}
+		seen[e.Name] = true
+		out = append(out, *user[last[e.Name]].DeepCopy())
+	}
+	return out
+}
+
+// resolveResources returns the container resources: the user's, with a missing or
+// zero CPU request set to one CPU per worker and a missing or zero memory request
+// set to 1Gi. When workers are set, a missing or zero CPU or memory limit equals
+// the request.
+func resolveResources(l *v1alpha1.LlamaStackDistribution) corev1.ResourceRequirements {
+	r := *l.Spec.Server.ContainerSpec.Resources.DeepCopy()
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	if quantityUnset(r.Requests, corev1.ResourceCPU) {
+		r.Requests[corev1.ResourceCPU] = *resource.NewQuantity(int64(serverWorkers(l)), resource.DecimalSI)
+	}
+	if quantityUnset(r.Requests, corev1.ResourceMemory) {
+		r.Requests[corev1.ResourceMemory] = resource.MustParse(defaultMemory)
+	}
+	if l.Spec.Server.Workers != nil {
+		if r.Limits == nil {
+			r.Limits = corev1.ResourceList{}
+		}
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if quantityUnset(r.Limits, name) {
+				r.Limits[name] = r.Requests[name].DeepCopy()
+			}
+		}
+	}
+	return r
+}
+
+func quantityUnset(list corev1.ResourceList, name corev1.ResourceName) bool {
+	q, ok := list[name]
+	return !ok || q.IsZero()
+}
+
+func podSecurityContext(o *v1alpha1.PodOverrides) *corev1.PodSecurityContext {
+	if o.SecurityContext != nil {
+		return o.SecurityContext.DeepCopy()
+	}
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(defaultUID),
+		FSGroup:        ptr.To(defaultUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func containerSecurityContext(cs *v1alpha1.ContainerSpec) *corev1.SecurityContext {
+	if cs.SecurityContext != nil {
+		return cs.SecurityContext.DeepCopy()
+	}
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+func volumeMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.VolumeMount {
+	mounts := []corev1.VolumeMount{{Name: volumeStorage, MountPath: storageMountPath(l)}}
+	if in.userConfigMap != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
+	}
+	if o := l.Spec.Server.PodOverrides; o != nil {
+		for i := range o.VolumeMounts {
+			mounts = append(mounts, *o.VolumeMounts[i].DeepCopy())
+		}
+	}
+	return mounts
+}
+
+func podVolumes(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.Volume {
+	storage := corev1.Volume{Name: volumeStorage}
+	if l.Spec.Server.Storage != nil {
+		storage.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(l)}
+	} else {
+		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	volumes := []corev1.Volume{storage}
+	if in.userConfigMap != "" {
+		volumes = append(volumes, corev1.Volume{
+			Name: volumeUserConfig,
+			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.userConfigMap},
+			}},
+		})
+	}
+	if o := l.Spec.Server.PodOverrides; o != nil {
+		for i := range o.Volumes {
+			volumes = append(volumes, *o.Volumes[i].DeepCopy())
+		}
+	}
+	return volumes
+}
+
+// instanceSelector selects the pods of l's instance, for spreading and anti-affinity.
+func instanceSelector(l *v1alpha1.LlamaStackDistribution) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: l.Name}}
+}
+
+// topologySpreadConstraints are the user's, or with more than one replica a soft
+// spread over regions, zones and hosts.
+func topologySpreadConstraints(l *v1alpha1.LlamaStackDistribution) []corev1.TopologySpreadConstraint {
+	if user := l.Spec.Server.TopologySpreadConstraints; len(user) > 0 {
+		out := make([]corev1.TopologySpreadConstraint, len(user))
+		for i := range user {
+			out[i] = *user[i].DeepCopy()
+		}
+		return out
+	}
+	if l.Spec.Replicas <= 1 {
+		return nil
+	}
+	keys := []string{topologyKeyRegion, topologyKeyZone, topologyKeyHostname}
+	out := make([]corev1.TopologySpreadConstraint, 0, len(keys))
+	for _, key := range keys {
+		out = append(out, corev1.TopologySpreadConstraint{
+			MaxSkew:           defaultTopologySpreadMaxSkew,
+			TopologyKey:       key,
+			WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector:     instanceSelector(l),
+		})
+	}
+	return out
+}
+
+// podAffinity prefers one pod per host when there is more than one replica.
+func podAffinity(l *v1alpha1.LlamaStackDistribution) *corev1.Affinity {
+	if l.Spec.Replicas <= 1 {
+		return nil
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: antiAffinityWeight,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: instanceSelector(l),
+				TopologyKey:   topologyKeyHostname,
+			},
+		}},
+	}}
+}

@@ -1,0 +1,77 @@
+package controller
+
+import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// newHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
+// spec.server.autoscaling is set.
+func newHPA(l *v1alpha1.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
+	var a v1alpha1.AutoscalingSpec
+	if l.Spec.Server.Autoscaling != nil {
+		a = *l.Spec.Server.Autoscaling
+	}
+
+	var metrics []autoscalingv2.MetricSpec
+	if a.TargetCPUUtilizationPercentage != nil {
+		metrics = append(metrics, utilizationMetric(corev1.ResourceCPU, *a.TargetCPUUtilizationPercentage))
+	}
+	if a.TargetMemoryUtilizationPercentage != nil {
+		metrics = append(metrics, utilizationMetric(corev1.ResourceMemory, *a.TargetMemoryUtilizationPercentage))
+	}
+	if len(metrics) == 0 {
+		metrics = append(metrics, utilizationMetric(corev1.ResourceCPU, defaultCPUTarget))
+	}
+
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: autoscalingv2.SchemeGroupVersion.String(), Kind: "HorizontalPodAutoscaler"},
+		ObjectMeta: childObjectMeta(l, hpaName(l)),
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
+				APIVersion: "apps/v1",
+				Kind:       "Deployment",
+				Name:       deploymentName(l),
+			},
+			MinReplicas: ptr.To(hpaMinReplicas(l)),
+			MaxReplicas: a.MaxReplicas,
+			Metrics:     metrics,
+		},
+	}
+}
+
+// hpaMinReplicas is the HPA's lower bound: the largest of 1, spec.replicas and
+// autoscaling.minReplicas, lowered to autoscaling.maxReplicas if it is above it, so that the
+// HPA is always valid.
+func hpaMinReplicas(l *v1alpha1.LlamaStackDistribution) int32 {
+	m := max(1, l.Spec.Replicas)
+	a := l.Spec.Server.Autoscaling
+	if a == nil {
+		return m
+	}
+	if a.MinReplicas != nil {
+		m = max(m, *a.MinReplicas)
+	}
+	if a.MaxReplicas >= 1 {
+		m = min(m, a.MaxReplicas)
+	}
+	return m
+}
+
+// utilizationMetric targets an average utilization, in percent of the requests, of a resource.
+func utilizationMetric(name corev1.ResourceName, percent int32) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{
+		Type: autoscalingv2.ResourceMetricSourceType,
+		Resource: &autoscalingv2.ResourceMetricSource{
+			Name: name,
+			Target: autoscalingv2.MetricTarget{
+				Type:               autoscalingv2.UtilizationMetricType,
+				AverageUtilization: ptr.To(percent),
+			},
+		},
+	}
+}

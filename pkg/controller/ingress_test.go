@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+func TestNewIngress(t *testing.T) {
+	tests := map[string]struct {
+		mod      func(*v1alpha1.LlamaStackDistribution)
+		wantPort int32
+	}{
+		"default port": {
+			mod:      func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true} },
+			wantPort: 8321,
+		},
+		"custom port": {
+			mod: func(l *v1alpha1.LlamaStackDistribution) {
+				l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true}
+				l.Spec.Server.ContainerSpec.Port = 9000
+			},
+			wantPort: 9000,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := childTestCR(tc.mod)
+			before := l.DeepCopy()
+
+			got := newIngress(l)
+
+			assert.Equal(t, wantChildMeta("demo-ingress"), got.ObjectMeta)
+			// No class, default backend, host or TLS: exactly one catch-all rule.
+			assert.Equal(t, networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{{
+					IngressRuleValue: networkingv1.IngressRuleValue{
+						HTTP: &networkingv1.HTTPIngressRuleValue{
+							Paths: []networkingv1.HTTPIngressPath{{
+								Path:     "/",
+								PathType: ptr.To(networkingv1.PathTypePrefix),
+								Backend: networkingv1.IngressBackend{
+									Service: &networkingv1.IngressServiceBackend{
+										Name: "demo-service",
+										Port: networkingv1.ServiceBackendPort{Number: tc.wantPort},
+									},
+								},
+							}},
+						},
+					},
+				}},
+			}, got.Spec)
+			assert.Zero(t, got.Status)
+			assert.Equal(t, before, l, "the CR must not be mutated")
+		})
+	}
+}
+
+func TestWantsIngress(t *testing.T) {
+	tests := map[string]struct {
+		network *v1alpha1.NetworkSpec
+		want    bool
+	}{
+		"no network":          {network: nil, want: false},
+		"empty network":       {network: &v1alpha1.NetworkSpec{}, want: false},
+		"allowedFrom only":    {network: &v1alpha1.NetworkSpec{AllowedFrom: &v1alpha1.AllowedFromSpec{Namespaces: []string{"a"}}}, want: false},
+		"exposeRoute is true": {network: &v1alpha1.NetworkSpec{ExposeRoute: true}, want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := childTestCR(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = tc.network })
+			assert.Equal(t, tc.want, wantsIngress(l))
+		})
+	}
+}
+
+func TestIngressURL(t *testing.T) {
+	withRuleHost := func(host string) networkingv1.IngressSpec {
+		return networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host}}}
+	}
+	withLB := func(lbs ...networkingv1.IngressLoadBalancerIngress) networkingv1.IngressStatus {
+		return networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: lbs}}
+	}
+	tests := map[string]struct {
+		ing  *networkingv1.Ingress
+		want string
+	}{
+		"nil ingress": {
+			ing:  nil,
+			want: "",
+		},
+		"no address yet": {
+			ing:  newIngress(childTestCR()),
+			want: "",
+		},
+		"rule host only": {
+			ing:  &networkingv1.Ingress{Spec: withRuleHost("llama.example.com")},
+			want: "http://llama.example.com",
+		},
+		"empty rule host": {
+			ing:  &networkingv1.Ingress{Spec: withRuleHost("")},
+			want: "",
+		},
+		"load balancer IP only": {
+			ing:  &networkingv1.Ingress{Status: withLB(networkingv1.IngressLoadBalancerIngress{IP: "10.0.0.7"})},
+			want: "http://10.0.0.7",
+		},
+		"load balancer hostname before its IP": {
+			ing:  &networkingv1.Ingress{Status: withLB(networkingv1.IngressLoadBalancerIngress{Hostname: "lb.example.com", IP: "10.0.0.7"})},
+			want: "http://lb.example.com",
+		},
+		"load balancer IP before rule host": {
+			ing: &networkingv1.Ingress{
+				Spec:   withRuleHost("llama.example.com"),
+				Status: withLB(networkingv1.IngressLoadBalancerIngress{IP: "10.0.0.7"}),
+			},
+			want: "http://10.0.0.7",
+		},
+		"only the first load balancer counts": {
+			ing: &networkingv1.Ingress{Status: withLB(
+				networkingv1.IngressLoadBalancerIngress{IP: "10.0.0.7"},
+				networkingv1.IngressLoadBalancerIngress{Hostname: "second.example.com"},
+			)},
+			want: "http://10.0.0.7",
+		},
+		"empty first load balancer falls back to rule host": {
+			ing: &networkingv1.Ingress{
+				Spec: withRuleHost("llama.example.com"),
+				Status: withLB(
+					networkingv1.IngressLoadBalancerIngress{},
+					networkingv1.IngressLoadBalancerIngress{Hostname: "second.example.com"},
+				),
+			},
+			want: "http://llama.example.com",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ingressURL(tc.ing))
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+func TestNewService(t *testing.T) {
+	tests := map[string]struct {
+		mod      func(*v1alpha1.LlamaStackDistribution)
+		wantPort int32
+	}{
+		"default port": {
+			mod:      func(*v1alpha1.LlamaStackDistribution) {},
+			wantPort: 8321,
+		},
+		"custom port": {
+			mod:      func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 9000 },
+			wantPort: 9000,
+		},
+		"container name and replicas do not matter": {
+			mod: func(l *v1alpha1.LlamaStackDistribution) {
+				l.Spec.Server.ContainerSpec.Name = "server"
+				l.Spec.Replicas = 4
+			},
+			wantPort: 8321,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := childTestCR(tc.mod)
+			before := l.DeepCopy()
+
+			got := newService(l)
+
+			assert.Equal(t, "demo-service", got.Name)
+			assert.Equal(t, wantChildMeta("demo-service"), got.ObjectMeta)
+			assert.Equal(t, corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeClusterIP,
+				Selector: childTestSelector(),
+				Ports: []corev1.ServicePort{{
+					Name:       "http",
+					Port:       tc.wantPort,
+					TargetPort: intstr.FromInt32(tc.wantPort),
+					Protocol:   corev1.ProtocolTCP,
+				}},
+			}, got.Spec)
+			assert.Zero(t, got.Status)
+			assert.Equal(t, before, l, "the CR must not be mutated")
+		})
+	}
+}
+
+func TestServiceURL(t *testing.T) {
+	tests := map[string]struct {
+		mod  func(*v1alpha1.LlamaStackDistribution)
+		want string
+	}{
+		"default port": {
+			mod:  func(*v1alpha1.LlamaStackDistribution) {},
+			want: "http://demo-service.team-a.svc.cluster.local:8321",
+		},
+		"custom port, name and namespace": {
+			mod: func(l *v1alpha1.LlamaStackDistribution) {
+				l.Name, l.Namespace = "llsd", "prod"
+				l.Spec.Server.ContainerSpec.Port = 443
+			},
+			want: "http://llsd-service.prod.svc.cluster.local:443",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, serviceURL(childTestCR(tc.mod)))
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// observed is what a sync found or made: the inputs of calculateStatus.
+type observed struct {
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	pvc        *corev1.PersistentVolumeClaim
+	ingress    *networkingv1.Ingress
+	// problems are user errors, in the order found.
+	problems []userError
+}
+
+// calculateStatus computes the CR's status from what was observed. It is pure: now is
+// used only for times that change (a condition flipping, the operator version changing).
+func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs observed, now metav1.Time) v1alpha1.LlamaStackDistributionStatus {
+	st := *l.Status.DeepCopy()
+	st.ObservedGeneration = l.Generation
+
+	if st.Version.OperatorVersion != c.operatorVersion || st.Version.LastUpdated == nil {
+		st.Version.OperatorVersion = c.operatorVersion
+		st.Version.LastUpdated = ptr.To(now)
+	}
+	st.DistributionConfig.ActiveDistribution = l.Spec.Server.Distribution.Name
+	if st.DistributionConfig.ActiveDistribution == "" {
+		st.DistributionConfig.ActiveDistribution = "custom"
+	}
+	st.DistributionConfig.AvailableDistributions = c.distributions
+
+	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: condType, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: l.Generation, LastTransitionTime: now,
+		})
+	}
+
+	if l.DeletionTimestamp != nil {
+		st.Phase = v1alpha1.PhaseTerminating
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTerminating, "LlamaStackDistribution is being deleted")
+		return st
+	}
+
+	// Deployment.
+	deploymentReady := false
+	switch d := obs.deployment; {
+	case len(obs.problems) > 0:
+		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	case d == nil:
+		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentPending, "Deployment is pending")
+	case d.Status.ObservedGeneration < d.Generation:
+		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentPending, "Deployment rollout is pending")
+	default:
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		s := d.Status
+		if s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas {
+			set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentScaling,
+				fmt.Sprintf("Deployment is rolling out: %d/%d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want))
+		} else {
+			deploymentReady = true
+			set(v1alpha1.ConditionDeploymentReady, metav1.ConditionTrue, v1alpha1.ReasonDeploymentReady, "Deployment is ready")
+		}
+	}
+	st.AvailableReplicas = 0
+	if obs.deployment != nil {
+		st.AvailableReplicas = obs.deployment.Status.AvailableReplicas
+	}
+
+	// Service.
+	if obs.service != nil {
+		set(v1alpha1.ConditionServiceReady, metav1.ConditionTrue, v1alpha1.ReasonServiceReady, "Service is ready")
+		st.ServiceURL = serviceURL(l)
+	} else {
+		set(v1alpha1.ConditionServiceReady, metav1.ConditionFalse, v1alpha1.ReasonServiceFailed,
+			fmt.Sprintf("Service %s is not created yet", serviceName(l)))
+	}
+
+	// Storage.
+	storageReady := true
+	if l.Spec.Server.Storage == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageReady)
+	} else {
+		switch p := obs.pvc; {
+		case p == nil:
+			storageReady = false
+			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed,
+				fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
+		case p.Status.Phase != corev1.ClaimBound:
+			storageReady = false
+			phase := string(p.Status.Phase)
+			if phase == "" {
+				phase = string(corev1.ClaimPending)
+			}
+			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed, "PVC is not bound: "+phase)
+		default:
+			set(v1alpha1.ConditionStorageReady, metav1.ConditionTrue, v1alpha1.ReasonStorageReady, "Storage is ready")
+		}
+	}
+
+	// Route.
+	st.RouteURL = nil
+	if wantsIngress(l) {
+		url := ""
+		if obs.ingress != nil {
+			url = ingressURL(obs.ingress)
+		}
+		st.RouteURL = ptr.To(url)
+	}
+
+	// Aggregate.
+	switch {
+	case len(obs.problems) > 0:
+		st.Phase = v1alpha1.PhaseFailed
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	case obs.deployment == nil:
+		st.Phase = v1alpha1.PhasePending
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, "Deployment is pending")
+	case deploymentReady && obs.service != nil && storageReady:
+		st.Phase = v1alpha1.PhaseReady
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
+	default:
+		st.Phase = v1alpha1.PhaseInitializing
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, firstFalseMessage(st.Conditions))
+	}
+	return st
+}
+
+func problemsMessage(problems []userError) string {
+	msgs := make([]string, 0, len(problems))
+	for _, p := range problems {
+		msgs = append(msgs, p.message)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// firstFalseMessage returns the message of the first component condition that is not True.
+func firstFalseMessage(conds []metav1.Condition) string {
+	for _, t := range []string{v1alpha1.ConditionDeploymentReady, v1alpha1.ConditionServiceReady, v1alpha1.ConditionStorageReady} {
+		if cond := meta.FindStatusCondition(conds, t); cond != nil && cond.Status != metav1.ConditionTrue {
+			return cond.Message
+		}
+	}
+	return "not ready"
+}
+
+// updateStatus writes the status when it differs from the CR's, and records the Events
+// of a phase change and of each new problem.
+func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDistribution, st v1alpha1.LlamaStackDistributionStatus, problems []userError) error {
+	if equality.Semantic.DeepEqual(l.Status, st) {
+		return nil
+	}
+	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
+	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
+		for _, p := range problems {
+			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
+		}
+	}
+	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {
+		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
+	}
+	updated := l.DeepCopy()
+	updated.Status = st
+	_, err := c.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "phase", st.Phase)
+	return nil
+}

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
+// and writes the status when it changed.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	logger.V(4).Info("Started syncing")
+	defer func() { logger.V(4).Info("Finished syncing", "duration", time.Since(start)) }()
+
+	cached, err := c.llsdLister.LlamaStackDistributions(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.recheck.Forget(key)
+		return nil // deleted: its children go with it (garbage collection)
+	}
+	if err != nil {
+		return err
+	}
+	l := cached.DeepCopy()
+	now := metav1.Now()
+
+	if l.DeletionTimestamp != nil {
+		return c.updateStatus(ctx, l, c.calculateStatus(l, observed{}, now), nil)
+	}
+
+	obs, err := c.ensureChildren(ctx, l)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha1.ReasonResourceNotOwned }) {
+		// No event announces that someone else's object went away: look again later.
+		c.queue.AddAfter(key, c.recheck.When(key))
+	} else {
+		c.recheck.Forget(key)
+	}
+	return c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems)
+}
+
+// ensureChildren resolves the CR's inputs and ensures each child. A user error in the
+// inputs leaves every child as it is; an object of someone else's under a child's name
+// blocks only that child.
+func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackDistribution) (observed, error) {
+	var obs observed
+	cfg := c.currentOperatorConfig()
+
+	image, imgProblem := c.resolveImage(l, cfg)
+	uc, ucProblem := c.resolveUserConfig(l)
+	for _, p := range []*userError{imgProblem, ucProblem} {
+		if p != nil {
+			obs.problems = append(obs.problems, *p)
+		}
+	}
+	if len(obs.problems) > 0 {
+		// Keep what runs: observe the children without changing them.
+		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
+		obs.service, _ = c.services.cached(l.Namespace, serviceName(l))
+		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
+		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
+		return obs, nil
+	}
+
+	var errs []error
+	// notOwned turns a foreign object into a problem; other errors are returned.
+	notOwned := func(err error) bool {
+		var no *notOwnedError
+		if errors.As(err, &no) {
+			obs.problems = append(obs.problems, userError{v1alpha1.ReasonResourceNotOwned, no.Error()})
+			return true
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return false
+	}
+
+	notOwned(c.ensureUserConfigCopy(ctx, l, uc))
+
+	if l.Spec.Server.Storage != nil {
+		pvc, err := c.ensurePVC(ctx, l)
+		if !notOwned(err) && err == nil {
+			obs.pvc = pvc
+		}
+	}
+
+	svc, err := c.services.ensure(ctx, c, l, newService(l))
+	if !notOwned(err) && err == nil {
+		obs.service = svc
+	}
+
+	if cfg.networkPolicyKnown {
+		if cfg.enableNetworkPolicy {
+			_, err := c.networkPolicies.ensure(ctx, c, l, newNetworkPolicy(l, c.operatorNamespace))
+			notOwned(err)
+		} else {
+			notOwned(c.networkPolicies.deleteIfOwned(ctx, c, l, networkPolicyName(l)))
+		}
+	}
+
+	dep, err := c.ensureDeployment(ctx, l, image, uc)
+	if !notOwned(err) && err == nil {
+		obs.deployment = dep
+	}
+
+	if l.Spec.Server.Autoscaling != nil {
+		_, err := c.hpas.ensure(ctx, c, l, newHPA(l))
+		notOwned(err)
+	} else {
+		notOwned(c.hpas.deleteIfOwned(ctx, c, l, hpaName(l)))
+	}
+
+	if wantsPDB(l) {
+		_, err := c.pdbs.ensure(ctx, c, l, newPDB(l))
+		notOwned(err)
+	} else {
+		notOwned(c.pdbs.deleteIfOwned(ctx, c, l, pdbName(l)))
+	}
+
+	if wantsIngress(l) {
+		ing, err := c.ingresses.ensure(ctx, c, l, newIngress(l))
+		if !notOwned(err) && err == nil {
+			obs.ingress = ing
+		}
+	} else {
+		notOwned(c.ingresses.deleteIfOwned(ctx, c, l, ingressName(l)))
+	}
+
+	return obs, errors.Join(errs...)
+}
+
+// resolveImage picks the server image: spec.server.distribution.image as given, or the
+// image of the named distribution, overridden by the operator ConfigMap. While
+// image-overrides does not parse, a running Deployment keeps its image.
+func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
+	dist := l.Spec.Server.Distribution
+	if dist.Image != "" {
+		return dist.Image, nil
+	}
+	if dist.Name == "" {
+		return "", &userError{v1alpha1.ReasonDistributionNotSupported,
+			"spec.server.distribution needs a name or an image"}
+	}
+	image, ok := c.distributions[dist.Name]
+	if !ok {
+		names := make([]string, 0, len(c.distributions))
+		for n := range c.distributions {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return "", &userError{v1alpha1.ReasonDistributionNotSupported, fmt.Sprintf(
+			"distribution %q is not supported; supported distributions: %s (or set spec.server.distribution.image)",
+			dist.Name, strings.Join(names, ", "))}
+	}
+	if cfg.overridesInvalid {
+		if running := c.runningImage(l); running != "" {
+			return running, nil
+		}
+		return image, nil
+	}
+	if override, ok := cfg.imageOverrides[dist.Name]; ok {
+		return override, nil
+	}
+	return image, nil
+}
+
+// runningImage is the image of the server container of the CR's Deployment, if any.
+func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
+	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
+	if err != nil || !isControlledBy(d, l) {
+		return ""
+	}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if ctr.Name == containerName(l) {
+			return ctr.Image
+		}
+	}
+	return ""
+}
+
+// ensureDeployment applies the Deployment. With autoscaling, spec.replicas is handed
+// over to the HPA without a dip: the controller keeps applying the live value for as
+// long as it still owns the field, and drops it once the HPA (or anyone) has written it.
+func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStackDistribution, image string, uc *userConfig) (*appsv1.Deployment, error) {
+	in := deploymentInputs{image: image}
+	if uc != nil {
+		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
+	}
+	if l.Spec.Server.Autoscaling == nil {
+		in.replicas = &l.Spec.Replicas
+	} else {
+		cur, err := c.deployments.cached(l.Namespace, deploymentName(l))
+		switch {
+		case apierrors.IsNotFound(err):
+			in.replicas = ptr.To(hpaMinReplicas(l))
+		case err != nil:
+			return nil, err
+		case isControlledBy(cur, l):
+			owned, err := c.deployments.extract(cur, FieldManager)
+			if err != nil {
+				return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
+				in.replicas = ptr.To(*cur.Spec.Replicas)
+			}
+		}
+	}
+	return c.deployments.ensure(ctx, c, l, newDeployment(l, in))
+}
+
+// ensurePVC creates the claim once. It is never updated, shrunk or deleted by the
+// controller: it holds the user's data.
+func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistribution) (*corev1.PersistentVolumeClaim, error) {
+	cur, found, err := c.pvcs.current(ctx, l.Namespace, pvcName(l))
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		if !isControlledBy(cur, l) {
+			return cur, &notOwnedError{kind: "PersistentVolumeClaim", namespace: l.Namespace, name: pvcName(l)}
+		}
+		return cur, nil
+	}
+	ac, err := toApplyConfiguration[coreac.PersistentVolumeClaimApplyConfiguration](newPVC(l))
+	if err != nil {
+		return nil, err
+	}
+	return c.pvcs.write(ctx, c, l, ac, l.Namespace, pvcName(l), false)
+}

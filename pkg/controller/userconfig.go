@@ -1,0 +1,222 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// cacheHashAnnotation is set by TransformConfigMap on cached ConfigMaps, whose data the
+// cache does not keep: the content hash of the data it dropped. It never reaches the API server.
+const cacheHashAnnotation = "internal.llama-stack-controller/content-hash"
+
+// userConfig is spec.server.userConfig resolved against the cluster.
+type userConfig struct {
+	// mountName is the ConfigMap in the CR's namespace that the pod mounts.
+	mountName string
+	// hash is the content hash of the source ConfigMap's data.
+	hash string
+	// source is set for a ConfigMap in another namespace, which is copied to mountName.
+	source *corev1.ConfigMap
+}
+
+// userError is a problem only the user can fix. It becomes a condition and an Event,
+// never a retry loop.
+type userError struct {
+	reason  string
+	message string
+}
+
+func userConfigNamespace(l *v1alpha1.LlamaStackDistribution) string {
+	if uc := l.Spec.Server.UserConfig; uc != nil && uc.ConfigMapNamespace != "" {
+		return uc.ConfigMapNamespace
+	}
+	return l.Namespace
+}
+
+// resolveUserConfig checks the referenced ConfigMap: it must exist, hold config.yaml,
+// and, in another namespace, allow this CR's namespace. nil, nil when none is referenced.
+func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*userConfig, *userError) {
+	uc := l.Spec.Server.UserConfig
+	if uc == nil {
+		return nil, nil
+	}
+	ns, name := userConfigNamespace(l), uc.ConfigMapName
+	crossNamespace := ns != l.Namespace
+	if crossNamespace && c.watchNamespace != "" {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+			"spec.server.userConfig refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
+			ns, name, c.watchNamespace, l.Namespace)}
+	}
+	cm, err := c.configMaps.ConfigMaps(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
+			"ConfigMap %s/%s referenced by spec.server.userConfig was not found", ns, name)}
+	}
+	if err != nil {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf("ConfigMap %s/%s: %v", ns, name, err)}
+	}
+	if crossNamespace && !allowsNamespace(cm, l.Namespace) {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+			"ConfigMap %s/%s is in another namespace and does not allow namespace %s: add it to the ConfigMap's annotation %s (a comma-separated list of namespaces, or \"*\")",
+			ns, name, l.Namespace, AllowedNamespacesAnnotation)}
+	}
+	if _, ok := cm.Data[userConfigKey]; !ok {
+		if _, ok := cm.BinaryData[userConfigKey]; !ok {
+			return nil, &userError{v1alpha1.ReasonConfigMapKeyMissing, fmt.Sprintf(
+				"ConfigMap %s/%s referenced by spec.server.userConfig has no key %s", ns, name, userConfigKey)}
+		}
+	}
+	out := &userConfig{mountName: name, hash: configMapHash(cm)}
+	if crossNamespace {
+		out.mountName = userConfigCopyName(l)
+		out.source = cm
+	}
+	return out, nil
+}
+
+// allowsNamespace reports whether cm opts in to being used from namespace ns.
+func allowsNamespace(cm *corev1.ConfigMap, ns string) bool {
+	for _, entry := range strings.Split(cm.Annotations[AllowedNamespacesAnnotation], ",") {
+		if e := strings.TrimSpace(entry); e == "*" || e == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// configMapHash is the content hash of a ConfigMap's data and binaryData: the same for
+// the same content whatever the metadata, so only a content change rolls the pods.
+func configMapHash(cm *corev1.ConfigMap) string {
+	if h, ok := cm.Annotations[cacheHashAnnotation]; ok {
+		return h
+	}
+	return hashData(cm.Data, cm.BinaryData)
+}
+
+func hashData(data map[string]string, binary map[string][]byte) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		fmt.Fprintf(h, "d%d:%s%d:%s", len(k), k, len(data[k]), data[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(binary)) {
+		fmt.Fprintf(h, "b%d:%s%d:", len(k), k, len(binary[k]))
+		h.Write(binary[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
+func newUserConfigCopy(l *v1alpha1.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
+	lbls := childLabels(l)
+	lbls[labelComponent] = "user-config"
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            userConfigCopyName(l),
+			Namespace:       l.Namespace,
+			Labels:          lbls,
+			Annotations:     map[string]string{annotationSourceHash: hashData(source.Data, source.BinaryData)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+		},
+		Data:       maps.Clone(source.Data),
+		BinaryData: maps.Clone(source.BinaryData),
+	}
+}
+
+// ensureUserConfigCopy keeps the managed copy of a cross-namespace user ConfigMap in
+// step with its source, and deletes it when no longer needed. The cache holds only a
+// hash of ConfigMap data, so the source is read live, and only when the hashes differ.
+func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig) error {
+	name := userConfigCopyName(l)
+	if uc == nil || uc.source == nil {
+		return c.configMapCopies.deleteIfOwned(ctx, c, l, name)
+	}
+	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
+	if err != nil {
+		return err
+	}
+	if found && !isControlledBy(cur, l) {
+		return &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
+	}
+	if found && cur.Annotations[annotationSourceHash] == uc.hash {
+		return nil
+	}
+	src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
+	if err != nil {
+		// Gone or unreadable since the cache saw it: the next event or retry settles it.
+		return fmt.Errorf("reading ConfigMap %s/%s: %w", uc.source.Namespace, uc.source.Name, err)
+	}
+	if !allowsNamespace(src, l.Namespace) {
+		return nil // opt-in withdrawn since the cache saw it: its event will report it
+	}
+	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](newUserConfigCopy(l, src))
+	if err != nil {
+		return err
+	}
+	_, err = c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found)
+	return err
+}
+
+// TransformConfigMap is the informer transform of the ConfigMap cache: it keeps the keys
+// of a ConfigMap's data but not the values, and records their content hash, so memory
+// does not grow with the size of ConfigMaps in the cluster. Managed fields of other
+// managers are dropped too.
+func TransformConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return TransformStripManagedFields(obj)
+	}
+	if _, done := cm.Annotations[cacheHashAnnotation]; done {
+		return cm, nil
+	}
+	hash := hashData(cm.Data, cm.BinaryData)
+	stripManagedFields(cm)
+	annotations := maps.Clone(cm.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[cacheHashAnnotation] = hash
+	cm.Annotations = annotations
+	for k := range cm.Data {
+		cm.Data[k] = ""
+	}
+	for k := range cm.BinaryData {
+		cm.BinaryData[k] = nil
+	}
+	return cm, nil
+}
+
+// TransformStripManagedFields drops every managedFields entry except the controller's
+// own Apply entry, which Extract<Kind> needs to tell what the controller owns.
+func TransformStripManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		stripManagedFields(o)
+	}
+	return obj, nil
+}
+
+func stripManagedFields(o metav1.Object) {
+	mf := o.GetManagedFields()
+	if len(mf) == 0 {
+		return
+	}
+	var kept []metav1.ManagedFieldsEntry
+	for _, e := range mf {
+		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			kept = append(kept, e)
+		}
+	}
+	o.SetManagedFields(kept)
+}
