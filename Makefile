@@ -27,9 +27,10 @@ build:
 vet:
 	$(GO) vet ./...
 
-## test: vet and run every unit test (no API server needed)
+## test: vet, every unit test, and the CRD admission checks (no API server needed)
 test: vet
 	$(GO) test ./...
+	hack/test-crd.sh
 
 ## run: run the controller against $$KUBECONFIG (CRD installed first)
 run: build

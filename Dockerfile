@@ -1,0 +1,19 @@
+# The controller image: a static binary on distroless, running as a non-root user.
+#   docker build -t llama-stack-controller:latest .
+
+FROM golang:1.26 AS build
+WORKDIR /src
+# Dependencies first, so a source change does not download modules again.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# Set by BuildKit for the platform being built; empty means the build host's.
+ARG TARGETOS
+ARG TARGETARCH
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/llama-stack-controller ./cmd/controller
+
+FROM gcr.io/distroless/static:nonroot
+COPY --from=build /out/llama-stack-controller /llama-stack-controller
+USER 65532:65532
+ENTRYPOINT ["/llama-stack-controller"]
