@@ -99,9 +99,20 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 		replicas = ptr.To(*in.replicas)
 	}
 
-	strategy := appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	// The rolling-update parameters are the API server's defaults, set explicitly so that
+	// the controller owns them: switching to Recreate (which forbids them) then removes
+	// them in the same apply, instead of leaving defaulted values nobody owns.
+	defaultRollingStep := intstr.FromString("25%")
+	strategy := appsv1.DeploymentStrategy{
+		Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: &defaultRollingStep,
+			MaxSurge:       ptr.To(defaultRollingStep),
+		},
+	}
 	if server.Storage != nil {
-		strategy.Type = appsv1.RecreateDeploymentStrategyType
+		// One pod at a time: a ReadWriteOnce volume cannot attach to two.
+		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 
 	var annotations map[string]string

@@ -158,7 +158,11 @@ func TestNewDeployment(t *testing.T) {
 				assert.Equal(t, selector, d.Spec.Template.Labels)
 				assert.Nil(t, d.Spec.Template.Annotations)
 				assert.Equal(t, ptr.To(int32(1)), d.Spec.Replicas)
-				assert.Equal(t, appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}, d.Spec.Strategy)
+				quarter := intstr.FromString("25%")
+				assert.Equal(t, appsv1.DeploymentStrategy{
+					Type:          appsv1.RollingUpdateDeploymentStrategyType,
+					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &quarter, MaxSurge: &quarter},
+				}, d.Spec.Strategy)
 
 				pod := d.Spec.Template.Spec
 				assert.Empty(t, pod.ServiceAccountName)
