@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -100,6 +101,9 @@ func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha
 		}
 		if equality.Semantic.DeepEqual(owned, ac) {
 			return cur, nil
+		}
+		if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
+			logger.V(5).Info("Fields differ", "kind", k.kind, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
 		}
 	}
 	return k.write(ctx, c, l, ac, namespace, name, found)
