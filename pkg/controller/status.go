@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,7 +42,7 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	if st.DistributionConfig.ActiveDistribution == "" {
 		st.DistributionConfig.ActiveDistribution = "custom"
 	}
-	st.DistributionConfig.AvailableDistributions = c.distributions
+	st.DistributionConfig.AvailableDistributions = maps.Clone(c.distributions)
 
 	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
