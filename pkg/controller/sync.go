@@ -65,20 +65,6 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 	image, imgProblem := c.resolveImage(l, cfg)
 	uc, ucProblem := c.resolveUserConfig(l)
-	for _, p := range []*userError{imgProblem, ucProblem} {
-		if p != nil {
-			obs.problems = append(obs.problems, *p)
-		}
-	}
-	if len(obs.problems) > 0 {
-		// Keep what runs: observe the children without changing them.
-		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
-		obs.service, _ = c.services.cached(l.Namespace, serviceName(l))
-		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
-		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
-		return obs, nil
-	}
-
 	var errs []error
 	// notOwned turns a foreign object into a problem; other errors are returned.
 	notOwned := func(err error) bool {
@@ -93,7 +79,25 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 		return false
 	}
 
-	notOwned(c.ensureUserConfigCopy(ctx, l, uc))
+	var copyProblem *userError
+	if imgProblem == nil && ucProblem == nil {
+		var err error
+		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
+		notOwned(err)
+	}
+	for _, p := range []*userError{imgProblem, ucProblem, copyProblem} {
+		if p != nil {
+			obs.problems = append(obs.problems, *p)
+		}
+	}
+	if len(obs.problems) > 0 || len(errs) > 0 {
+		// Keep what runs: observe the children without changing them.
+		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
+		obs.service, _ = c.services.cached(l.Namespace, serviceName(l))
+		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
+		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
+		return obs, errors.Join(errs...)
+	}
 
 	if l.Spec.Server.Storage != nil {
 		pvc, err := c.ensurePVC(ctx, l)

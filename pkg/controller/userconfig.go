@@ -68,9 +68,7 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf("ConfigMap %s/%s: %v", ns, name, err)}
 	}
 	if crossNamespace && !allowsNamespace(cm, l.Namespace) {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
-			"ConfigMap %s/%s is in another namespace and does not allow namespace %s: add it to the ConfigMap's annotation %s (a comma-separated list of namespaces, or \"*\")",
-			ns, name, l.Namespace, AllowedNamespacesAnnotation)}
+		return nil, notAllowed(ns, name, l.Namespace)
 	}
 	if _, ok := cm.Data[userConfigKey]; !ok {
 		if _, ok := cm.BinaryData[userConfigKey]; !ok {
@@ -138,35 +136,48 @@ func newUserConfigCopy(l *v1alpha1.LlamaStackDistribution, source *corev1.Config
 // ensureUserConfigCopy keeps the managed copy of a cross-namespace user ConfigMap in
 // step with its source, and deletes it when no longer needed. The cache holds only a
 // hash of ConfigMap data, so the source is read live, and only when the hashes differ.
-func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig) error {
+// uc.hash is set to the hash of what the copy holds, so the pods roll exactly when the
+// mounted content changes. A source that withdrew its opt-in since the cache saw it is a
+// user error.
+func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig) (*userError, error) {
 	name := userConfigCopyName(l)
 	if uc == nil || uc.source == nil {
-		return c.configMapCopies.deleteIfOwned(ctx, c, l, name)
+		return nil, c.configMapCopies.deleteIfOwned(ctx, c, l, name)
 	}
 	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if found && !isControlledBy(cur, l) {
-		return &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
+		return nil, &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
 	}
 	if found && cur.Annotations[annotationSourceHash] == uc.hash {
-		return nil
+		return nil, nil
 	}
 	src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
 	if err != nil {
 		// Gone or unreadable since the cache saw it: the next event or retry settles it.
-		return fmt.Errorf("reading ConfigMap %s/%s: %w", uc.source.Namespace, uc.source.Name, err)
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", uc.source.Namespace, uc.source.Name, err)
 	}
 	if !allowsNamespace(src, l.Namespace) {
-		return nil // opt-in withdrawn since the cache saw it: its event will report it
+		return notAllowed(src.Namespace, src.Name, l.Namespace), nil
 	}
-	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](newUserConfigCopy(l, src))
+	desired := newUserConfigCopy(l, src)
+	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](desired)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found)
-	return err
+	if _, err := c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found); err != nil {
+		return nil, err
+	}
+	uc.hash = desired.Annotations[annotationSourceHash]
+	return nil, nil
+}
+
+func notAllowed(ns, name, crNamespace string) *userError {
+	return &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+		"ConfigMap %s/%s is in another namespace and does not allow namespace %s: add it to the ConfigMap's annotation %s (a comma-separated list of namespaces, or \"*\")",
+		ns, name, crNamespace, AllowedNamespacesAnnotation)}
 }
 
 // TransformConfigMap is the informer transform of the ConfigMap cache: it keeps the keys

@@ -1,0 +1,353 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// setDeploymentStatus writes the stored Deployment's status as the Deployment controller
+// would, and refreshes the caches.
+func (f *fixture) setDeploymentStatus(name string, edit func(*appsv1.Deployment)) {
+	f.t.Helper()
+	d := f.deployment(name).DeepCopy()
+	edit(d)
+	_, err := f.kubeclient.AppsV1().Deployments(testNamespace).UpdateStatus(f.ctx, d, metav1.UpdateOptions{FieldManager: hpaManager})
+	require.NoError(f.t, err)
+	f.refreshCaches()
+}
+
+// rolledOut reports every replica of the Deployment's spec as updated and available.
+func rolledOut(d *appsv1.Deployment) {
+	n := ptr.Deref(d.Spec.Replicas, 1)
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+	}
+}
+
+func (f *fixture) setPVCPhase(name string, phase corev1.PersistentVolumeClaimPhase) {
+	f.t.Helper()
+	p := f.stored(kindPVC, name).(*corev1.PersistentVolumeClaim).DeepCopy()
+	p.Status.Phase = phase
+	_, err := f.kubeclient.CoreV1().PersistentVolumeClaims(testNamespace).UpdateStatus(f.ctx, p, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+	require.NoError(f.t, err)
+	f.refreshCaches()
+}
+
+func TestStatusObservedGeneration(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Generation = 3 }))
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, int64(3), got.Status.ObservedGeneration)
+	for _, c := range got.Status.Conditions {
+		assert.Equal(t, int64(3), c.ObservedGeneration, c.Type)
+	}
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Workers = ptr.To(int32(2)) })
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, int64(4), got.Generation)
+	assert.Equal(t, int64(4), got.Status.ObservedGeneration)
+}
+
+func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase, "a Deployment without available pods")
+	assert.Equal(t, v1alpha1.ReasonDeploymentScaling, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionServiceReady).Status)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+	assert.Zero(t, got.Status.AvailableReplicas)
+	f.events()
+
+	// The Deployment controller has not seen the latest spec yet.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+		d.Generation = 2
+		rolledOut(d)
+		d.Status.ObservedGeneration = 1
+	})
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase)
+	assert.Equal(t, v1alpha1.ReasonDeploymentPending, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+
+	f.setDeploymentStatus("app", rolledOut)
+	actions := f.sync("app")
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
+	for _, ct := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDeploymentReady, v1alpha1.ConditionServiceReady} {
+		assert.Equal(t, metav1.ConditionTrue, cond(t, got, ct).Status, ct)
+	}
+	assert.Nil(t, findCondition(got, v1alpha1.ConditionStorageReady), "no StorageReady without storage")
+	assert.Equal(t, 1, countEvents(f.events(), "Normal Ready"))
+	require.Empty(t, describe(f.sync("app")), "status written only when it changed")
+
+	// A pod goes away.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 })
+	f.sync("app")
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase)
+	assert.Zero(t, got.Status.AvailableReplicas)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+}
+
+// findCondition is the CR's condition of that type, or nil.
+func findCondition(l *v1alpha1.LlamaStackDistribution, condType string) *metav1.Condition {
+	for i := range l.Status.Conditions {
+		if l.Status.Conditions[i].Type == condType {
+			return &l.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestStatusPendingWithoutADeployment(t *testing.T) {
+	f := newFixture(t)
+	l := newLLSD("app")
+	st := f.c.calculateStatus(l, observed{service: newService(l)}, metav1.Now())
+	assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+	l.Status = st
+	assert.Equal(t, v1alpha1.ReasonDeploymentPending, cond(t, l, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, l, v1alpha1.ConditionReady).Status)
+}
+
+// Upstream §12.1: an HPA above spec.replicas must not make the CR look unready.
+func TestStatusReadyWhileTheHPAScaledAboveSpecReplicas(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
+	}))
+	f.converge("app")
+	f.scaleAsHPA("app", 4)
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, int32(4), got.Status.AvailableReplicas)
+	assert.Equal(t, int32(1), got.Spec.Replicas)
+	assert.Equal(t, int32(4), f.replicas("app"))
+}
+
+func TestStatusReadyWithZeroReplicas(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }))
+	f.converge("app")
+	assert.Equal(t, int32(0), f.replicas("app"))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Zero(t, got.Status.AvailableReplicas)
+}
+
+func TestStorageReadyFollowsThePVC(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+	}))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	got := f.llsd("app")
+	sr := cond(t, got, v1alpha1.ConditionStorageReady)
+	assert.Equal(t, metav1.ConditionFalse, sr.Status)
+	assert.Equal(t, v1alpha1.ReasonStorageFailed, sr.Reason)
+	assert.Contains(t, sr.Message, "Pending")
+	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase, "not ready while the claim is unbound")
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+
+	f.setPVCPhase("app-pvc", corev1.ClaimBound)
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionStorageReady).Status)
+	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionReady).Status)
+
+	f.setPVCPhase("app-pvc", corev1.ClaimPending)
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionStorageReady).Status)
+	assert.NotEqual(t, v1alpha1.PhaseReady, got.Status.Phase)
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = nil })
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Nil(t, findCondition(got, v1alpha1.ConditionStorageReady), "StorageReady goes with the storage")
+}
+
+func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+
+	// Move every transition into the past.
+	past := metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := f.llsd("app")
+	for i := range l.Status.Conditions {
+		l.Status.Conditions[i].LastTransitionTime = past
+	}
+	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).UpdateStatus(f.ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	require.Empty(t, describe(f.sync("app")), "an unchanged condition is not rewritten with a new time")
+
+	f.setDeploymentStatus("app", rolledOut)
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(f.sync("app"))))
+	got := f.llsd("app")
+	svcReady := cond(t, got, v1alpha1.ConditionServiceReady)
+	assert.True(t, svcReady.LastTransitionTime.Equal(&past), "ServiceReady stayed True: %s", svcReady.LastTransitionTime)
+	assert.True(t, cond(t, got, v1alpha1.ConditionDeploymentReady).LastTransitionTime.After(past.Time), "DeploymentReady turned True")
+	assert.True(t, cond(t, got, v1alpha1.ConditionReady).LastTransitionTime.After(past.Time), "Ready turned True")
+	require.Empty(t, describe(f.sync("app")))
+}
+
+func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	actions := f.sync("app")
+	assert.Contains(t, describe(actions), "update llamastackdistributions/status app")
+	second := f.sync("app")
+	require.Empty(t, describe(second))
+
+	// A Deployment status change the CR does not report.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetCreated"}}
+	})
+	require.Empty(t, describe(f.sync("app")))
+}
+
+func TestStatusServiceURL(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 9000 })
+	f.converge("app")
+	assert.Equal(t, "http://app-service.demo.svc.cluster.local:9000", f.llsd("app").Status.ServiceURL)
+}
+
+func TestStatusRouteURL(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	assert.Nil(t, f.llsd("app").Status.RouteURL, "no route without exposeRoute")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true} })
+	f.converge("app")
+	assert.Equal(t, ptr.To(""), f.llsd("app").Status.RouteURL, "exposed, no address yet")
+
+	ing := f.stored(kindIngress, "app-ingress").(*networkingv1.Ingress).DeepCopy()
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{Hostname: "llama.example.com"}}
+	_, err := f.kubeclient.NetworkingV1().Ingresses(testNamespace).UpdateStatus(f.ctx, ing, metav1.UpdateOptions{FieldManager: "ingress-controller"})
+	require.NoError(t, err)
+	f.refreshCaches()
+	actions := f.sync("app")
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
+	assert.Equal(t, ptr.To("http://llama.example.com"), f.llsd("app").Status.RouteURL)
+	require.Empty(t, describe(f.sync("app")))
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network.ExposeRoute = false })
+	f.converge("app")
+	assert.Nil(t, f.llsd("app").Status.RouteURL)
+}
+
+func TestTerminatingCRWritesOnlyItsStatus(t *testing.T) {
+	f := newFixture(t, append(allChildrenObjects(), newLLSD("app", allChildren))...)
+	f.converge("app")
+	require.Equal(t, v1alpha1.PhaseInitializing, f.llsd("app").Status.Phase)
+
+	l := f.llsd("app")
+	l.DeletionTimestamp = ptr.To(metav1.Now())
+	l.Finalizers = []string{"example.com/hold"}
+	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	// A spec change while terminating is not acted on either.
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 9000 })
+
+	actions := f.sync("app")
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(actions), "no child is read or written")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseTerminating, got.Status.Phase)
+	ready := cond(t, got, v1alpha1.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, v1alpha1.ReasonTerminating, ready.Reason)
+	require.Empty(t, describe(f.sync("app")))
+}
+
+func TestUnknownDistributionIsReportedOnce(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "nope" }))
+	actions := f.sync("app")
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
+	assert.Nil(t, f.stored(kindDeployment, "app"))
+	requireUserError(t, f.llsd("app"), v1alpha1.ReasonDistributionNotSupported,
+		`"nope"`, "starter", "remote-vllm", "meta-reference-gpu", "postgres-demo")
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning DistributionNotSupported"), "events: %v", events)
+	assert.True(t, hasEvent(events, "nope"))
+
+	require.Empty(t, describe(f.sync("app")), "same problem: no status write")
+	assert.Empty(t, f.events(), "same problem: no second Event")
+}
+
+func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	before := f.deployment("app")
+	f.events()
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Distribution.Name = "nope"
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "X", Value: "1"}}
+	})
+	actions := f.sync("app")
+	assert.Empty(t, childWrites(actions))
+	after := f.deployment("app")
+	assert.Equal(t, before, after, "the Deployment is left as it runs")
+	assert.Equal(t, testImage, serverContainerOf(t, after).Image)
+	requireUserError(t, f.llsd("app"), v1alpha1.ReasonDistributionNotSupported, "nope")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning DistributionNotSupported"))
+	require.Empty(t, describe(f.sync("app")))
+	assert.Empty(t, f.events())
+
+	// Fixed: the CR converges again, with the pending spec change.
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "starter" })
+	f.converge("app")
+	got := f.llsd("app")
+	assert.NotEqual(t, v1alpha1.PhaseFailed, got.Status.Phase)
+	assert.NotEqual(t, v1alpha1.ReasonDistributionNotSupported, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.Equal(t, "1", envValue(t, serverContainerOf(t, f.deployment("app")).Env, "X"))
+}
+
+func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
+	// Someone else's Service blocks only the Service: the Deployment still runs and its
+	// status still moves, so the CR's status is rewritten while the problem stays.
+	f := newFixture(t, newLLSD("app"), foreignObject(kindService, "app-service", true))
+	f.converge("app")
+	requireUserError(t, f.llsd("app"), v1alpha1.ReasonResourceNotOwned, "Service demo/app-service")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning ResourceNotOwned"))
+
+	f.setDeploymentStatus("app", rolledOut)
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(f.sync("app"))))
+	got := f.llsd("app")
+	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
+	requireUserError(t, got, v1alpha1.ReasonResourceNotOwned, "Service demo/app-service")
+	assert.Zero(t, countEvents(f.events(), "Warning"), "the same problem is reported once")
+	assert.Positive(t, f.c.recheck.NumRequeues(key("app")), "no event announces the fix: rechecked with backoff")
+
+	// The Service goes away: the CR recovers and owns a Service of its own.
+	require.NoError(t, f.kubeclient.CoreV1().Services(testNamespace).Delete(f.ctx, "app-service", metav1.DeleteOptions{}))
+	f.refreshCaches()
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assertControlledChild(t, f.stored(kindService, "app-service"), got)
+	assert.Zero(t, f.c.recheck.NumRequeues(key("app")), "the backoff is reset once resolved")
+}
