@@ -66,11 +66,17 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	image, imgProblem := c.resolveImage(l, cfg)
 	uc, ucProblem := c.resolveUserConfig(l)
 	var errs []error
-	// notOwned turns a foreign object into a problem; other errors are returned.
-	notOwned := func(err error) bool {
+	// report turns a foreign object, or a child the API server rejects as invalid, into
+	// a problem for the user; other errors are returned and retried.
+	report := func(err error) bool {
 		var no *notOwnedError
 		if errors.As(err, &no) {
 			obs.problems = append(obs.problems, userError{v1alpha1.ReasonResourceNotOwned, no.Error()})
+			return true
+		}
+		if apierrors.IsInvalid(err) {
+			obs.problems = append(obs.problems, userError{v1alpha1.ReasonResourceInvalid,
+				"the spec makes a child the API server rejects: " + err.Error()})
 			return true
 		}
 		if err != nil {
@@ -83,7 +89,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	if imgProblem == nil && ucProblem == nil {
 		var err error
 		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
-		notOwned(err)
+		report(err)
 	}
 	for _, p := range []*userError{imgProblem, ucProblem, copyProblem} {
 		if p != nil {
@@ -101,51 +107,51 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 	if l.Spec.Server.Storage != nil {
 		pvc, err := c.ensurePVC(ctx, l)
-		if !notOwned(err) && err == nil {
+		if !report(err) && err == nil {
 			obs.pvc = pvc
 		}
 	}
 
 	svc, err := c.services.ensure(ctx, c, l, newService(l))
-	if !notOwned(err) && err == nil {
+	if !report(err) && err == nil {
 		obs.service = svc
 	}
 
 	if cfg.networkPolicyKnown {
 		if cfg.enableNetworkPolicy {
 			_, err := c.networkPolicies.ensure(ctx, c, l, newNetworkPolicy(l, c.operatorNamespace))
-			notOwned(err)
+			report(err)
 		} else {
-			notOwned(c.networkPolicies.deleteIfOwned(ctx, c, l, networkPolicyName(l)))
+			report(c.networkPolicies.deleteIfOwned(ctx, c, l, networkPolicyName(l)))
 		}
 	}
 
 	dep, err := c.ensureDeployment(ctx, l, image, uc)
-	if !notOwned(err) && err == nil {
+	if !report(err) && err == nil {
 		obs.deployment = dep
 	}
 
 	if l.Spec.Server.Autoscaling != nil {
 		_, err := c.hpas.ensure(ctx, c, l, newHPA(l))
-		notOwned(err)
+		report(err)
 	} else {
-		notOwned(c.hpas.deleteIfOwned(ctx, c, l, hpaName(l)))
+		report(c.hpas.deleteIfOwned(ctx, c, l, hpaName(l)))
 	}
 
 	if wantsPDB(l) {
 		_, err := c.pdbs.ensure(ctx, c, l, newPDB(l))
-		notOwned(err)
+		report(err)
 	} else {
-		notOwned(c.pdbs.deleteIfOwned(ctx, c, l, pdbName(l)))
+		report(c.pdbs.deleteIfOwned(ctx, c, l, pdbName(l)))
 	}
 
 	if wantsIngress(l) {
 		ing, err := c.ingresses.ensure(ctx, c, l, newIngress(l))
-		if !notOwned(err) && err == nil {
+		if !report(err) && err == nil {
 			obs.ingress = ing
 		}
 	} else {
-		notOwned(c.ingresses.deleteIfOwned(ctx, c, l, ingressName(l)))
+		report(c.ingresses.deleteIfOwned(ctx, c, l, ingressName(l)))
 	}
 
 	return obs, errors.Join(errs...)

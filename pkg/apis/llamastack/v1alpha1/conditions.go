@@ -32,4 +32,7 @@ const (
 	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
 	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
 	ReasonResourceNotOwned         = "ResourceNotOwned"
+	// ReasonResourceInvalid: the API server rejected a child built from the spec (for
+	// example a podOverrides volume named like one of the controller's).
+	ReasonResourceInvalid = "ResourceInvalid"
 )
