@@ -1,0 +1,154 @@
+// Package app wires the controller to a cluster: clients, informer factories with their
+// filters and transforms, and the run loop. cmd/controller parses flags into Options;
+// the end-to-end tests run the same code in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller"
+	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
+	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
+)
+
+const (
+	// DefaultOperatorNamespace is the controller's namespace when nothing else names it.
+	DefaultOperatorNamespace = "llama-stack-controller-system"
+	serviceAccountNamespace  = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+	// DefaultResyncPeriod re-delivers cached objects; a sync it triggers sends no request.
+	DefaultResyncPeriod = 10 * time.Hour
+)
+
+// Options configure a controller run.
+type Options struct {
+	// Namespace limits the controller to one namespace; "" watches all.
+	Namespace string
+	// OperatorNamespace holds the operator ConfigMap; "" resolves it (see ResolveOperatorNamespace).
+	OperatorNamespace string
+	Workers           int
+	QPS               float64
+	Burst             int
+	// ResyncPeriod of the informers; 0 means DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// Version is reported in status.version.operatorVersion.
+	Version string
+}
+
+// Validate checks the options a user can set.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
+	}
+	if o.QPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.QPS))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.Burst))
+	}
+	return errors.Join(errs...)
+}
+
+// ResolveOperatorNamespace returns the controller's own namespace: the flag, else
+// $POD_NAMESPACE, else the in-cluster ServiceAccount namespace, else the default.
+func ResolveOperatorNamespace(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return DefaultOperatorNamespace
+}
+
+// Run runs the controller against the cluster of cfg until ctx is cancelled.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	logger := klog.FromContext(ctx)
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "llama-stack-controller/" + o.Version
+	}
+	resync := o.ResyncPeriod
+	if resync == 0 {
+		resync = DefaultResyncPeriod
+	}
+
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the LlamaStackDistribution client: %w", err)
+	}
+	opNamespace := ResolveOperatorNamespace(o.OperatorNamespace)
+	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers)
+
+	managed := labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": controller.ManagedByValue}).String()
+	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithNamespace(o.Namespace),
+		informers.WithTransform(controller.TransformStripManagedFields))
+	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(o.Namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }),
+		kubeinformers.WithTransform(controller.TransformStripManagedFields))
+	configMapInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(o.Namespace),
+		kubeinformers.WithTransform(controller.TransformConfigMap))
+	operatorInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(opNamespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", controller.OperatorConfigMapName).String()
+		}),
+		kubeinformers.WithTransform(controller.TransformStripManagedFields))
+
+	c, err := controller.NewController(ctx, controller.Config{
+		KubeClient:         kubeClient,
+		Client:             client,
+		LLSDInformers:      llsdInformers,
+		ChildInformers:     childInformers,
+		ConfigMapInformers: configMapInformers,
+		OperatorInformers:  operatorInformers,
+		OperatorNamespace:  opNamespace,
+		WatchNamespace:     o.Namespace,
+		OperatorVersion:    o.Version,
+	})
+	if err != nil {
+		return err
+	}
+	factories := []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}{llsdInformers, childInformers, configMapInformers, operatorInformers}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	err = c.Run(ctx, o.Workers)
+	// Stop the informers and wait for their goroutines before returning.
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	return err
+}
