@@ -81,6 +81,13 @@ func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) 
 // manager would apply. It returns the resulting object; a *notOwnedError when an object
 // of that name belongs to someone else.
 func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object) (T, error) {
+	return k.ensureObject(ctx, c, l, desired, false)
+}
+
+// ensureObject is ensure; with precondition, an apply to an existing object carries the
+// cached resourceVersion, so it fails with a conflict (and a quiet retry) instead of
+// writing values computed from a stale cache.
+func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
 	var zero T
 	namespace, name := desired.GetNamespace(), desired.GetName()
 	cur, found, err := k.current(ctx, namespace, name)
@@ -104,6 +111,12 @@ func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha
 		}
 		if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
 			logger.V(5).Info("Fields differ", "kind", k.kind, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
+		}
+		if precondition {
+			desired.SetResourceVersion(cur.GetResourceVersion())
+			if ac, err = toApplyConfiguration[AC](desired); err != nil {
+				return zero, err
+			}
 		}
 	}
 	return k.write(ctx, c, l, ac, namespace, name, found)

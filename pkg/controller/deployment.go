@@ -129,6 +129,10 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 	}
 	if overrides.ServiceAccountName != "" {
 		podSpec.ServiceAccountName = overrides.ServiceAccountName
+		// The API server copies serviceAccountName into the deprecated serviceAccount
+		// alias and back. Owning both means removing the override removes both;
+		// otherwise the alias, owned by nobody, would restore the old account.
+		podSpec.DeprecatedServiceAccount = overrides.ServiceAccountName
 	} else {
 		podSpec.AutomountServiceAccountToken = ptr.To(false)
 	}
@@ -142,6 +146,7 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 			Name:            deploymentName(l),
 			Namespace:       l.Namespace,
 			Labels:          childLabels(l),
+			Annotations:     map[string]string{annotationDistribution: distributionLabel(l)},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
 		},
 		Spec: appsv1.DeploymentSpec{

@@ -30,6 +30,9 @@ const (
 	AllowedNamespacesAnnotation = "llamastack.io/allowed-namespaces"
 
 	annotationUserConfigHash = "configmap.hash/user-config"
+	// annotationDistribution on the Deployment records the distribution its image was
+	// resolved from, so a running image is kept only for the same distribution.
+	annotationDistribution = "llamastack.io/distribution"
 	// annotationSourceHash on the managed copy of a cross-namespace ConfigMap records the
 	// content hash of the source it was copied from.
 	annotationSourceHash = "llamastack.io/source-hash"
@@ -92,4 +95,13 @@ func containerName(l *v1alpha1.LlamaStackDistribution) string {
 		return n
 	}
 	return defaultContainerName
+}
+
+// distributionLabel is the distribution name, or "custom" for an image given directly
+// (status.distributionConfig.activeDistribution, as upstream).
+func distributionLabel(l *v1alpha1.LlamaStackDistribution) string {
+	if n := l.Spec.Server.Distribution.Name; n != "" {
+		return n
+	}
+	return "custom"
 }

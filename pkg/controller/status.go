@@ -38,10 +38,7 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		st.Version.OperatorVersion = c.operatorVersion
 		st.Version.LastUpdated = ptr.To(now)
 	}
-	st.DistributionConfig.ActiveDistribution = l.Spec.Server.Distribution.Name
-	if st.DistributionConfig.ActiveDistribution == "" {
-		st.DistributionConfig.ActiveDistribution = "custom"
-	}
+	st.DistributionConfig.ActiveDistribution = distributionLabel(l)
 	st.DistributionConfig.AvailableDistributions = maps.Clone(c.distributions)
 
 	set := func(condType string, status metav1.ConditionStatus, reason, message string) {

@@ -45,6 +45,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	obs, err := c.ensureChildren(ctx, l)
 	if err != nil {
+		if !apierrors.IsConflict(err) && ctx.Err() == nil {
+			// Retried with backoff; meanwhile the CR says what is wrong, as upstream did.
+			obs.problems = append(obs.problems, userError{v1alpha1.ReasonDeploymentFailed, "Resource reconciliation failed: " + err.Error()})
+			if serr := c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems); serr != nil {
+				klog.FromContext(ctx).V(2).Info("Could not report the failure in status", "err", serr)
+			}
+		}
 		return err
 	}
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha1.ReasonResourceNotOwned }) {
@@ -192,10 +199,11 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 	return image, nil
 }
 
-// runningImage is the image of the server container of the CR's Deployment, if any.
+// runningImage is the image of the server container of the CR's Deployment, if it runs
+// the same distribution.
 func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
 	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
-	if err != nil || !isControlledBy(d, l) {
+	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Server.Distribution.Name {
 		return ""
 	}
 	for _, ctr := range d.Spec.Template.Spec.Containers {
@@ -230,6 +238,8 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStac
 			}
 			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
 				in.replicas = ptr.To(*cur.Spec.Replicas)
+				// The count comes from the cache: a stale one must not undo the HPA's write.
+				return c.deployments.ensureObject(ctx, c, l, newDeployment(l, in), true)
 			}
 		}
 	}

@@ -60,15 +60,16 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 			ns, name, c.watchNamespace, l.Namespace)}
 	}
 	cm, err := c.configMaps.ConfigMaps(ns).Get(name)
+	if crossNamespace && (apierrors.IsNotFound(err) || err == nil && !allowsNamespace(cm, l.Namespace)) {
+		// One answer for both, so a CR cannot probe which ConfigMaps exist elsewhere.
+		return nil, notAllowed(ns, name, l.Namespace)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.server.userConfig was not found", ns, name)}
 	}
 	if err != nil {
 		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf("ConfigMap %s/%s: %v", ns, name, err)}
-	}
-	if crossNamespace && !allowsNamespace(cm, l.Namespace) {
-		return nil, notAllowed(ns, name, l.Namespace)
 	}
 	if _, ok := cm.Data[userConfigKey]; !ok {
 		if _, ok := cm.BinaryData[userConfigKey]; !ok {
@@ -151,8 +152,8 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.Llama
 	if found && !isControlledBy(cur, l) {
 		return nil, &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
 	}
-	if found && cur.Annotations[annotationSourceHash] == uc.hash {
-		return nil, nil
+	if found && cur.Annotations[annotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash {
+		return nil, nil // the copy holds the source's content (an edit of the copy is repaired)
 	}
 	src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
 	if err != nil {
@@ -174,10 +175,11 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.Llama
 	return nil, nil
 }
 
+// notAllowed reports a cross-namespace ConfigMap that is missing or has not opted in.
 func notAllowed(ns, name, crNamespace string) *userError {
 	return &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
-		"ConfigMap %s/%s is in another namespace and does not allow namespace %s: add it to the ConfigMap's annotation %s (a comma-separated list of namespaces, or \"*\")",
-		ns, name, crNamespace, AllowedNamespacesAnnotation)}
+		"ConfigMap %s/%s cannot be used from namespace %s: it must exist and list %s in its annotation %s (a comma-separated list of namespaces, or \"*\")",
+		ns, name, crNamespace, crNamespace, AllowedNamespacesAnnotation)}
 }
 
 // TransformConfigMap is the informer transform of the ConfigMap cache: it keeps the keys

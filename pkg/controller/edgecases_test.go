@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// The API server mirrors serviceAccountName into the deprecated serviceAccount field.
+// The controller sets (so owns) both, and removing the override removes both.
+func TestServiceAccountOverrideRemovedCompletely(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{ServiceAccountName: "custom-sa"}
+	}))
+	f.converge("app")
+	pod := f.deployment("app").Spec.Template.Spec
+	assert.Equal(t, "custom-sa", pod.ServiceAccountName)
+	assert.Equal(t, "custom-sa", pod.DeprecatedServiceAccount)
+	assert.Nil(t, pod.AutomountServiceAccountToken)
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.PodOverrides = nil })
+	f.converge("app")
+	pod = f.deployment("app").Spec.Template.Spec
+	assert.Empty(t, pod.ServiceAccountName)
+	assert.Empty(t, pod.DeprecatedServiceAccount)
+	assert.Equal(t, false, *pod.AutomountServiceAccountToken)
+}
+
+// While image-overrides does not parse, a running image is kept only for the same
+// distribution: switching the distribution still takes the new one's image.
+func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
+	f.converge("app")
+	require.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"))
+
+	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: [unclosed"})
+	f.converge("app")
+	assert.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"), "the running image is kept")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" })
+	f.converge("app")
+	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:latest", f.image("app"))
+}
+
+// A cross-namespace reference gets one answer whether the ConfigMap is missing or has
+// not opted in: a CR cannot learn which ConfigMaps exist in other namespaces.
+func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
+	f := newFixture(t,
+		newLLSD("missing", withUserConfigMap("nope", "other")),
+		newLLSD("closed", withUserConfigMap("cfg", "other")),
+		configMap("other", "cfg", map[string]string{"config.yaml": "x: 1"}, nil))
+	f.sync("missing")
+	f.sync("closed")
+	missing := cond(t, f.llsd("missing"), v1alpha1.ConditionDeploymentReady)
+	closed := cond(t, f.llsd("closed"), v1alpha1.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha1.ReasonConfigMapNotAllowed, missing.Reason)
+	assert.Equal(t, missing.Reason, closed.Reason)
+	assert.Equal(t, missing.Message, strings.ReplaceAll(closed.Message, "/cfg ", "/nope "))
+}
+
+// An edit of the managed copy's data is repaired from the source.
+func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
+	src := configMap("other", "cfg", map[string]string{"config.yaml": "x: 1"}, map[string]string{AllowedNamespacesAnnotation: testNamespace})
+	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "other")), src)
+	f.converge("app")
+	cp, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cp.Data["config.yaml"] = "tampered: true"
+	_, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, cp, metav1.UpdateOptions{FieldManager: "kubectl"})
+	require.NoError(t, err)
+	f.refreshCaches()
+
+	f.converge("app")
+	cp, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "x: 1", cp.Data["config.yaml"])
+}
+
+// An API error that is not the user's is retried, and meanwhile the CR says what is wrong.
+func TestAPIErrorIsReportedAndRetried(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.kubeclient.PrependReactor("patch", "services", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("admission webhook denied the request")
+	})
+	err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: testNamespace, Name: "app"})
+	require.ErrorContains(t, err, "admission webhook denied the request")
+	l := f.llsd("app")
+	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
+	c := cond(t, l, v1alpha1.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha1.ReasonDeploymentFailed, c.Reason)
+	assert.Contains(t, c.Message, "Resource reconciliation failed:")
+	assert.Contains(t, c.Message, "admission webhook denied the request")
+}
