@@ -5,6 +5,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -97,6 +99,9 @@ type Controller struct {
 	// recheck spaces out re-syncs of CRs blocked by something no event announces the
 	// end of (an object of someone else's under a child's name): seconds growing to minutes.
 	recheck workqueue.TypedRateLimiter[cache.ObjectName]
+	// recheckAt holds when each pending recheck is due.
+	recheckMu sync.Mutex
+	recheckAt map[cache.ObjectName]time.Time
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
@@ -144,7 +149,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: controllerName}),
-		recheck: workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](2*time.Second, 5*time.Minute),
+		recheck:   workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](2*time.Second, 5*time.Minute),
+		recheckAt: map[cache.ObjectName]time.Time{},
 	}
 	if c.distributions == nil {
 		c.distributions = builtinDistributions()
@@ -365,6 +371,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
+	if namespaceTerminating(err) {
+		// Nothing can be created there any more, and the CR is about to go too.
+		logger.V(2).Info("Namespace is being deleted, dropping", "err", err)
+		c.queue.Forget(key)
+		return true
+	}
 	if apierrors.IsConflict(err) {
 		// The cache was behind a write (often our own status update): retry quietly.
 		logger.V(4).Info("Conflict, requeuing", "err", err)
@@ -494,4 +506,13 @@ func (c *Controller) enqueueAll() {
 	for _, l := range all {
 		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
 	}
+}
+
+// namespaceTerminating reports whether err, or one of the errors joined in it, is the
+// API server refusing to create an object in a namespace that is being deleted.
+func namespaceTerminating(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(joined.Unwrap(), namespaceTerminating)
+	}
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }

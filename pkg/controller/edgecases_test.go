@@ -2,13 +2,17 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -99,4 +103,28 @@ func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonDeploymentFailed, c.Reason)
 	assert.Contains(t, c.Message, "Resource reconciliation failed:")
 	assert.Contains(t, c.Message, "admission webhook denied the request")
+}
+
+func TestNamespaceTerminating(t *testing.T) {
+	terminating := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}},
+	}}
+	assert.True(t, namespaceTerminating(terminating))
+	assert.True(t, namespaceTerminating(fmt.Errorf("applying Service: %w", terminating)))
+	assert.True(t, namespaceTerminating(errors.Join(errors.New("other"), fmt.Errorf("applying: %w", terminating))))
+	assert.False(t, namespaceTerminating(apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "x", errors.New("rbac"))))
+	assert.False(t, namespaceTerminating(errors.New("plain")))
+}
+
+// Syncs for other reasons while a recheck is pending do not grow its backoff.
+func TestRecheckBackoffGrowsOnlyPerRecheck(t *testing.T) {
+	f := newFixture(t)
+	key := cache.ObjectName{Namespace: testNamespace, Name: "app"}
+	f.c.scheduleRecheck(key)
+	f.c.scheduleRecheck(key)
+	f.c.scheduleRecheck(key)
+	assert.Equal(t, 1, f.c.recheck.NumRequeues(key))
+	f.c.forgetRecheck(key)
+	assert.Equal(t, 0, f.c.recheck.NumRequeues(key))
 }

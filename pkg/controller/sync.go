@@ -30,7 +30,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	cached, err := c.llsdLister.LlamaStackDistributions(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.recheck.Forget(key)
+		c.forgetRecheck(key)
 		return nil // deleted: its children go with it (garbage collection)
 	}
 	if err != nil {
@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	obs, err := c.ensureChildren(ctx, l)
 	if err != nil {
-		if !apierrors.IsConflict(err) && ctx.Err() == nil {
+		if !apierrors.IsConflict(err) && !namespaceTerminating(err) && ctx.Err() == nil {
 			// Retried with backoff; meanwhile the CR says what is wrong, as upstream did.
 			obs.problems = append(obs.problems, userError{v1alpha1.ReasonDeploymentFailed, "Resource reconciliation failed: " + err.Error()})
 			if serr := c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems); serr != nil {
@@ -56,9 +56,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha1.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
-		c.queue.AddAfter(key, c.recheck.When(key))
+		c.scheduleRecheck(key)
 	} else {
-		c.recheck.Forget(key)
+		c.forgetRecheck(key)
 	}
 	return c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems)
 }
@@ -264,4 +264,25 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 		return nil, err
 	}
 	return c.pvcs.write(ctx, c, l, ac, l.Namespace, pvcName(l), false)
+}
+
+// scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s
+// doubling to 5 minutes). Syncs for other reasons in between do not grow it: while a
+// recheck is pending, no other is scheduled.
+func (c *Controller) scheduleRecheck(key cache.ObjectName) {
+	c.recheckMu.Lock()
+	defer c.recheckMu.Unlock()
+	if at, ok := c.recheckAt[key]; ok && time.Now().Before(at) {
+		return
+	}
+	d := c.recheck.When(key)
+	c.recheckAt[key] = time.Now().Add(d)
+	c.queue.AddAfter(key, d)
+}
+
+func (c *Controller) forgetRecheck(key cache.ObjectName) {
+	c.recheckMu.Lock()
+	defer c.recheckMu.Unlock()
+	delete(c.recheckAt, key)
+	c.recheck.Forget(key)
 }
