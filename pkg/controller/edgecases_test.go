@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -117,14 +119,38 @@ func TestNamespaceTerminating(t *testing.T) {
 	assert.False(t, namespaceTerminating(errors.New("plain")))
 }
 
-// Syncs for other reasons while a recheck is pending do not grow its backoff.
+// Syncs for other reasons while a recheck is pending do not grow its backoff, and a
+// rate-limited retry that consumes the pending entry does not lose the recheck.
 func TestRecheckBackoffGrowsOnlyPerRecheck(t *testing.T) {
 	f := newFixture(t)
 	key := cache.ObjectName{Namespace: testNamespace, Name: "app"}
-	f.c.scheduleRecheck(key)
+	f.c.recheck = workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](200*time.Millisecond, time.Second)
 	f.c.scheduleRecheck(key)
 	f.c.scheduleRecheck(key)
 	assert.Equal(t, 1, f.c.recheck.NumRequeues(key))
+
+	// A conflict retry moves the queue's single entry for the key to now...
+	f.c.queue.AddAfter(key, time.Millisecond)
+	got, _ := f.c.queue.Get()
+	f.c.queue.Done(got)
+	// ...and the sync it causes re-arms the recheck, which then still comes.
+	f.c.scheduleRecheck(key)
+	assert.Equal(t, 1, f.c.recheck.NumRequeues(key))
+	start := time.Now()
+	next := make(chan cache.ObjectName, 1)
+	go func() {
+		k, _ := f.c.queue.Get()
+		f.c.queue.Done(k)
+		next <- k
+	}()
+	select {
+	case got = <-next:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the recheck was lost")
+	}
+	assert.Equal(t, key, got)
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "the recheck came at its time")
+
 	f.c.forgetRecheck(key)
 	assert.Equal(t, 0, f.c.recheck.NumRequeues(key))
 }

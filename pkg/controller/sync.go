@@ -267,17 +267,18 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 }
 
 // scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s
-// doubling to 5 minutes). Syncs for other reasons in between do not grow it: while a
-// recheck is pending, no other is scheduled.
+// doubling to 5 minutes). Syncs for other reasons in between do not grow it, but they
+// re-arm it: the delaying queue keeps one entry per key and moves it to the earliest
+// time asked for, so a rate-limited retry can consume a pending recheck.
 func (c *Controller) scheduleRecheck(key cache.ObjectName) {
 	c.recheckMu.Lock()
 	defer c.recheckMu.Unlock()
-	if at, ok := c.recheckAt[key]; ok && time.Now().Before(at) {
-		return
+	at, pending := c.recheckAt[key]
+	if !pending || !time.Now().Before(at) {
+		at = time.Now().Add(c.recheck.When(key))
+		c.recheckAt[key] = at
 	}
-	d := c.recheck.When(key)
-	c.recheckAt[key] = time.Now().Add(d)
-	c.queue.AddAfter(key, d)
+	c.queue.AddAfter(key, time.Until(at))
 }
 
 func (c *Controller) forgetRecheck(key cache.ObjectName) {

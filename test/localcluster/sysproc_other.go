@@ -1,0 +1,23 @@
+//go:build unix && !linux
+
+package localcluster
+
+import "syscall"
+
+// componentSysProcAttr puts a component in its own process group, so that a
+// Ctrl-C at the terminal reaches the test or the run command (which then
+// stops the cluster in order) and not every component at once.
+func componentSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// buildSysProcAttr puts the build script in its own process group, so that
+// cancelling the build stops the go commands it runs too.
+func buildSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// terminateGroup sends SIGTERM to the process group led by pid.
+func terminateGroup(pid int) error {
+	return syscall.Kill(-pid, syscall.SIGTERM)
+}
