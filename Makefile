@@ -6,7 +6,7 @@ IMAGE ?= llama-stack-controller:latest
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
 
-.PHONY: all generate verify build test vet fmt run image clean
+.PHONY: all generate verify build test test-unit test-e2e cluster vet run image clean
 
 all: build
 
@@ -20,24 +20,37 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## build: build the controller binary into bin/
+## build: build the controller binary (and the local control plane launcher) into bin/
 build:
 	$(GO) build -o $(BIN_DIR)/llama-stack-controller ./cmd/controller
+	$(GO) build -o $(BIN_DIR)/localcluster ./test/localcluster/cmd/localcluster
 
 vet:
 	$(GO) vet ./...
 
-## test: vet, every unit test, and the CRD admission checks (no API server needed)
-test: vet
+## test: the unit tests, the CRD admission checks and the end-to-end suite on a local control plane
+test: test-unit test-e2e
+
+## test-unit: vet, every unit test and the CRD admission checks (no API server needed)
+test-unit: vet
 	$(GO) test ./...
 	hack/test-crd.sh
 
-## run: run the controller against $$KUBECONFIG (CRD installed first)
+## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~10 min, then cached)
+test-e2e:
+	$(GO) test -tags e2e -count=1 -timeout 45m ./test/...
+
+## cluster: build the local control plane binaries (etcd, kube-apiserver, ..., kwok) into the cache
+cluster:
+	hack/cluster/build.sh
+
+## run: run the controller; on a local control plane unless $$KUBECONFIG names a cluster
 run: build
-	@if [[ -z "$${KUBECONFIG:-}" && ! -f "$$HOME/.kube/config" ]]; then \
-	  echo "make run needs a cluster: set KUBECONFIG (the embedded local control plane is not built yet)"; exit 1; fi
-	kubectl apply -f artifacts/crd/
-	$(BIN_DIR)/llama-stack-controller $(ARGS)
+	@if [[ -n "$${KUBECONFIG:-}" ]]; then \
+	  hack/run-local.sh $(ARGS); \
+	else \
+	  $(BIN_DIR)/localcluster run -- env LLSC_LOCAL=1 hack/run-local.sh $(ARGS); \
+	fi
 
 ## image: build the controller image (needs a container engine)
 image:

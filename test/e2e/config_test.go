@@ -1,0 +1,163 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+const hashAnnotation = "configmap.hash/user-config"
+
+// A user ConfigMap edit rolls the pods within seconds; a metadata-only edit does not.
+func TestUserConfigEditRollsPods(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	cms := env.kube.CoreV1().ConfigMaps(ns)
+	_, err := cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "llama-stack-config"},
+		Data:       map[string]string{"config.yaml": "version: '2'\n"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "llama-stack-config"}
+	}))
+	waitReady(t, ns, "app")
+	d := deployment(t, ns, "app")
+	first := d.Spec.Template.Annotations[hashAnnotation]
+	require.NotEmpty(t, first)
+	assert.Equal(t, "/bin/sh", server(d).Command[0])
+
+	// Metadata only: nothing rolls.
+	cm, err := cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Labels = map[string]string{"edited": "yes"}
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second)
+	d2 := deployment(t, ns, "app")
+	assert.Equal(t, d.Generation, d2.Generation, "a metadata-only edit changed the Deployment")
+
+	// Data: the pods roll within seconds.
+	start := time.Now()
+	cm, err = cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["config.yaml"] = "version: '2'\nimage_name: edited\n"
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, "the pod template hash changes", func(ctx context.Context) (bool, error) {
+		d, err := env.kube.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && d.Spec.Template.Annotations[hashAnnotation] != first, err
+	})
+	t.Logf("the Deployment was updated %s after the ConfigMap edit", time.Since(start).Round(time.Millisecond))
+	waitReady(t, ns, "app")
+}
+
+// A ConfigMap in another namespace is used only when it opts in; it is copied into the
+// CR's namespace, and withdrawing the opt-in is reported.
+func TestCrossNamespaceUserConfig(t *testing.T) {
+	ns := newNamespace(t)
+	shared := newNamespace(t)
+	ctx := context.Background()
+	src := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared-config", Namespace: shared},
+		Data:       map[string]string{"config.yaml": "version: '2'\n"},
+	}
+	_, err := env.kube.CoreV1().ConfigMaps(shared).Create(ctx, src, metav1.CreateOptions{})
+	require.NoError(t, err)
+	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "shared-config", ConfigMapNamespace: shared}
+	}))
+	waitCondition(t, ns, "app", v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotAllowed)
+
+	cm, err := env.kube.CoreV1().ConfigMaps(shared).Get(ctx, "shared-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Annotations = map[string]string{"llamastack.io/allowed-namespaces": "somewhere-else, " + ns}
+	_, err = env.kube.CoreV1().ConfigMaps(shared).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitReady(t, ns, "app")
+	cp, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-user-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, src.Data, cp.Data)
+	d := deployment(t, ns, "app")
+	var mounted string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "user-config" && v.ConfigMap != nil {
+			mounted = v.ConfigMap.Name
+		}
+	}
+	assert.Equal(t, "app-user-config", mounted)
+
+	cm, err = env.kube.CoreV1().ConfigMaps(shared).Get(ctx, "shared-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Annotations = nil
+	cm.Data["config.yaml"] = "version: '2'\nsecret: do-not-copy\n"
+	_, err = env.kube.CoreV1().ConfigMaps(shared).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitCondition(t, ns, "app", v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotAllowed)
+	cp, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-user-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, src.Data, cp.Data, "the copy stopped following the source")
+	assert.Equal(t, d.Generation, deployment(t, ns, "app").Generation, "the Deployment was left as it was")
+}
+
+// An HPA changing spec.replicas is never reverted, and turning autoscaling on never
+// lowers the running replica count.
+func TestHPACoexistence(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 }))
+	waitReady(t, ns, "app")
+
+	// Watch the replica count while autoscaling is switched on.
+	stop := make(chan struct{})
+	lowest := make(chan int32, 1)
+	go func() {
+		low := int32(3)
+		for {
+			select {
+			case <-stop:
+				lowest <- low
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			d, err := env.kube.AppsV1().Deployments(ns).Get(context.Background(), "app", metav1.GetOptions{})
+			if err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas < low {
+				low = *d.Spec.Replicas
+			}
+		}
+	}()
+	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptrTo(int32(1)), MaxReplicas: 5}
+	})
+	waitReady(t, ns, "app")
+	time.Sleep(5 * time.Second)
+	close(stop)
+	assert.Equal(t, int32(3), <-lowest, "enabling autoscaling lowered the replica count")
+
+	// The HPA enforces its bounds: lowering maxReplicas to 2 makes it scale to 2,
+	// and the controller must not take that back.
+	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptrTo(int32(1)), MaxReplicas: 2}
+	})
+	waitDeployment(t, ns, "app", "the HPA scaled to 2", func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == 2
+	})
+	for range 20 {
+		time.Sleep(250 * time.Millisecond)
+		d := deployment(t, ns, "app")
+		require.Equal(t, int32(2), *d.Spec.Replicas, "the HPA's replica count was reverted")
+	}
+	l := waitReady(t, ns, "app")
+	assert.Equal(t, int32(2), l.Status.AvailableReplicas)
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,277 @@
+//go:build e2e
+
+// Package e2e runs the controller in-process against a real local control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok fake nodes, built by
+// hack/cluster/build.sh) and checks its behaviour end to end. Run it with `make test-e2e`.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
+	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
+	"github.com/llamastack/llama-stack-controller/test/localcluster"
+)
+
+// resyncPeriod is short so that the idle test spans several informer resyncs.
+const resyncPeriod = 5 * time.Second
+
+// env is the shared test environment: one cluster and one controller for the package.
+var env struct {
+	cluster  *localcluster.Cluster
+	cfg      *rest.Config
+	binDir   string
+	root     string
+	kube     kubernetes.Interface
+	client   clientset.Interface
+	dynamic  dynamic.Interface
+	requests *requestCounter
+	// controllerLog holds the controller's log, printed when a test fails.
+	controllerLog *syncBuffer
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.root = root
+	binDir, stages, err := localcluster.BuildBinaries(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building the control plane:", err)
+		return 1
+	}
+	env.binDir = binDir
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StagesFile: stages, Nodes: 3})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}()
+	env.cluster = cluster
+	env.cfg = cluster.RESTConfig()
+	env.kube = kubernetes.NewForConfigOrDie(env.cfg)
+	env.client = clientset.NewForConfigOrDie(env.cfg)
+	env.dynamic = dynamic.NewForConfigOrDie(env.cfg)
+
+	if err := installCRD(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "installing the CRD:", err)
+		return 1
+	}
+
+	// The controller runs in-process, as the binary does, with its own client
+	// identity and a transport that counts every request it sends.
+	env.requests = &requestCounter{}
+	env.controllerLog = &syncBuffer{}
+	ctrlCfg := rest.CopyConfig(env.cfg)
+	ctrlCfg.UserAgent = "llama-stack-controller/e2e"
+	ctrlCfg.Wrap(env.requests.wrap)
+	// The controller's log (-v=4 by default, $LLSC_E2E_V to change) goes to a buffer; a
+	// failing test prints the lines about its namespace and every error.
+	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(logFlags)
+	verbosity := os.Getenv("LLSC_E2E_V")
+	if verbosity == "" {
+		verbosity = "4"
+	}
+	for _, kv := range [][2]string{{"logtostderr", "false"}, {"alsologtostderr", "false"}, {"stderrthreshold", "FATAL"}, {"v", verbosity}} {
+		if err := logFlags.Set(kv[0], kv[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	klog.SetOutput(env.controllerLog)
+	logger := klog.NewKlogr()
+	ctrlCtx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(ctrlCtx, ctrlCfg, app.Options{
+			Workers: 4, QPS: 50, Burst: 100, ResyncPeriod: resyncPeriod,
+			OperatorNamespace: operatorNamespace, Version: "e2e",
+		})
+	}()
+	code := m.Run()
+	if code != 0 {
+		if f, err := os.CreateTemp("", "llsc-e2e-controller-*.log"); err == nil {
+			_, _ = f.WriteString(env.controllerLog.String())
+			_ = f.Close()
+			fmt.Fprintln(os.Stderr, "the controller's whole log:", f.Name())
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "controller:", err)
+			code = 1
+		}
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "controller did not stop within 30s of its context being cancelled")
+		code = 1
+	}
+	return code
+}
+
+// operatorNamespace is the controller's namespace in the suite.
+const operatorNamespace = "llama-stack-controller-system"
+
+// installCRD applies every CRD in artifacts/crd and waits until it is served.
+func installCRD(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(env.root, "artifacts", "crd", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRD in artifacts/crd: %v", err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, f := range files {
+		objs, err := readObjects(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := env.dynamic.Resource(crds).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s: %w", o.GetName(), err)
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions("default").List(ctx, metav1.ListOptions{})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the CRD is not served: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// readObjects decodes every object of a multi-document YAML file.
+func readObjects(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// requestCounter counts the controller's requests: watches apart from everything else.
+type requestCounter struct {
+	mu    sync.Mutex
+	byKey map[string]int
+}
+
+func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		key := req.Method + " " + req.URL.Path
+		if req.URL.Query().Get("watch") == "true" {
+			key = "WATCH " + req.URL.Path
+		}
+		r.mu.Lock()
+		if r.byKey == nil {
+			r.byKey = map[string]int{}
+		}
+		r.byKey[key]++
+		r.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+// snapshot returns a copy of the per-request counts.
+func (r *requestCounter) snapshot() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.byKey))
+	for k, v := range r.byKey {
+		out[k] = v
+	}
+	return out
+}
+
+// since lists the requests other than watches made after an earlier snapshot.
+func (r *requestCounter) since(before map[string]int) []string {
+	var out []string
+	for k, v := range r.snapshot() {
+		if strings.HasPrefix(k, "WATCH ") {
+			continue
+		}
+		if d := v - before[k]; d > 0 {
+			out = append(out, fmt.Sprintf("%dx %s", d, k))
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
