@@ -416,16 +416,22 @@ func (c *Controller) updateLLSD(oldObj, newObj any) {
 // ownedHandler enqueues the CR that controls a changed child, resolved by Kind and UID.
 func (c *Controller) ownedHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: c.handleOwned,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(metav1.Object)
-			n, ok2 := newObj.(metav1.Object)
-			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
-				return // a resync: nothing changed
-			}
-			c.handleOwned(newObj)
-		},
+		AddFunc:    c.handleOwned,
+		UpdateFunc: unlessResync(c.handleOwned),
 		DeleteFunc: c.handleOwned,
+	}
+}
+
+// unlessResync makes an UpdateFunc that calls handle with the new object, except on a
+// resync, where the resourceVersion is unchanged and so is everything else.
+func unlessResync(handle func(obj any)) func(oldObj, newObj any) {
+	return func(oldObj, newObj any) {
+		o, ok1 := oldObj.(metav1.Object)
+		n, ok2 := newObj.(metav1.Object)
+		if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
+			return
+		}
+		handle(newObj)
 	}
 }
 
@@ -470,15 +476,8 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: handle,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*corev1.ConfigMap)
-			n, ok2 := newObj.(*corev1.ConfigMap)
-			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
-				return
-			}
-			handle(newObj)
-		},
+		AddFunc:    handle,
+		UpdateFunc: unlessResync(handle),
 		DeleteFunc: handle,
 	}
 }

@@ -61,12 +61,20 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		}
 	}
 	f := &fixture{t: t, ctx: ctx, client: fake.NewClientset(llsds...), kubeclient: k8sfake.NewClientset(kube...)}
+	f.recorder = record.NewFakeRecorder(100)
+	f.newController()
+	return f
+}
+
+// newController builds a controller with empty informer caches over the fixture's fakes
+// (as at the start of the process) and fills the caches from the fakes.
+func (f *fixture) newController() {
+	f.t.Helper()
 	f.llsdInformers = informers.NewSharedInformerFactory(f.client, 0)
 	f.childInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.configMapInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.operatorInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	f.recorder = record.NewFakeRecorder(100)
-	c, err := NewController(ctx, Config{
+	c, err := NewController(f.ctx, Config{
 		KubeClient:         f.kubeclient,
 		Client:             f.client,
 		LLSDInformers:      f.llsdInformers,
@@ -77,10 +85,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		OperatorVersion:    "test",
 		Recorder:           f.recorder,
 	})
-	require.NoError(t, err)
+	require.NoError(f.t, err)
 	f.c = c
 	f.refreshCaches()
-	return f
 }
 
 // refreshCaches replaces every informer cache with the fakes' current objects, passed

@@ -138,15 +138,8 @@ func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEv
 		c.enqueueAll()
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: handle,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*corev1.ConfigMap)
-			n, ok2 := newObj.(*corev1.ConfigMap)
-			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
-				return
-			}
-			handle(newObj)
-		},
+		AddFunc:    handle,
+		UpdateFunc: unlessResync(handle),
 		DeleteFunc: func(obj any) { c.enqueueAll() },
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
-	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
 
 const (
@@ -23,24 +21,7 @@ const (
 // informer factories filled from the fakes, as after a restart of the process.
 func (f *fixture) restartController() {
 	f.t.Helper()
-	f.llsdInformers = informers.NewSharedInformerFactory(f.client, 0)
-	f.childInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	f.configMapInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	f.operatorInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	c, err := NewController(f.ctx, Config{
-		KubeClient:         f.kubeclient,
-		Client:             f.client,
-		LLSDInformers:      f.llsdInformers,
-		ChildInformers:     f.childInformers,
-		ConfigMapInformers: f.configMapInformers,
-		OperatorInformers:  f.operatorInformers,
-		OperatorNamespace:  testOperatorNamespace,
-		OperatorVersion:    "test",
-		Recorder:           f.recorder,
-	})
-	require.NoError(f.t, err)
-	f.c = c
-	f.refreshCaches()
+	f.newController()
 }
 
 func (f *fixture) image(name string) string {
