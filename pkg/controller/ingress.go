@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"maps"
+	"strings"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -13,10 +16,11 @@ func wantsIngress(l *v1alpha1.LlamaStackDistribution) bool {
 	return l.Spec.Network != nil && l.Spec.Network.ExposeRoute
 }
 
-// newIngress builds the Ingress routing every path to the server Service. As upstream, it
-// sets no class, host, TLS or annotations, so the cluster's defaults apply.
+// newIngress builds the Ingress routing every path to the server Service. Without
+// spec.network.ingress it sets no class, host, TLS or annotations, as upstream, so the
+// cluster's defaults apply; fields it does not set are left to whoever sets them.
 func newIngress(l *v1alpha1.LlamaStackDistribution) *networkingv1.Ingress {
-	return &networkingv1.Ingress{
+	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
 		ObjectMeta: childObjectMeta(l, ingressName(l)),
 		Spec: networkingv1.IngressSpec{
@@ -38,26 +42,49 @@ func newIngress(l *v1alpha1.LlamaStackDistribution) *networkingv1.Ingress {
 			}},
 		},
 	}
+	if l.Spec.Network == nil || l.Spec.Network.Ingress == nil {
+		return ing
+	}
+	opts := l.Spec.Network.Ingress
+	if opts.ClassName != nil {
+		ing.Spec.IngressClassName = ptr.To(*opts.ClassName)
+	}
+	ing.Spec.Rules[0].Host = opts.Host
+	if opts.TLSSecretName != "" {
+		tls := networkingv1.IngressTLS{SecretName: opts.TLSSecretName}
+		if opts.Host != "" {
+			tls.Hosts = []string{opts.Host}
+		}
+		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
+	}
+	if len(opts.Annotations) > 0 {
+		ing.Annotations = maps.Clone(opts.Annotations)
+	}
+	return ing
 }
 
-// ingressURL is the external URL of an Ingress, as reported in status.routeURL: the first
-// load balancer's hostname, else its IP, else the first rule's host; "" while there is none.
+// ingressURL is the external URL of an Ingress, as reported in status.routeURL: its
+// host when one is set (and not a wildcard), else the first load balancer's hostname or
+// IP; https when the Ingress terminates TLS; "" while there is no address.
 func ingressURL(ing *networkingv1.Ingress) string {
 	if ing == nil {
 		return ""
 	}
 	var addr string
-	if lbs := ing.Status.LoadBalancer.Ingress; len(lbs) > 0 {
+	if len(ing.Spec.Rules) > 0 && !strings.HasPrefix(ing.Spec.Rules[0].Host, "*") {
+		addr = ing.Spec.Rules[0].Host
+	}
+	if lbs := ing.Status.LoadBalancer.Ingress; addr == "" && len(lbs) > 0 {
 		addr = lbs[0].Hostname
 		if addr == "" {
 			addr = lbs[0].IP
 		}
 	}
-	if addr == "" && len(ing.Spec.Rules) > 0 {
-		addr = ing.Spec.Rules[0].Host
-	}
 	if addr == "" {
 		return ""
+	}
+	if len(ing.Spec.TLS) > 0 {
+		return "https://" + addr
 	}
 	return "http://" + addr
 }

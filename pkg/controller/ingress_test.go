@@ -113,12 +113,26 @@ func TestIngressURL(t *testing.T) {
 			ing:  &networkingv1.Ingress{Status: withLB(networkingv1.IngressLoadBalancerIngress{Hostname: "lb.example.com", IP: "10.0.0.7"})},
 			want: "http://lb.example.com",
 		},
-		"load balancer IP before rule host": {
+		"rule host before the load balancer": {
 			ing: &networkingv1.Ingress{
 				Spec:   withRuleHost("llama.example.com"),
 				Status: withLB(networkingv1.IngressLoadBalancerIngress{IP: "10.0.0.7"}),
 			},
+			want: "http://llama.example.com",
+		},
+		"wildcard host falls back to the load balancer": {
+			ing: &networkingv1.Ingress{
+				Spec:   withRuleHost("*.example.com"),
+				Status: withLB(networkingv1.IngressLoadBalancerIngress{IP: "10.0.0.7"}),
+			},
 			want: "http://10.0.0.7",
+		},
+		"https with TLS": {
+			ing: &networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{{Host: "llama.example.com"}},
+				TLS:   []networkingv1.IngressTLS{{Hosts: []string{"llama.example.com"}, SecretName: "tls"}},
+			}},
+			want: "https://llama.example.com",
 		},
 		"only the first load balancer counts": {
 			ing: &networkingv1.Ingress{Status: withLB(
@@ -143,4 +157,34 @@ func TestIngressURL(t *testing.T) {
 			assert.Equal(t, tc.want, ingressURL(tc.ing))
 		})
 	}
+}
+
+func TestNewIngressOptions(t *testing.T) {
+	l := childTestCR()
+	l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true, Ingress: &v1alpha1.IngressSpec{
+		ClassName:     ptr.To("nginx"),
+		Host:          "llama.example.com",
+		TLSSecretName: "llama-tls",
+		Annotations:   map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"},
+	}}
+	before := l.DeepCopy()
+	ing := newIngress(l)
+	assert.Equal(t, ptr.To("nginx"), ing.Spec.IngressClassName)
+	assert.Equal(t, "llama.example.com", ing.Spec.Rules[0].Host)
+	assert.Equal(t, []networkingv1.IngressTLS{{Hosts: []string{"llama.example.com"}, SecretName: "llama-tls"}}, ing.Spec.TLS)
+	assert.Equal(t, map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}, ing.Annotations)
+	assert.Equal(t, "https://llama.example.com", ingressURL(ing))
+	ing.Annotations["x"] = "y"
+	*ing.Spec.IngressClassName = "other"
+	assert.Equal(t, before, l, "the CR is not aliased")
+
+	// TLS without a host covers every host; exposeRoute alone stays as upstream.
+	l.Spec.Network.Ingress = &v1alpha1.IngressSpec{TLSSecretName: "wild"}
+	assert.Equal(t, []networkingv1.IngressTLS{{SecretName: "wild"}}, newIngress(l).Spec.TLS)
+	l.Spec.Network.Ingress = nil
+	plain := newIngress(l)
+	assert.Nil(t, plain.Spec.IngressClassName)
+	assert.Empty(t, plain.Spec.TLS)
+	assert.Empty(t, plain.Annotations)
+	assert.Empty(t, plain.Spec.Rules[0].Host)
 }

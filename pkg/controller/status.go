@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -74,10 +75,12 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 			set(v1alpha1.ConditionDeploymentReady, metav1.ConditionTrue, v1alpha1.ReasonDeploymentReady, "Deployment is ready")
 		}
 	}
-	st.AvailableReplicas = 0
+	st.AvailableReplicas, st.Replicas = 0, 0
 	if obs.deployment != nil {
 		st.AvailableReplicas = obs.deployment.Status.AvailableReplicas
+		st.Replicas = obs.deployment.Status.Replicas
 	}
+	st.Selector = labels.SelectorFromSet(selectorLabels(l)).String()
 
 	// Service.
 	if obs.service != nil {

@@ -66,6 +66,7 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		"name of 49 characters":    {name: strings.Repeat("a", 49), spec: `{server: {distribution: {name: starter}}}`, want: "at most 48 characters"},
 		"name that is not DNS1035": {name: "1abc", spec: `{server: {distribution: {name: starter}}}`, want: "DNS-1035 label"},
 		"zero workers":             {spec: `{server: {distribution: {name: starter}, workers: 0}}`, want: "spec.server.workers"},
+		"ingress host not a DNS name": {spec: `{server: {distribution: {name: starter}}, network: {exposeRoute: true, ingress: {host: "Bad_Host"}}}`, want: "spec.network.ingress.host"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

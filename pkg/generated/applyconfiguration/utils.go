@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &llamastackv1alpha1.DistributionConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DistributionType"):
 		return &llamastackv1alpha1.DistributionTypeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("IngressSpec"):
+		return &llamastackv1alpha1.IngressSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LlamaStackDistribution"):
 		return &llamastackv1alpha1.LlamaStackDistributionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LlamaStackDistributionSpec"):

@@ -13,6 +13,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=llsd
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Operator Version",type=string,JSONPath=`.status.version.operatorVersion`
@@ -64,10 +65,39 @@ type NetworkSpec struct {
 	// +optional
 	ExposeRoute bool `json:"exposeRoute,omitempty"`
 
+	// Ingress configures the Ingress created for exposeRoute: class, host, TLS and annotations.
+	// Without it, exposeRoute makes the same Ingress as upstream (no class, host or TLS).
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
 	// AllowedFrom defines which namespaces are allowed to access the LlamaStack service.
 	// By default, only the LLSD namespace and the operator namespace are allowed.
 	// +optional
 	AllowedFrom *AllowedFromSpec `json:"allowedFrom,omitempty"`
+}
+
+// IngressSpec configures the Ingress of a LlamaStackDistribution.
+type IngressSpec struct {
+	// ClassName is the IngressClass to use; unset leaves the cluster's default class in charge.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	ClassName *string `json:"className,omitempty"`
+
+	// Host is the host name the Ingress serves; unset serves every host.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// TLSSecretName names a Secret (type kubernetes.io/tls) in the CR's namespace that
+	// terminates TLS for Host; status.routeURL then uses https.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+
+	// Annotations are added to the Ingress, e.g. for the ingress controller or cert-manager.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // AllowedFromSpec lists the namespaces allowed to reach the server when the
@@ -360,6 +390,15 @@ type LlamaStackDistributionStatus struct {
 	// AvailableReplicas is the number of available replicas.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// Replicas is the number of server pods (the Deployment's status.replicas), for the
+	// scale subresource: kubectl scale, and an HPA or KEDA targeting the CR.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Selector is the label selector of the server pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 
 	// ServiceURL is the internal Kubernetes service URL where the distribution is exposed.
 	// +optional

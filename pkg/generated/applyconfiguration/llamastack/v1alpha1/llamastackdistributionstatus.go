@@ -40,6 +40,11 @@ type LlamaStackDistributionStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// AvailableReplicas is the number of available replicas.
 	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
+	// Replicas is the number of server pods (the Deployment's status.replicas), for the
+	// scale subresource: kubectl scale, and an HPA or KEDA targeting the CR.
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Selector is the label selector of the server pods, for the scale subresource.
+	Selector *string `json:"selector,omitempty"`
 	// ServiceURL is the internal Kubernetes service URL where the distribution is exposed.
 	ServiceURL *string `json:"serviceURL,omitempty"`
 	// RouteURL is the external URL where the distribution is exposed (when exposeRoute is true).
@@ -102,6 +107,22 @@ func (b *LlamaStackDistributionStatusApplyConfiguration) WithConditions(values .
 // If called multiple times, the AvailableReplicas field is set to the value of the last call.
 func (b *LlamaStackDistributionStatusApplyConfiguration) WithAvailableReplicas(value int32) *LlamaStackDistributionStatusApplyConfiguration {
 	b.AvailableReplicas = &value
+	return b
+}
+
+// WithReplicas sets the Replicas field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replicas field is set to the value of the last call.
+func (b *LlamaStackDistributionStatusApplyConfiguration) WithReplicas(value int32) *LlamaStackDistributionStatusApplyConfiguration {
+	b.Replicas = &value
+	return b
+}
+
+// WithSelector sets the Selector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Selector field is set to the value of the last call.
+func (b *LlamaStackDistributionStatusApplyConfiguration) WithSelector(value string) *LlamaStackDistributionStatusApplyConfiguration {
+	b.Selector = &value
 	return b
 }
 

@@ -26,6 +26,9 @@ type NetworkSpecApplyConfiguration struct {
 	// ExposeRoute when true, creates an Ingress for external access.
 	// Default is false (internal access only).
 	ExposeRoute *bool `json:"exposeRoute,omitempty"`
+	// Ingress configures the Ingress created for exposeRoute: class, host, TLS and annotations.
+	// Without it, exposeRoute makes the same Ingress as upstream (no class, host or TLS).
+	Ingress *IngressSpecApplyConfiguration `json:"ingress,omitempty"`
 	// AllowedFrom defines which namespaces are allowed to access the LlamaStack service.
 	// By default, only the LLSD namespace and the operator namespace are allowed.
 	AllowedFrom *AllowedFromSpecApplyConfiguration `json:"allowedFrom,omitempty"`
@@ -42,6 +45,14 @@ func NetworkSpec() *NetworkSpecApplyConfiguration {
 // If called multiple times, the ExposeRoute field is set to the value of the last call.
 func (b *NetworkSpecApplyConfiguration) WithExposeRoute(value bool) *NetworkSpecApplyConfiguration {
 	b.ExposeRoute = &value
+	return b
+}
+
+// WithIngress sets the Ingress field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Ingress field is set to the value of the last call.
+func (b *NetworkSpecApplyConfiguration) WithIngress(value *IngressSpecApplyConfiguration) *NetworkSpecApplyConfiguration {
+	b.Ingress = value
 	return b
 }
 
