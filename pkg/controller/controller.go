@@ -488,9 +488,17 @@ func indexByConfigMap(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	var keys []string
+	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
+	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
 	if uc := l.Spec.Server.UserConfig; uc != nil {
 		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
+	}
+	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
+		ns := tls.CABundle.ConfigMapNamespace
+		if ns == "" {
+			ns = l.Namespace
+		}
+		keys = append(keys, ns+"/"+tls.CABundle.ConfigMapName)
 	}
 	return keys, nil
 }

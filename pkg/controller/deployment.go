@@ -83,6 +83,7 @@ type deploymentInputs struct {
 	userConfigMap  string // ConfigMap mounted at /etc/llama-stack/ ("" = no user config)
 	userConfigHash string // content hash of that ConfigMap's data, for the pod-template annotation
 	replicas       *int32 // nil: leave spec.replicas unset (an HPA owns it)
+	caBundleHash   string // content hash of the managed CA bundle ("" = no CA bundle mounted)
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -118,6 +119,12 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 	var annotations map[string]string
 	if in.userConfigMap != "" {
 		annotations = map[string]string{annotationUserConfigHash: in.userConfigHash}
+	}
+	if in.caBundleHash != "" {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[annotationCABundleHash] = in.caBundleHash
 	}
 
 	podSpec := corev1.PodSpec{
@@ -185,15 +192,10 @@ func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) co
 	p := port(l)
 
 	c := corev1.Container{
-		Name:  containerName(l),
-		Image: in.image,
-		Ports: []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}},
-		Env: mergeEnv([]corev1.EnvVar{
-			{Name: envHFHome, Value: storageMountPath(l)},
-			{Name: envWorkers, Value: strconv.Itoa(int(serverWorkers(l)))},
-			{Name: envPort, Value: strconv.Itoa(int(p))},
-			{Name: envLlamaStackConfig, Value: userConfigPath},
-		}, cs.Env),
+		Name:            containerName(l),
+		Image:           in.image,
+		Ports:           []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}},
+		Env:             mergeEnv(controllerEnv(l, in), cs.Env),
 		Resources:       resolveResources(l),
 		SecurityContext: containerSecurityContext(cs),
 		StartupProbe: &corev1.Probe{
@@ -218,6 +220,19 @@ func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) co
 		c.Args = append([]string(nil), cs.Args...)
 	}
 	return c
+}
+
+// controllerEnv is the controller's own environment of the server, in upstream's order.
+func controllerEnv(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: envHFHome, Value: storageMountPath(l)}}
+	if in.caBundleHash != "" {
+		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
+	}
+	return append(env,
+		corev1.EnvVar{Name: envWorkers, Value: strconv.Itoa(int(serverWorkers(l)))},
+		corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(port(l)))},
+		corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
+	)
 }
 
 // mergeEnv returns the controller's variables followed by the user's, with every
@@ -306,6 +321,9 @@ func volumeMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []cor
 	if in.userConfigMap != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
 	}
+	if in.caBundleHash != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: volumeCABundle, MountPath: caBundleMountPath, ReadOnly: true})
+	}
 	if o := l.Spec.Server.PodOverrides; o != nil {
 		for i := range o.VolumeMounts {
 			mounts = append(mounts, *o.VolumeMounts[i].DeepCopy())
@@ -322,6 +340,15 @@ func podVolumes(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev
 		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
 	volumes := []corev1.Volume{storage}
+	if in.caBundleHash != "" {
+		volumes = append(volumes, corev1.Volume{
+			Name: volumeCABundle,
+			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: caBundleConfigMapName(l)},
+				Items:                []corev1.KeyToPath{{Key: caBundleKey, Path: caBundleKey}},
+			}},
+		})
+	}
 	if in.userConfigMap != "" {
 		volumes = append(volumes, corev1.Volume{
 			Name: volumeUserConfig,

@@ -30,6 +30,7 @@ const (
 	AllowedNamespacesAnnotation = "llamastack.io/allowed-namespaces"
 
 	annotationUserConfigHash = "configmap.hash/user-config"
+	annotationCABundleHash   = "configmap.hash/ca-bundle"
 	// annotationDistribution on the Deployment records the distribution its image was
 	// resolved from, so a running image is kept only for the same distribution.
 	annotationDistribution = "llamastack.io/distribution"
@@ -51,6 +52,8 @@ const (
 	userConfigKey       = "config.yaml"
 	volumeStorage       = "lls-storage"
 	volumeUserConfig    = "user-config"
+	volumeCABundle      = "ca-bundle"
+	envSSLCertFile      = "SSL_CERT_FILE"
 
 	defaultUID = int64(1001)
 )
@@ -66,6 +69,7 @@ func networkPolicyName(l *v1alpha1.LlamaStackDistribution) string { return l.Nam
 func userConfigCopyName(l *v1alpha1.LlamaStackDistribution) string {
 	return l.Name + "-user-config"
 }
+func caBundleConfigMapName(l *v1alpha1.LlamaStackDistribution) string { return l.Name + "-ca-bundle" }
 
 // selectorLabels select the server pods: the Deployment, Service, PDB and NetworkPolicy selector.
 // They never change, so upstream's objects can be taken over.

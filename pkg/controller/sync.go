@@ -72,6 +72,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 	image, imgProblem := c.resolveImage(l, cfg)
 	uc, ucProblem := c.resolveUserConfig(l)
+	caRefs, caProblem := c.resolveCABundle(l)
 	var errs []error
 	// report turns a foreign object, or a child the API server rejects as invalid, into
 	// a problem for the user; other errors are returned and retried.
@@ -92,13 +93,16 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 		return false
 	}
 
-	var copyProblem *userError
-	if imgProblem == nil && ucProblem == nil {
+	var copyProblem, bundleProblem *userError
+	var caHash string
+	if imgProblem == nil && ucProblem == nil && caProblem == nil {
 		var err error
 		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
 		report(err)
+		caHash, bundleProblem, err = c.ensureCABundle(ctx, l, caRefs)
+		report(err)
 	}
-	for _, p := range []*userError{imgProblem, ucProblem, copyProblem} {
+	for _, p := range []*userError{imgProblem, ucProblem, caProblem, copyProblem, bundleProblem} {
 		if p != nil {
 			obs.problems = append(obs.problems, *p)
 		}
@@ -133,7 +137,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 		}
 	}
 
-	dep, err := c.ensureDeployment(ctx, l, image, uc)
+	dep, err := c.ensureDeployment(ctx, l, deploymentInputs{image: image, caBundleHash: caHash}, uc)
 	if !report(err) && err == nil {
 		obs.deployment = dep
 	}
@@ -217,8 +221,7 @@ func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
 // ensureDeployment applies the Deployment. With autoscaling, spec.replicas is handed
 // over to the HPA without a dip: the controller keeps applying the live value for as
 // long as it still owns the field, and drops it once the HPA (or anyone) has written it.
-func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStackDistribution, image string, uc *userConfig) (*appsv1.Deployment, error) {
-	in := deploymentInputs{image: image}
+func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, error) {
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}

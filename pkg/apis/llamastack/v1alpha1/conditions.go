@@ -31,7 +31,9 @@ const (
 	ReasonConfigMapNotFound        = "ConfigMapNotFound"
 	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
 	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
-	ReasonResourceNotOwned         = "ResourceNotOwned"
+	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
+	ReasonCABundleInvalid  = "CABundleInvalid"
+	ReasonResourceNotOwned = "ResourceNotOwned"
 	// ReasonResourceInvalid: the API server rejected a child built from the spec (for
 	// example a podOverrides volume named like one of the controller's).
 	ReasonResourceInvalid = "ResourceInvalid"

@@ -1,0 +1,168 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// annotationBundleHash on the managed CA bundle ConfigMap records the hash of the data
+// the controller wrote, so an edit of it by someone else is noticed and repaired.
+const annotationBundleHash = "llamastack.io/bundle-hash"
+
+// caRef is one CA bundle source as the cache sees it (keys and a content hash, no data).
+type caRef struct {
+	cm       *corev1.ConfigMap
+	keys     []string // explicit keys; nil reads every key (the ODH bundle)
+	optional bool
+}
+
+// resolveCABundle finds the CA bundle sources of l in the cache: the ConfigMap of
+// spec.server.tlsConfig.caBundle, then the namespace's odh-trusted-ca-bundle when it
+// exists. It checks what can be checked without their data.
+func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRef, *userError) {
+	var refs []caRef
+	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
+		spec := tls.CABundle
+		ns, name := spec.ConfigMapNamespace, spec.ConfigMapName
+		if ns == "" {
+			ns = l.Namespace
+		}
+		keys := []string{caBundleKey}
+		if len(spec.ConfigMapKeys) > 0 {
+			keys = make([]string, len(spec.ConfigMapKeys))
+			for i, k := range spec.ConfigMapKeys {
+				keys[i] = string(k)
+			}
+		}
+		if err := validateCAKeys(keys); err != nil {
+			return nil, &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
+		}
+		crossNamespace := ns != l.Namespace
+		if crossNamespace && c.watchNamespace != "" {
+			return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+				"spec.server.tlsConfig.caBundle refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s)",
+				ns, name, c.watchNamespace)}
+		}
+		cm, err := c.configMaps.ConfigMaps(ns).Get(name)
+		if crossNamespace && (apierrors.IsNotFound(err) || err == nil && !allowsNamespace(cm, l.Namespace)) {
+			return nil, notAllowed(ns, name, l.Namespace)
+		}
+		if err != nil {
+			return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
+				"CA bundle ConfigMap %s/%s referenced by spec.server.tlsConfig.caBundle was not found", ns, name)}
+		}
+		for _, k := range keys {
+			if _, ok := cm.Data[k]; !ok {
+				return nil, &userError{v1alpha1.ReasonConfigMapKeyMissing, fmt.Sprintf(
+					"CA bundle ConfigMap %s/%s has no key '%s'", ns, name, k)}
+			}
+		}
+		refs = append(refs, caRef{cm: cm, keys: keys})
+	}
+	if odh, err := c.configMaps.ConfigMaps(l.Namespace).Get(odhTrustedCABundle); err == nil && len(odh.Data) > 0 {
+		refs = append(refs, caRef{cm: odh, optional: true})
+	}
+	return refs, nil
+}
+
+// caSourcesHash identifies the sources and their content, from the cache.
+func caSourcesHash(refs []caRef) string {
+	h := sha256.New()
+	for _, r := range refs {
+		fmt.Fprintf(h, "%s/%s|%s|%t|%s\n", r.cm.Namespace, r.cm.Name, strings.Join(r.keys, ","), r.optional, configMapHash(r.cm))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// caBundleMountHash is the content hash of a managed CA bundle ConfigMap, or "" when it
+// holds no certificate (then nothing is mounted).
+func caBundleMountHash(cm *corev1.ConfigMap) string {
+	if _, ok := cm.Data[caBundleKey]; !ok {
+		return ""
+	}
+	return configMapHash(cm)
+}
+
+// newCABundleConfigMap is the managed <name>-ca-bundle ConfigMap holding bundle.
+func newCABundleConfigMap(l *v1alpha1.LlamaStackDistribution, bundle, sourcesHash string) *corev1.ConfigMap {
+	lbls := childLabels(l)
+	lbls[labelComponent] = "ca-bundle"
+	data := map[string]string{}
+	if bundle != "" {
+		data[caBundleKey] = bundle
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      caBundleConfigMapName(l),
+			Namespace: l.Namespace,
+			Labels:    lbls,
+			Annotations: map[string]string{
+				annotationSourceHash: sourcesHash,
+				annotationBundleHash: hashData(data, nil),
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+		},
+		Data: data,
+	}
+}
+
+// ensureCABundle keeps the managed CA bundle ConfigMap in step with its sources and
+// returns the content hash to mount ("" when there is no certificate to mount). The
+// sources are read live only when their cached hashes changed, or when the managed
+// ConfigMap was edited. Without sources the managed ConfigMap is deleted.
+func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackDistribution, refs []caRef) (string, *userError, error) {
+	name := caBundleConfigMapName(l)
+	if len(refs) == 0 {
+		return "", nil, c.configMapCopies.deleteIfOwned(ctx, c, l, name)
+	}
+	sourcesHash := caSourcesHash(refs)
+	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if found && !isControlledBy(cur, l) {
+		return "", nil, &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
+	}
+	if found && cur.Annotations[annotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash] {
+		return caBundleMountHash(cur), nil, nil
+	}
+
+	sources := make([]caSource, 0, len(refs))
+	for _, r := range refs {
+		src, err := c.kubeclient.CoreV1().ConfigMaps(r.cm.Namespace).Get(ctx, r.cm.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", nil, fmt.Errorf("reading CA bundle ConfigMap %s/%s: %w", r.cm.Namespace, r.cm.Name, err)
+		}
+		if src.Namespace != l.Namespace && !allowsNamespace(src, l.Namespace) {
+			return "", notAllowed(src.Namespace, src.Name, l.Namespace), nil
+		}
+		sources = append(sources, caSource{Namespace: src.Namespace, Name: src.Name, Data: src.Data, Keys: r.keys, Optional: r.optional})
+	}
+	bundle, _, warnings, err := buildCABundle(sources)
+	for _, w := range warnings {
+		c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
+	}
+	if err != nil {
+		return "", &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}, nil
+	}
+	desired := newCABundleConfigMap(l, bundle, sourcesHash)
+	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](desired)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found); err != nil {
+		return "", nil, err
+	}
+	return caBundleMountHash(desired), nil, nil
+}

@@ -1,0 +1,179 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+func withCABundle(name, namespace string, keys ...v1alpha1.ConfigMapKey) func(*v1alpha1.LlamaStackDistribution) {
+	return func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.TLSConfig = &v1alpha1.TLSConfig{CABundle: &v1alpha1.CABundleConfig{
+			ConfigMapName: name, ConfigMapNamespace: namespace, ConfigMapKeys: keys,
+		}}
+	}
+}
+
+// managedCA reads the managed CA bundle ConfigMap; nil when there is none.
+func (f *fixture) managedCA(name string) *corev1.ConfigMap {
+	f.t.Helper()
+	cm, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name+"-ca-bundle", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(f.t, err)
+	return cm
+}
+
+// caMount tells whether the server pod mounts the CA bundle and points SSL_CERT_FILE at it.
+func caMount(t *testing.T, d *appsv1.Deployment) bool {
+	t.Helper()
+	ctr := serverContainerOf(t, d)
+	var env, mount, volume bool
+	for _, e := range ctr.Env {
+		env = env || e.Name == "SSL_CERT_FILE" && e.Value == "/etc/ssl/certs/ca-bundle/ca-bundle.crt"
+	}
+	for _, m := range ctr.VolumeMounts {
+		mount = mount || m.Name == "ca-bundle" && m.MountPath == "/etc/ssl/certs/ca-bundle" && m.ReadOnly
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		volume = volume || v.Name == "ca-bundle" && v.ConfigMap != nil && v.ConfigMap.Name == d.Name+"-ca-bundle"
+	}
+	require.Equal(t, env, mount, "SSL_CERT_FILE and the mount go together")
+	require.Equal(t, mount, volume, "the mount and the volume go together")
+	return mount
+}
+
+func TestCABundleLifecycle(t *testing.T) {
+	certs := testCertPEMs(t, 3)
+	f := newFixture(t,
+		newLLSD("app", withCABundle("custom-ca", "")),
+		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0]}, nil))
+	f.converge("app")
+
+	cm := f.managedCA("app")
+	require.NotNil(t, cm)
+	assertControlledChild(t, cm, f.llsd("app"))
+	assert.Equal(t, certs[0], cm.Data[caBundleKey])
+	assert.Equal(t, "ca-bundle", cm.Labels["app.kubernetes.io/component"])
+	d := f.deployment("app")
+	assert.True(t, caMount(t, d))
+	first := d.Spec.Template.Annotations[annotationCABundleHash]
+	require.NotEmpty(t, first)
+	assert.Empty(t, f.sync("app"), "a resync of an unchanged CR sends nothing")
+
+	// A source change rolls the pods through the content hash.
+	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0] + certs[1]}, nil))
+	f.converge("app")
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+	second := f.deployment("app").Spec.Template.Annotations[annotationCABundleHash]
+	assert.NotEqual(t, first, second)
+
+	// A metadata-only edit of the source rolls nothing and writes nothing.
+	src := configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0] + certs[1]}, map[string]string{"note": "x"})
+	f.putConfigMap(src)
+	assert.Empty(t, mutating(f.sync("app")))
+
+	// An edit of the managed ConfigMap is repaired.
+	tampered := f.managedCA("app")
+	tampered.Data[caBundleKey] = certs[2]
+	_, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, tampered, metav1.UpdateOptions{FieldManager: "kubectl"})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.converge("app")
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+
+	// Removing tlsConfig deletes the managed ConfigMap and the mount (upstream's RBAC could not).
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.TLSConfig = nil })
+	f.converge("app")
+	assert.Nil(t, f.managedCA("app"))
+	d = f.deployment("app")
+	assert.False(t, caMount(t, d))
+	assert.NotContains(t, d.Spec.Template.Annotations, annotationCABundleHash)
+}
+
+// The namespace's odh-trusted-ca-bundle is picked up by itself; one whose values are all
+// blank is ignored rather than failing the CR (upstream §12.6).
+func TestODHTrustedCABundle(t *testing.T) {
+	certs := testCertPEMs(t, 2)
+	f := newFixture(t, newLLSD("app"),
+		configMap(testNamespace, odhTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
+	f.converge("app")
+	l := f.llsd("app")
+	assert.NotEqual(t, v1alpha1.PhaseFailed, l.Status.Phase)
+	assert.False(t, caMount(t, f.deployment("app")))
+	assert.Empty(t, f.sync("app"), "a blank ODH bundle is not re-read on every sync")
+
+	// Certificates in two keys: sorted key order, so nothing churns (upstream §12.7).
+	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"z.crt": certs[1], "a.crt": certs[0]}, nil))
+	f.converge("app")
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+	assert.True(t, caMount(t, f.deployment("app")))
+	// A bad key in the ODH bundle is skipped with a Warning, not a failure.
+	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"a.crt": certs[0], "bad.crt": "-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"}, nil))
+	f.converge("app")
+	assert.Equal(t, certs[0], f.managedCA("app").Data[caBundleKey])
+	assert.True(t, hasEvent(f.events(), "CABundleKeySkipped"))
+	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+}
+
+// The user errors of upstream §8/§9 that the schema cannot catch: a missing ConfigMap, a
+// missing key, data without a valid certificate. Each leaves the running Deployment as it is.
+func TestCABundleUserErrors(t *testing.T) {
+	cert := testCertPEMs(t, 1)[0]
+	tests := map[string]struct {
+		data   map[string]string
+		keys   []v1alpha1.ConfigMapKey
+		reason string
+		facts  []string
+	}{
+		"missing ConfigMap": {reason: v1alpha1.ReasonConfigMapNotFound, facts: []string{testNamespace + "/custom-ca", "not found"}},
+		"missing key": {data: map[string]string{caBundleKey: cert}, keys: []v1alpha1.ConfigMapKey{"zz"},
+			reason: v1alpha1.ReasonConfigMapKeyMissing, facts: []string{"'zz'", testNamespace + "/custom-ca"}},
+		"no certificate": {data: map[string]string{caBundleKey: "not a certificate"},
+			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'", "custom-ca"}},
+		"a public key only": {data: map[string]string{caBundleKey: pemBlock("PUBLIC KEY", []byte("x"))},
+			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"custom-ca"}},
+		"a certificate that does not parse": {data: map[string]string{caBundleKey: pemBlock("CERTIFICATE", []byte("garbage"))},
+			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("app"))
+			f.converge("app")
+			before := f.deployment("app").DeepCopy()
+			if tc.data != nil {
+				f.putConfigMap(configMap(testNamespace, "custom-ca", tc.data, nil))
+			}
+			f.updateLLSD("app", withCABundle("custom-ca", "", tc.keys...))
+			f.sync("app")
+			requireUserError(t, f.llsd("app"), tc.reason, tc.facts...)
+			msg := cond(t, f.llsd("app"), v1alpha1.ConditionDeploymentReady).Message
+			assert.False(t, strings.Contains(msg, "failed to"), "no chains of 'failed to': %s", msg)
+			assert.Equal(t, before.Spec, f.deployment("app").Spec, "the running Deployment was changed")
+			assert.Nil(t, f.managedCA("app"))
+		})
+	}
+}
+
+// A CA bundle ConfigMap in another namespace follows the same opt-in as user config.
+func TestCABundleCrossNamespace(t *testing.T) {
+	cert := testCertPEMs(t, 1)[0]
+	f := newFixture(t, newLLSD("app", withCABundle("shared-ca", "other")),
+		configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, nil))
+	f.sync("app")
+	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, "other/shared-ca")
+
+	f.putConfigMap(configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, map[string]string{AllowedNamespacesAnnotation: "*"}))
+	f.converge("app")
+	assert.Equal(t, cert, f.managedCA("app").Data[caBundleKey])
+	assert.True(t, caMount(t, f.deployment("app")))
+}
