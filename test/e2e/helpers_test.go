@@ -199,10 +199,11 @@ func waitDeployment(t *testing.T, ns, name, what string, cond func(*appsv1.Deplo
 	return d
 }
 
-// gone waits until get reports NotFound.
+// gone waits until get reports NotFound. Garbage collection can take a while right
+// after the CRD is installed: the collector learns new resource types every 30s.
 func gone(t *testing.T, what string, get func(ctx context.Context) error) {
 	t.Helper()
-	eventually(t, 30*time.Second, what+" is gone", func(ctx context.Context) (bool, error) {
+	eventually(t, 90*time.Second, what+" is gone", func(ctx context.Context) (bool, error) {
 		err := get(ctx)
 		if apierrors.IsNotFound(err) {
 			return true, nil
