@@ -442,7 +442,8 @@ func TestChildIsDeletedWhenNoLongerWanted(t *testing.T) {
 	}
 }
 
-func TestPVCIsNeverUpdatedOrDeleted(t *testing.T) {
+// The claim grows with storage.size, but never shrinks and is never deleted.
+func TestPVCGrowsButNeverShrinksOrIsDeleted(t *testing.T) {
 	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi"))}
 	}))
@@ -454,7 +455,13 @@ func TestPVCIsNeverUpdatedOrDeleted(t *testing.T) {
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("20Gi"))
 	})
-	assert.Empty(t, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"), "a size change leaves the claim alone")
+	assert.Equal(t, []string{"patch persistentvolumeclaims app-pvc"}, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"), "a larger size expands the claim")
+	f.converge("app")
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("5Gi"))
+	})
+	assert.Empty(t, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"), "a smaller size leaves the claim alone")
+	f.converge("app")
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = nil })
 	actions = f.sync("app")
@@ -462,7 +469,7 @@ func TestPVCIsNeverUpdatedOrDeleted(t *testing.T) {
 	pvc := f.stored(kindPVC, "app-pvc")
 	require.NotNil(t, pvc, "the PVC holds the user's data")
 	size := pvc.(*corev1.PersistentVolumeClaim).Spec.Resources.Requests[corev1.ResourceStorage]
-	assert.Equal(t, "10Gi", size.String())
+	assert.Equal(t, "20Gi", size.String())
 	// The server goes back to an emptyDir.
 	vols := f.deployment("app").Spec.Template.Spec.Volumes
 	require.NotEmpty(t, vols)

@@ -25,6 +25,8 @@ type observed struct {
 	service    *corev1.Service
 	pvc        *corev1.PersistentVolumeClaim
 	ingress    *networkingv1.Ingress
+	// storage is what ensurePVC found; nil when it did not run.
+	storage *storageSync
 	// problems are user errors, in the order found.
 	problems []userError
 }
@@ -95,7 +97,22 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	storageReady := true
 	if l.Spec.Server.Storage == nil {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageReady)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageInSync)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageAccessWarning)
 	} else {
+		if s := obs.storage; s != nil {
+			status := metav1.ConditionFalse
+			if s.inSync {
+				status = metav1.ConditionTrue
+			}
+			set(v1alpha1.ConditionStorageInSync, status, s.reason, s.message)
+		}
+		if sharedReadWriteOnce(l, obs.pvc) {
+			set(v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue, v1alpha1.ReasonReadWriteOnceShared,
+				"ReadWriteOnce storage with more than one replica or autoscaling: pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica")
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageAccessWarning)
+		}
 		switch p := obs.pvc; {
 		case p == nil:
 			storageReady = false
@@ -169,6 +186,16 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
 		for _, p := range problems {
 			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
+		}
+	}
+	// Storage warnings: one Event each time one appears or changes.
+	for _, w := range []struct {
+		condType string
+		bad      metav1.ConditionStatus
+	}{{v1alpha1.ConditionStorageInSync, metav1.ConditionFalse}, {v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue}} {
+		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)
+		if now != nil && now.Status == w.bad && (was == nil || was.Status != now.Status || was.Message != now.Message) {
+			c.recorder.Event(l, corev1.EventTypeWarning, now.Reason, now.Message)
 		}
 	}
 	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -117,9 +116,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	}
 
 	if l.Spec.Server.Storage != nil {
-		pvc, err := c.ensurePVC(ctx, l)
+		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionStorageInSync))
 		if !report(err) && err == nil {
-			obs.pvc = pvc
+			obs.pvc, obs.storage = pvc, &state
 		}
 	}
 
@@ -247,26 +246,6 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStac
 		}
 	}
 	return c.deployments.ensure(ctx, c, l, newDeployment(l, in))
-}
-
-// ensurePVC creates the claim once. It is never updated, shrunk or deleted by the
-// controller: it holds the user's data.
-func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistribution) (*corev1.PersistentVolumeClaim, error) {
-	cur, found, err := c.pvcs.current(ctx, l.Namespace, pvcName(l))
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		if !isControlledBy(cur, l) {
-			return cur, &notOwnedError{kind: "PersistentVolumeClaim", namespace: l.Namespace, name: pvcName(l)}
-		}
-		return cur, nil
-	}
-	ac, err := toApplyConfiguration[coreac.PersistentVolumeClaimApplyConfiguration](newPVC(l))
-	if err != nil {
-		return nil, err
-	}
-	return c.pvcs.write(ctx, c, l, ac, l.Namespace, pvcName(l), false)
 }
 
 // scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s

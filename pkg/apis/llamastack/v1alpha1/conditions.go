@@ -10,6 +10,12 @@ const (
 	ConditionStorageReady = "StorageReady"
 	// ConditionServiceReady reports the Service.
 	ConditionServiceReady = "ServiceReady"
+	// ConditionStorageInSync reports whether the PersistentVolumeClaim matches
+	// spec.server.storage: it cannot shrink, and its class and access modes are fixed.
+	ConditionStorageInSync = "StorageInSync"
+	// ConditionStorageAccessWarning is True while ReadWriteOnce storage is combined with
+	// more than one replica or autoscaling: pods on other nodes cannot mount the volume.
+	ConditionStorageAccessWarning = "StorageAccessWarning"
 )
 
 // Condition reasons of a LlamaStackDistribution.
@@ -25,6 +31,13 @@ const (
 	ReasonReady             = "Ready"
 	ReasonNotReady          = "NotReady"
 	ReasonTerminating       = "Terminating"
+
+	ReasonStorageInSync         = "InSync"
+	ReasonShrinkRefused         = "ShrinkRefused"
+	ReasonStorageFieldImmutable = "StorageFieldImmutable"
+	ReasonResizeRefused         = "ResizeRefused"
+	ReasonResizing              = "Resizing"
+	ReasonReadWriteOnceShared   = "ReadWriteOnceShared"
 
 	// User errors: the spec or its environment needs a change; the controller waits for it.
 	ReasonDistributionNotSupported = "DistributionNotSupported"

@@ -299,6 +299,18 @@ type StorageSpec struct {
 	// Defaults to /.llama.
 	// +optional
 	MountPath string `json:"mountPath,omitempty"`
+
+	// StorageClassName is the StorageClass of the claim; unset uses the cluster's default.
+	// It is fixed once the claim exists.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// AccessModes of the claim; default [ReadWriteOnce]. They are fixed once the claim exists.
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:XValidation:rule="self.all(m, m in ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'])",message="accessModes may hold ReadWriteOnce, ReadOnlyMany, ReadWriteMany and ReadWriteOncePod"
+	// +listType=atomic
+	// +optional
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
 // UserConfigSpec defines the user configuration for the llama-stack server.

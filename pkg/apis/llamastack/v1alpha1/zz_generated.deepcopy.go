@@ -526,6 +526,16 @@ func (in *StorageSpec) DeepCopyInto(out *StorageSpec) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.StorageClassName != nil {
+		in, out := &in.StorageClassName, &out.StorageClassName
+		*out = new(string)
+		**out = **in
+	}
+	if in.AccessModes != nil {
+		in, out := &in.AccessModes, &out.AccessModes
+		*out = make([]v1.PersistentVolumeAccessMode, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	v1 "k8s.io/api/core/v1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -33,6 +34,11 @@ type StorageSpecApplyConfiguration struct {
 	// MountPath is the path where the storage will be mounted in the container.
 	// Defaults to /.llama.
 	MountPath *string `json:"mountPath,omitempty"`
+	// StorageClassName is the StorageClass of the claim; unset uses the cluster's default.
+	// It is fixed once the claim exists.
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// AccessModes of the claim; default [ReadWriteOnce]. They are fixed once the claim exists.
+	AccessModes []v1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
 // StorageSpecApplyConfiguration constructs a declarative configuration of the StorageSpec type for use with
@@ -54,5 +60,23 @@ func (b *StorageSpecApplyConfiguration) WithSize(value resource.Quantity) *Stora
 // If called multiple times, the MountPath field is set to the value of the last call.
 func (b *StorageSpecApplyConfiguration) WithMountPath(value string) *StorageSpecApplyConfiguration {
 	b.MountPath = &value
+	return b
+}
+
+// WithStorageClassName sets the StorageClassName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StorageClassName field is set to the value of the last call.
+func (b *StorageSpecApplyConfiguration) WithStorageClassName(value string) *StorageSpecApplyConfiguration {
+	b.StorageClassName = &value
+	return b
+}
+
+// WithAccessModes adds the given value to the AccessModes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AccessModes field.
+func (b *StorageSpecApplyConfiguration) WithAccessModes(values ...v1.PersistentVolumeAccessMode) *StorageSpecApplyConfiguration {
+	for i := range values {
+		b.AccessModes = append(b.AccessModes, values[i])
+	}
 	return b
 }
