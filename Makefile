@@ -38,7 +38,7 @@ test-unit: vet
 
 ## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~10 min, then cached)
 test-e2e:
-	$(GO) test -tags e2e -count=1 -timeout 45m ./test/...
+	$(GO) test -p 1 -tags e2e -count=1 -timeout 45m ./test/...
 
 ## cluster: build the local control plane binaries (etcd, kube-apiserver, ..., kwok) into the cache
 cluster:

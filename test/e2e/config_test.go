@@ -43,7 +43,8 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	cm.Labels = map[string]string{"edited": "yes"}
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	time.Sleep(3 * time.Second)
+	// Quiet means the controller has seen the edit and decided: nothing to roll.
+	settle(t)
 	d2 := deployment(t, ns, "app")
 	assert.Equal(t, d.Generation, d2.Generation, "a metadata-only edit changed the Deployment")
 

@@ -75,6 +75,31 @@ func dump(t *testing.T, ns string, logStart int) {
 			t.Logf("Deployment %s/%s:\n%s", ns, d.Items[i].Name, y)
 		}
 	}
+	for what, list := range map[string]func() (any, error){
+		"HorizontalPodAutoscalers": func() (any, error) {
+			return env.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+		},
+		"PodDisruptionBudgets": func() (any, error) {
+			return env.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+		},
+		"Ingresses": func() (any, error) { return env.kube.NetworkingV1().Ingresses(ns).List(ctx, metav1.ListOptions{}) },
+		"NetworkPolicies": func() (any, error) {
+			return env.kube.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		},
+		"PersistentVolumeClaims": func() (any, error) {
+			return env.kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		},
+		"ConfigMaps": func() (any, error) { return env.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}) },
+		"Pods":       func() (any, error) { return env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}) },
+	} {
+		if l, err := list(); err == nil {
+			y, _ := yaml.Marshal(l)
+			if len(y) > 6000 {
+				y = append(y[:6000], []byte("\n…")...)
+			}
+			t.Logf("%s in %s:\n%s", what, ns, y)
+		}
+	}
 	if svcs, err := env.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, s := range svcs.Items {
 			t.Logf("Service %s/%s (uid %s, created %s, deleting %v, owners %v)", ns, s.Name, s.UID, s.CreationTimestamp, s.DeletionTimestamp, s.OwnerReferences)

@@ -64,8 +64,10 @@ func TestManualChangesRepairedOthersKept(t *testing.T) {
 		_, err = env.kube.AppsV1().Deployments(ns).UpdateScale(ctx, "app", scale, metav1.UpdateOptions{FieldManager: "kubectl-scale"})
 		return err == nil, nil
 	})
-	waitDeployment(t, ns, "app", "replicas reverted to 1", func(d *appsv1.Deployment) bool {
-		return d.Spec.Replicas != nil && *d.Spec.Replicas == 1
+	// Upstream's scenario allows 5 s; the controller reacts to the Deployment's event.
+	eventually(t, 5*time.Second, "replicas reverted to 1", func(ctx context.Context) (bool, error) {
+		d, err := env.kube.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 1, err
 	})
 	waitReady(t, ns, "app")
 }
@@ -119,9 +121,17 @@ func TestDeletionCollectsChildren(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	two := intstr.FromInt32(1)
+	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "ca"},
+		Data:       map[string]string{"ca-bundle.crt": testCertificate(t, "gc-ca")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	createPV(t, ns+"-pv", "10Gi")
 	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 2}
 		l.Spec.Server.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: &two}
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Spec.Server.TLSConfig = &v1alpha1.TLSConfig{CABundle: &v1alpha1.CABundleConfig{ConfigMapName: "ca"}}
 		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true}
 	}))
 	waitReady(t, ns, "app")
@@ -145,6 +155,18 @@ func TestDeletionCollectsChildren(t *testing.T) {
 	})
 	gone(t, "the Ingress", func(ctx context.Context) error {
 		_, err := env.kube.NetworkingV1().Ingresses(ns).Get(ctx, "app-ingress", metav1.GetOptions{})
+		return err
+	})
+	gone(t, "the CR", func(ctx context.Context) error {
+		_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, "app", metav1.GetOptions{})
+		return err
+	})
+	gone(t, "the PVC (with its owner, by the garbage collector; the controller never deletes it)", func(ctx context.Context) error {
+		_, err := env.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "app-pvc", metav1.GetOptions{})
+		return err
+	})
+	gone(t, "the CA bundle ConfigMap", func(ctx context.Context) error {
+		_, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-ca-bundle", metav1.GetOptions{})
 		return err
 	})
 	eventually(t, 30*time.Second, "the pods are gone", func(ctx context.Context) (bool, error) {
