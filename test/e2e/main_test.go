@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -91,12 +92,24 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	// The controller runs in-process, as the binary does, with its own client
-	// identity and a transport that counts every request it sends.
+	// The controller runs in-process, as the binary does, as the artifacts'
+	// ServiceAccount with exactly the artifacts' ClusterRole (impersonated), so a verb the
+	// controller needs but the role lacks fails the suite, and with a transport that
+	// counts every request it sends.
+	if out, err := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side",
+		"-f", filepath.Join(root, "artifacts", "controller", "namespace.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac")).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "installing the RBAC: %v\n%s", err, out)
+		return 1
+	}
 	env.requests = &requestCounter{}
 	env.controllerLog = &syncBuffer{}
 	ctrlCfg := rest.CopyConfig(env.cfg)
 	ctrlCfg.UserAgent = "llama-stack-controller/e2e"
+	ctrlCfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + operatorNamespace + ":llama-stack-controller",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
+	}
 	ctrlCfg.Wrap(env.requests.wrap)
 	// The controller's log (-v=4 by default, $LLSC_E2E_V to change) goes to a buffer; a
 	// failing test prints the lines about its namespace and every error.
