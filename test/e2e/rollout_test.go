@@ -189,3 +189,65 @@ func setOperatorConfig(t *testing.T, data map[string]string) {
 		require.NoError(t, err)
 	}
 }
+
+// Upstream's TestRolloutWithStorage: with storage the Deployment uses Recreate, so a spec
+// change replaces the pod without ever running two at once (a ReadWriteOnce volume cannot
+// attach to two nodes), and the rollout ends with exactly one new pod.
+func TestRolloutWithStorage(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	createPV(t, ns+"-pv", "10Gi")
+	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+	}))
+	waitReady(t, ns, "app")
+	require.Equal(t, appsv1.RecreateDeploymentStrategyType, deployment(t, ns, "app").Spec.Strategy.Type)
+	before, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
+	require.NoError(t, err)
+	require.Len(t, before.Items, 1)
+
+	// Count the live pods while the rollout runs.
+	stop := make(chan struct{})
+	most := make(chan int, 1)
+	go func() {
+		peak := 0
+		for {
+			select {
+			case <-stop:
+				most <- peak
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
+			if err != nil {
+				continue
+			}
+			n := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					n++
+				}
+			}
+			peak = max(peak, n)
+		}
+	}()
+	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "ROLLED", Value: "yes"}}
+	})
+	waitDeployment(t, ns, "app", "the rollout is done", func(d *appsv1.Deployment) bool {
+		return d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == 1 && d.Status.Replicas == 1 && d.Status.AvailableReplicas == 1
+	})
+	waitReady(t, ns, "app")
+	close(stop)
+	assert.Equal(t, 1, <-most, "two pods ran at once during a Recreate rollout")
+	after, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
+	require.NoError(t, err)
+	var live []string
+	for _, p := range after.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p.Name)
+		}
+	}
+	require.Len(t, live, 1)
+	assert.NotEqual(t, before.Items[0].Name, live[0], "the pod was replaced")
+}
