@@ -72,6 +72,9 @@ type Config struct {
 	Distributions map[string]string
 	// Recorder records Events; nil makes one from KubeClient.
 	Recorder record.EventRecorder
+	// ServerProbe reaches the running servers for HealthCheck, version and providers;
+	// the zero value disables it.
+	ServerProbe ServerProbe
 }
 
 // Controller is the LlamaStackDistribution controller.
@@ -105,6 +108,9 @@ type Controller struct {
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
+
+	// prober asks running servers for their health, version and providers.
+	prober *prober
 
 	operatorNamespace string
 	watchNamespace    string
@@ -160,6 +166,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	}
 	c.syncHandler = c.sync
+	if cfg.ServerProbe.HTTPClient != nil && cfg.ServerProbe.BaseURL != nil {
+		c.prober = newProber(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
+	}
 	c.wireChildKinds(deployInformer.Lister(), svcInformer.Lister(), pvcInformer.Lister(), hpaInformer.Lister(),
 		pdbInformer.Lister(), ingInformer.Lister(), npInformer.Lister())
 
@@ -348,6 +357,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Shutting down workers")
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
+	c.prober.wait()
 	logger.Info("Stopped controller", "controller", controllerName)
 	return nil
 }

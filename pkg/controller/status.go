@@ -27,6 +27,8 @@ type observed struct {
 	ingress    *networkingv1.Ingress
 	// storage is what ensurePVC found; nil when it did not run.
 	storage *storageSync
+	// probe is the server's last answer; nil before the first one (or without probing).
+	probe *probeResult
 	// problems are user errors, in the order found.
 	problems []userError
 }
@@ -37,8 +39,13 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	st := *l.Status.DeepCopy()
 	st.ObservedGeneration = l.Generation
 
-	if st.Version.OperatorVersion != c.operatorVersion || st.Version.LastUpdated == nil {
+	serverVersion := st.Version.LlamaStackServerVersion
+	if obs.probe != nil && obs.probe.info.version != "" {
+		serverVersion = obs.probe.info.version
+	}
+	if st.Version.OperatorVersion != c.operatorVersion || st.Version.LlamaStackServerVersion != serverVersion || st.Version.LastUpdated == nil {
 		st.Version.OperatorVersion = c.operatorVersion
+		st.Version.LlamaStackServerVersion = serverVersion
 		st.Version.LastUpdated = ptr.To(now)
 	}
 	st.DistributionConfig.ActiveDistribution = distributionLabel(l)
@@ -58,24 +65,33 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	}
 
 	// Deployment.
-	deploymentReady := false
-	switch d := obs.deployment; {
-	case len(obs.problems) > 0:
+	deploymentIsReady := false
+	if len(obs.problems) > 0 {
 		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
-	case d == nil:
-		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentPending, "Deployment is pending")
-	case d.Status.ObservedGeneration < d.Generation:
-		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentPending, "Deployment rollout is pending")
-	default:
-		want := ptr.Deref(d.Spec.Replicas, 1)
-		s := d.Status
-		if s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas {
-			set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentScaling,
-				fmt.Sprintf("Deployment is rolling out: %d/%d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want))
-		} else {
-			deploymentReady = true
-			set(v1alpha1.ConditionDeploymentReady, metav1.ConditionTrue, v1alpha1.ReasonDeploymentReady, "Deployment is ready")
+	} else {
+		ready, reason, message := deploymentReady(obs.deployment)
+		status := metav1.ConditionFalse
+		if ready {
+			deploymentIsReady, status = true, metav1.ConditionTrue
 		}
+		set(v1alpha1.ConditionDeploymentReady, status, reason, message)
+	}
+
+	// The server's own answer.
+	switch {
+	case c.prober == nil:
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionHealthCheck)
+	case !deploymentIsReady:
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "Deployment not ready")
+		st.DistributionConfig.Providers = nil
+	case obs.probe == nil:
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending, "Waiting for the server's first health check")
+	case obs.probe.info.healthy:
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed, "Health check passed")
+		st.DistributionConfig.Providers = obs.probe.info.providers
+	default:
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, obs.probe.info.healthMsg)
+		st.DistributionConfig.Providers = nil
 	}
 	st.AvailableReplicas, st.Replicas = 0, 0
 	if obs.deployment != nil {
@@ -148,7 +164,7 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	case obs.deployment == nil:
 		st.Phase = v1alpha1.PhasePending
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, "Deployment is pending")
-	case deploymentReady && obs.service != nil && storageReady:
+	case deploymentIsReady && obs.service != nil && storageReady:
 		st.Phase = v1alpha1.PhaseReady
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
 	default:
@@ -156,6 +172,25 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, firstFalseMessage(st.Conditions))
 	}
 	return st
+}
+
+// deploymentReady tells whether the Deployment has rolled out and every replica it asks
+// for (its own spec.replicas, whoever set it: never compared with the CR's while an HPA
+// scales) is updated and available; with the reason and message of DeploymentReady.
+func deploymentReady(d *appsv1.Deployment) (bool, string, string) {
+	switch {
+	case d == nil:
+		return false, v1alpha1.ReasonDeploymentPending, "Deployment is pending"
+	case d.Status.ObservedGeneration < d.Generation:
+		return false, v1alpha1.ReasonDeploymentPending, "Deployment rollout is pending"
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	if s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas {
+		return false, v1alpha1.ReasonDeploymentScaling,
+			fmt.Sprintf("Deployment is rolling out: %d/%d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
+	}
+	return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
 }
 
 func problemsMessage(problems []userError) string {

@@ -30,6 +30,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	cached, err := c.llsdLister.LlamaStackDistributions(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.forgetRecheck(key)
+		c.prober.forget(key)
 		return nil // deleted: its children go with it (garbage collection)
 	}
 	if err != nil {
@@ -58,6 +59,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		c.scheduleRecheck(key)
 	} else {
 		c.forgetRecheck(key)
+	}
+	if c.prober.enabled() {
+		if ready, _, _ := deploymentReady(obs.deployment); ready && len(obs.problems) == 0 {
+			// The server answers for itself; asked again every interval, off the workers.
+			if res, ok := c.prober.result(ctx, key, l); ok {
+				obs.probe = &res
+			}
+			c.queue.AddAfter(key, c.prober.cfg.Interval)
+		} else {
+			c.prober.forget(key)
+		}
 	}
 	return c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems)
 }

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,6 +39,9 @@ import (
 // resyncPeriod is short so that the idle test spans several informer resyncs.
 const resyncPeriod = 5 * time.Second
 
+// probeInterval between health probes of a ready server.
+const probeInterval = 2 * time.Second
+
 // env is the shared test environment: one cluster and one controller for the package.
 var env struct {
 	cluster  *localcluster.Cluster
@@ -48,6 +52,8 @@ var env struct {
 	client   clientset.Interface
 	dynamic  dynamic.Interface
 	requests *requestCounter
+	// servers routes Service DNS names to fake llama-stack servers.
+	servers *fakeServers
 	// controllerLog holds the controller's log, printed when a test fails.
 	controllerLog *syncBuffer
 }
@@ -103,6 +109,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	env.requests = &requestCounter{}
+	env.servers = &fakeServers{byHost: map[string]string{}}
 	env.controllerLog = &syncBuffer{}
 	ctrlCfg := rest.CopyConfig(env.cfg)
 	ctrlCfg.UserAgent = "llama-stack-controller/e2e"
@@ -133,6 +140,10 @@ func run(m *testing.M) int {
 		done <- app.Run(ctrlCtx, ctrlCfg, app.Options{
 			Workers: 4, QPS: 50, Burst: 100, ResyncPeriod: resyncPeriod,
 			OperatorNamespace: operatorNamespace, Version: "e2e",
+			// The servers are probed at their Service's DNS name, which the tests route to
+			// fake llama-stack servers on loopback (kwok pods run nothing).
+			ServerProbe: "service", ServerProbeInterval: probeInterval,
+			ProbeHTTPClient: &http.Client{Transport: &http.Transport{DialContext: env.servers.dial}},
 		})
 	}()
 	code := m.Run()
@@ -287,4 +298,32 @@ func (b *syncBuffer) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Len()
+}
+
+// fakeServers maps "host:port" of a Service to the loopback address of a fake server.
+type fakeServers struct {
+	mu     sync.Mutex
+	byHost map[string]string
+}
+
+func (f *fakeServers) set(hostPort, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if addr == "" {
+		delete(f.byHost, hostPort)
+	} else {
+		f.byHost[hostPort] = addr
+	}
+}
+
+// dial connects to the fake server of addr, or fails at once like a name that does not resolve.
+func (f *fakeServers) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	f.mu.Lock()
+	target, ok := f.byHost[addr]
+	f.mu.Unlock()
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, target)
 }

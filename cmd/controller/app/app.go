@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -45,6 +46,15 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Version is reported in status.version.operatorVersion.
 	Version string
+	// ServerProbe is how the servers' health, version and providers are read: "auto" (the
+	// Service's DNS name in a cluster, the API server's service proxy outside), "service",
+	// "proxy", or "off".
+	ServerProbe string
+	// ServerProbeInterval between probes of a ready server; 0 means one minute.
+	ServerProbeInterval time.Duration
+	// ProbeHTTPClient, when set, carries the probes instead of the client ServerProbe picks
+	// (the end-to-end tests route them to a fake server).
+	ProbeHTTPClient *http.Client
 }
 
 // Validate checks the options a user can set.
@@ -58,6 +68,11 @@ func (o Options) Validate() error {
 	}
 	if o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.Burst))
+	}
+	switch o.ServerProbe {
+	case "", "auto", "service", "proxy", "off":
+	default:
+		errs = append(errs, fmt.Errorf("--server-probe must be auto, service, proxy or off, got %q", o.ServerProbe))
 	}
 	return errors.Join(errs...)
 }
@@ -124,6 +139,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}),
 		kubeinformers.WithTransform(controller.TransformStripManagedFields))
 
+	probe, err := serverProbe(cfg, o)
+	if err != nil {
+		return err
+	}
 	c, err := controller.NewController(ctx, controller.Config{
 		KubeClient:         kubeClient,
 		Client:             client,
@@ -134,6 +153,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		OperatorNamespace:  opNamespace,
 		WatchNamespace:     o.Namespace,
 		OperatorVersion:    o.Version,
+		ServerProbe:        probe,
 	})
 	if err != nil {
 		return err
@@ -151,4 +171,32 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		f.Shutdown()
 	}
 	return err
+}
+
+// serverProbe picks how the controller reaches the servers it runs.
+func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
+	mode := o.ServerProbe
+	if mode == "" || mode == "auto" {
+		mode = "proxy"
+		if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+			mode = "service"
+		}
+	}
+	probe := controller.ServerProbe{Interval: o.ServerProbeInterval}
+	switch mode {
+	case "off":
+		return controller.ServerProbe{}, nil
+	case "service":
+		probe.HTTPClient, probe.BaseURL = &http.Client{}, controller.ServiceBaseURL
+	case "proxy":
+		client, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return probe, fmt.Errorf("building the API server proxy client: %w", err)
+		}
+		probe.HTTPClient, probe.BaseURL = client, controller.ProxyBaseURL(strings.TrimSuffix(cfg.Host, "/"))
+	}
+	if o.ProbeHTTPClient != nil {
+		probe.HTTPClient = o.ProbeHTTPClient
+	}
+	return probe, nil
 }

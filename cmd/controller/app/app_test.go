@@ -1,9 +1,14 @@
 package app
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
 func TestOperatorNamespace(t *testing.T) {
@@ -35,4 +40,30 @@ func TestOptionsValidate(t *testing.T) {
 			assert.ErrorContains(t, o.Validate(), tc.want)
 		})
 	}
+}
+
+func TestServerProbeMode(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:6443/"}
+	l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
+
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	p, err := serverProbe(cfg, Options{})
+	assert.NoError(t, err)
+	assert.NotNil(t, p.HTTPClient)
+	assert.Equal(t, "https://127.0.0.1:6443/api/v1/namespaces/demo/services/app-service:8321/proxy", p.BaseURL(l), "outside a cluster: the API server's service proxy")
+
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	p, err = serverProbe(cfg, Options{ServerProbe: "auto"})
+	assert.NoError(t, err)
+	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", p.BaseURL(l), "in a cluster: the Service's DNS name")
+
+	p, err = serverProbe(cfg, Options{ServerProbe: "off"})
+	assert.NoError(t, err)
+	assert.Nil(t, p.HTTPClient)
+
+	custom := &http.Client{}
+	p, err = serverProbe(cfg, Options{ServerProbe: "proxy", ProbeHTTPClient: custom})
+	assert.NoError(t, err)
+	assert.Same(t, custom, p.HTTPClient)
+	assert.ErrorContains(t, Options{Workers: 1, QPS: 1, Burst: 1, ServerProbe: "sometimes"}.Validate(), "--server-probe")
 }

@@ -10,6 +10,8 @@ const (
 	ConditionStorageReady = "StorageReady"
 	// ConditionServiceReady reports the Service.
 	ConditionServiceReady = "ServiceReady"
+	// ConditionHealthCheck reports the running server's own /v1/health answer.
+	ConditionHealthCheck = "HealthCheck"
 	// ConditionStorageInSync reports whether the PersistentVolumeClaim matches
 	// spec.server.storage: it cannot shrink, and its class and access modes are fixed.
 	ConditionStorageInSync = "StorageInSync"
@@ -31,6 +33,10 @@ const (
 	ReasonReady             = "Ready"
 	ReasonNotReady          = "NotReady"
 	ReasonTerminating       = "Terminating"
+
+	ReasonHealthCheckPassed  = "HealthCheckPassed"
+	ReasonHealthCheckFailed  = "HealthCheckFailed"
+	ReasonHealthCheckPending = "HealthCheckPending"
 
 	ReasonStorageInSync         = "InSync"
 	ReasonShrinkRefused         = "ShrinkRefused"

@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+const (
+	// defaultServerTimeout bounds each request to a llama-stack server.
+	defaultServerTimeout = 5 * time.Second
+	// maxServerBody is the most of a response body that is read.
+	maxServerBody = 1 << 20
+	// maxHealthMessage bounds serverInfo.healthMsg.
+	maxHealthMessage = 200
+	// maxProviderMessage bounds a provider's health message copied into status.
+	maxProviderMessage = 256
+	// maxVersionLength is the longest version string taken as a version.
+	maxVersionLength = 128
+
+	healthPassedMessage      = "Health check passed"
+	providerNotImplemented   = "Not Implemented"
+	providerNoHealthMessage  = "Server reported no health for this provider"
+	serverHealthStatusOK     = "OK"
+	serverHealthPath         = "/v1/health"
+	serverVersionPath        = "/v1/version"
+	serverProvidersPath      = "/v1/providers"
+	serverRequestAcceptValue = "application/json"
+)
+
+// errBodyTooLarge reports a response body over maxServerBody.
+var errBodyTooLarge = errors.New("response body larger than 1 MiB")
+
+// serverInfo is what a running llama-stack server reports.
+type serverInfo struct {
+	healthy   bool
+	healthMsg string                  // why not healthy (or "Health check passed")
+	version   string                  // /v1/version .version; "" if unknown
+	providers []v1alpha1.ProviderInfo // /v1/providers .data[], Config left EMPTY (it may hold secrets)
+}
+
+// serverClient calls a llama-stack server. baseURL is like "http://name-service.ns.svc.cluster.local:8321"
+// (or an API-server service-proxy URL ending in "/proxy"); the http.Client carries the transport (tests and the
+// API-server proxy supply their own).
+type serverClient struct {
+	http    *http.Client
+	timeout time.Duration // per request, default 5s
+}
+
+// probe checks the server's health and, only when it is healthy, reads its version and providers.
+// Version and providers are best effort: an error leaves version "" and providers nil.
+func (s *serverClient) probe(ctx context.Context, baseURL string) serverInfo {
+	base := strings.TrimRight(baseURL, "/")
+	healthy, msg := s.health(ctx, base)
+	info := serverInfo{healthy: healthy, healthMsg: shorten(msg, maxHealthMessage)}
+	if !healthy {
+		return info
+	}
+	info.version = s.version(ctx, base)
+	info.providers = s.providers(ctx, base)
+	return info
+}
+
+// health calls /v1/health and says whether the server is healthy, and if not, why.
+func (s *serverClient) health(ctx context.Context, base string) (bool, string) {
+	code, body, err := s.get(ctx, base+serverHealthPath)
+	if err != nil {
+		return false, s.describeError(err)
+	}
+	if code != http.StatusOK {
+		return false, fmt.Sprintf("health endpoint returned HTTP %d", code)
+	}
+	var reply struct {
+		Status *string `json:"status"`
+	}
+	if err := json.Unmarshal(body, &reply); err != nil {
+		return false, "health endpoint returned a body that is not the expected JSON"
+	}
+	if reply.Status == nil {
+		return false, "health endpoint returned JSON without a status"
+	}
+	if !strings.EqualFold(strings.TrimSpace(*reply.Status), serverHealthStatusOK) {
+		return false, "server reported health status " + strconv.Quote(shorten(*reply.Status, 64))
+	}
+	return true, healthPassedMessage
+}
+
+// version calls /v1/version; "" on any error.
+func (s *serverClient) version(ctx context.Context, base string) string {
+	code, body, err := s.get(ctx, base+serverVersionPath)
+	if err != nil || code != http.StatusOK {
+		return ""
+	}
+	var reply struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(body, &reply) != nil {
+		return ""
+	}
+	v := strings.TrimSpace(reply.Version)
+	if len(v) > maxVersionLength || !utf8.ValidString(v) {
+		return ""
+	}
+	return v
+}
+
+// serverProvider is one element of /v1/providers .data. Config is not decoded: it may hold secrets.
+type serverProvider struct {
+	API          string `json:"api"`
+	ProviderID   string `json:"provider_id"`
+	ProviderType string `json:"provider_type"`
+	Health       *struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	} `json:"health"`
+}
+
+// providers calls /v1/providers; nil on any error. The result is sorted by (API, ProviderID, ProviderType).
+func (s *serverClient) providers(ctx context.Context, base string) []v1alpha1.ProviderInfo {
+	code, body, err := s.get(ctx, base+serverProvidersPath)
+	if err != nil || code != http.StatusOK {
+		return nil
+	}
+	var reply struct {
+		Data *[]serverProvider `json:"data"`
+	}
+	if json.Unmarshal(body, &reply) != nil || reply.Data == nil {
+		return nil
+	}
+	out := make([]v1alpha1.ProviderInfo, 0, len(*reply.Data))
+	for _, p := range *reply.Data {
+		info := v1alpha1.ProviderInfo{API: p.API, ProviderID: p.ProviderID, ProviderType: p.ProviderType}
+		if p.Health == nil || strings.TrimSpace(p.Health.Status) == "" {
+			info.Health = v1alpha1.ProviderHealthStatus{Status: providerNotImplemented, Message: providerNoHealthMessage}
+		} else {
+			info.Health = v1alpha1.ProviderHealthStatus{
+				Status:  p.Health.Status,
+				Message: shorten(p.Health.Message, maxProviderMessage),
+			}
+		}
+		out = append(out, info)
+	}
+	slices.SortStableFunc(out, func(a, b v1alpha1.ProviderInfo) int {
+		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.ProviderID, b.ProviderID),
+			cmp.Compare(a.ProviderType, b.ProviderType))
+	})
+	return out
+}
+
+// get does one GET with its own timeout and returns the status code and at most maxServerBody bytes of body.
+// A longer body is errBodyTooLarge.
+func (s *serverClient) get(ctx context.Context, rawURL string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", serverRequestAcceptValue)
+	client := s.http
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxServerBody+1))
+	if err != nil {
+		return resp.StatusCode, nil, err
+	}
+	if len(body) > maxServerBody {
+		return resp.StatusCode, nil, errBodyTooLarge
+	}
+	return resp.StatusCode, body, nil
+}
+
+func (s *serverClient) requestTimeout() time.Duration {
+	if s.timeout <= 0 {
+		return defaultServerTimeout
+	}
+	return s.timeout
+}
+
+// describeError turns a request error into a short message without the URL.
+func (s *serverClient) describeError(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return "health endpoint returned a body larger than 1 MiB"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Sprintf("health check timed out (limit %s)", s.requestTimeout())
+	case errors.Is(err, context.Canceled):
+		return "health check canceled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return "server unreachable: " + err.Error()
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking a cut with "...".
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

@@ -1,0 +1,97 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// The controller reads the running server's /v1/health, /v1/version and /v1/providers
+// (here a fake llama-stack server on loopback that the test controls): HealthCheck,
+// the server version and the providers follow the server's real answers, a slow or
+// broken server is reported, and nothing blocks the rest.
+func TestServerHealthVersionAndProviders(t *testing.T) {
+	ns := newNamespace(t)
+	var mode atomic.Value
+	mode.Store("healthy")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := mode.Load().(string)
+		switch {
+		case m == "slow":
+			time.Sleep(7 * time.Second)
+		case m == "unhealthy" && r.URL.Path == "/v1/health":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"status":"Error"}`)
+			return
+		case m == "html":
+			fmt.Fprint(w, "<html>not llama-stack</html>")
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/health":
+			fmt.Fprint(w, `{"status":"OK"}`)
+		case "/v1/version":
+			fmt.Fprint(w, `{"version":"0.3.1"}`)
+		case "/v1/providers":
+			fmt.Fprint(w, `{"data":[{"api":"inference","provider_id":"ollama","provider_type":"remote::ollama","config":{"url":"http://ollama:11434","api_key":"s3cret"},"health":{"status":"OK"}},{"api":"agents","provider_id":"meta","provider_type":"inline::meta-reference","config":{},"health":{"status":"Not Implemented","message":"no check"}}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	host := "app-service." + ns + ".svc.cluster.local:8321"
+	env.servers.set(host, strings.TrimPrefix(srv.URL, "http://"))
+	defer env.servers.set(host, "")
+
+	create(t, llsd(ns, "app"))
+	l := waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed)
+	assert.Equal(t, "0.3.1", l.Status.Version.LlamaStackServerVersion)
+	if assert.Len(t, l.Status.DistributionConfig.Providers, 2) {
+		assert.Equal(t, "agents", l.Status.DistributionConfig.Providers[0].API)
+		assert.Equal(t, "ollama", l.Status.DistributionConfig.Providers[1].ProviderID)
+		for _, p := range l.Status.DistributionConfig.Providers {
+			assert.Empty(t, p.Config.Raw, "provider config (here an API key) is not copied into status")
+		}
+	}
+	out := kubectl(t, "get", "llsd", "-n", ns)
+	assert.Contains(t, out, "0.3.1", "the Server Version column")
+
+	mode.Store("unhealthy")
+	l = waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed)
+	assert.Contains(t, findCondition(l, v1alpha1.ConditionHealthCheck).Message, "503")
+	assert.Nil(t, l.Status.DistributionConfig.Providers)
+
+	mode.Store("html")
+	eventually(t, 30*time.Second, "wrong JSON is reported", func(ctx context.Context) (bool, error) {
+		c := findCondition(get(t, ns, "app"), v1alpha1.ConditionHealthCheck)
+		return c != nil && strings.Contains(c.Message, "JSON"), nil
+	})
+
+	// A slow server: the probe times out (5 s), and meanwhile the controller keeps
+	// serving other CRs without delay.
+	mode.Store("slow")
+	other := newNamespace(t)
+	start := time.Now()
+	create(t, llsd(other, "other"))
+	waitReady(t, other, "other")
+	t.Logf("another CR became Ready in %s while the slow probe ran", time.Since(start).Round(time.Millisecond))
+	eventually(t, 30*time.Second, "the slow server is reported", func(ctx context.Context) (bool, error) {
+		c := findCondition(get(t, ns, "app"), v1alpha1.ConditionHealthCheck)
+		return c != nil && strings.Contains(c.Message, "timed out"), nil
+	})
+
+	mode.Store("healthy")
+	waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed)
+}
