@@ -55,18 +55,18 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 	}{
 		"name and image":              {spec: `{server: {distribution: {name: starter, image: "x:1"}}}`, want: "Only one of name or image can be specified"},
 		"neither name nor image":      {spec: `{server: {distribution: {}}}`, want: "One of name or image must be specified"},
-		"maxReplicas 0":               {spec: `{server: {distribution: {name: starter}, autoscaling: {maxReplicas: 0}}}`, want: "spec.server.autoscaling.maxReplicas"},
+		"maxReplicas 0":               {spec: `{server: {distribution: {name: starter}, autoscaling: {maxReplicas: 0}}}`, want: "spec.server.autoscaling.maxReplicas in body should be greater than or equal to 1"},
 		"min above max":               {spec: `{server: {distribution: {name: starter}, autoscaling: {minReplicas: 5, maxReplicas: 2}}}`, want: "minReplicas must be less than or equal to maxReplicas"},
 		"both PDB fields":             {spec: `{server: {distribution: {name: starter}, podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}}}`, want: "Only one of minAvailable or maxUnavailable can be specified"},
-		"port too high":               {spec: `{server: {distribution: {name: starter}, containerSpec: {port: 70000}}}`, want: "spec.server.containerSpec.port"},
-		"negative replicas":           {spec: `{replicas: -1, server: {distribution: {name: starter}}}`, want: "spec.replicas"},
-		"CA key with a slash":         {spec: `{server: {distribution: {name: starter}, tlsConfig: {caBundle: {configMapName: ca, configMapKeys: ["a/b"]}}}}`, want: "configMapKeys[0]"},
+		"port too high":               {spec: `{server: {distribution: {name: starter}, containerSpec: {port: 70000}}}`, want: "spec.server.containerSpec.port in body should be less than or equal to 65535"},
+		"negative replicas":           {spec: `{replicas: -1, server: {distribution: {name: starter}}}`, want: "spec.replicas in body should be greater than or equal to 0"},
+		"CA key with a slash":         {spec: `{server: {distribution: {name: starter}, tlsConfig: {caBundle: {configMapName: ca, configMapKeys: ["a/b"]}}}}`, want: "configMapKeys[0] in body should match"},
 		"CA key with dots":            {spec: `{server: {distribution: {name: starter}, tlsConfig: {caBundle: {configMapName: ca, configMapKeys: ["a..b"]}}}}`, want: "must not contain '..'"},
-		"label key with =":            {spec: `{server: {distribution: {name: starter}}, network: {allowedFrom: {labels: ["team=frontend"]}}}`, want: "spec.network.allowedFrom.labels[0]"},
+		"label key with =":            {spec: `{server: {distribution: {name: starter}}, network: {allowedFrom: {labels: ["team=frontend"]}}}`, want: "spec.network.allowedFrom.labels[0] in body should match"},
 		"name of 49 characters":       {name: strings.Repeat("a", 49), spec: `{server: {distribution: {name: starter}}}`, want: "at most 48 characters"},
 		"name that is not DNS1035":    {name: "1abc", spec: `{server: {distribution: {name: starter}}}`, want: "DNS-1035 label"},
-		"zero workers":                {spec: `{server: {distribution: {name: starter}, workers: 0}}`, want: "spec.server.workers"},
-		"ingress host not a DNS name": {spec: `{server: {distribution: {name: starter}}, network: {exposeRoute: true, ingress: {host: "Bad_Host"}}}`, want: "spec.network.ingress.host"},
+		"zero workers":                {spec: `{server: {distribution: {name: starter}, workers: 0}}`, want: "spec.server.workers in body should be greater than or equal to 1"},
+		"ingress host not a DNS name": {spec: `{server: {distribution: {name: starter}}, network: {exposeRoute: true, ingress: {host: "Bad_Host"}}}`, want: "spec.network.ingress.host in body should match"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
