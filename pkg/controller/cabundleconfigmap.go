@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -18,6 +20,13 @@ import (
 // annotationBundleHash on the managed CA bundle ConfigMap records the hash of the data
 // the controller wrote, so an edit of it by someone else is noticed and repaired.
 const annotationBundleHash = "llamastack.io/bundle-hash"
+
+// caFailure remembers a CA bundle that could not be built from these sources.
+type caFailure struct {
+	uid         types.UID
+	sourcesHash string
+	problem     userError
+}
 
 // caRef is one CA bundle source as the cache sees it (keys and a content hash, no data).
 type caRef struct {
@@ -127,6 +136,14 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackD
 		return "", nil, c.configMapCopies.deleteIfOwned(ctx, c, l, name)
 	}
 	sourcesHash := caSourcesHash(refs)
+	// A bundle that could not be built is not read again until a source changes.
+	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	if v, ok := c.caFailures.Load(key); ok {
+		if f := v.(caFailure); f.uid == l.UID && f.sourcesHash == sourcesHash {
+			problem := f.problem
+			return "", &problem, nil
+		}
+	}
 	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
 	if err != nil {
 		return "", nil, err
@@ -154,8 +171,11 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackD
 		c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
 	}
 	if err != nil {
-		return "", &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}, nil
+		problem := userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
+		c.caFailures.Store(key, caFailure{uid: l.UID, sourcesHash: sourcesHash, problem: problem})
+		return "", &problem, nil
 	}
+	c.caFailures.Delete(key)
 	desired := newCABundleConfigMap(l, bundle, sourcesHash)
 	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](desired)
 	if err != nil {

@@ -177,3 +177,18 @@ func TestCABundleCrossNamespace(t *testing.T) {
 	assert.Equal(t, cert, f.managedCA("app").Data[caBundleKey])
 	assert.True(t, caMount(t, f.deployment("app")))
 }
+
+// A CA bundle that does not build is not read again on every sync: only a source change
+// makes the controller look again.
+func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withCABundle("custom-ca", "")),
+		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: "no certificate"}, nil))
+	f.sync("app")
+	requireUserError(t, f.llsd("app"), v1alpha1.ReasonCABundleInvalid)
+	assert.Empty(t, f.sync("app"), "no reads and no writes while nothing changed")
+
+	cert := testCertPEMs(t, 1)[0]
+	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: cert}, nil))
+	f.converge("app")
+	assert.Equal(t, cert, f.managedCA("app").Data[caBundleKey])
+}

@@ -111,6 +111,8 @@ type Controller struct {
 
 	// prober asks running servers for their health, version and providers.
 	prober *prober
+	// caFailures remembers, per CR, CA bundle sources that do not build (caFailure).
+	caFailures sync.Map
 
 	operatorNamespace string
 	watchNamespace    string
@@ -376,21 +378,26 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "llamaStackDistribution", key)
 	ctx = klog.NewContext(ctx, logger)
+	start := time.Now()
 	err := c.syncHandler(ctx, key)
 	if err == nil {
+		observeSync(start, "success")
 		c.queue.Forget(key)
 		return true
 	}
 	if namespaceTerminating(err) {
 		// Nothing can be created there any more, and the CR is about to go too.
+		observeSync(start, "dropped")
 		logger.V(2).Info("Namespace is being deleted, dropping", "err", err)
 		c.queue.Forget(key)
 		return true
 	}
 	if apierrors.IsConflict(err) {
 		// The cache was behind a write (often our own status update): retry quietly.
+		observeSync(start, "conflict")
 		logger.V(4).Info("Conflict, requeuing", "err", err)
 	} else {
+		observeSync(start, "error")
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", key)
 	}
 	c.queue.AddRateLimited(key)

@@ -111,9 +111,10 @@ func (p *prober) wait() {
 	}
 }
 
-// ServiceBaseURL is the in-cluster address of a CR's server: its Service's DNS name.
+// ServiceBaseURL is the in-cluster address of a CR's server: its Service's DNS name,
+// without the cluster domain, so clusters with another domain than cluster.local work.
 func ServiceBaseURL(l *v1alpha1.LlamaStackDistribution) string {
-	return serviceURL(l)
+	return fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l))
 }
 
 // ProxyBaseURL returns a BaseURL function that reaches servers through the API server's

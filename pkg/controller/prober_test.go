@@ -148,3 +148,24 @@ func TestHealthCheckSlowServerDoesNotBlock(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Contains(t, c.Message, "timed out")
 }
+
+// After a restart (an empty prober) the last reported HealthCheck is kept until the new
+// answer comes: no status write when nothing changed.
+func TestHealthCheckSurvivesARestart(t *testing.T) {
+	srv := newFakeLlamaStack(t)
+	f := newFixture(t, newLLSD("app"))
+	probed := f.withProber(srv, time.Second)
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.sync("app")
+	waitProbed(t, probed)
+	f.converge("app")
+	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+
+	f.restartController()
+	probed = f.withProber(srv, time.Second)
+	assert.Empty(t, mutating(f.sync("app")), "the restart rewrote the status")
+	waitProbed(t, probed)
+	assert.Empty(t, mutating(f.sync("app")), "the same answer rewrote the status")
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+}

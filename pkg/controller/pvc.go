@@ -101,7 +101,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 		ownedClass, ownedModes = owned.Spec.StorageClassName, owned.Spec.AccessModes
 	}
 	if !slices.Equal(ownedModes, desired.Spec.AccessModes) ||
-		desired.Spec.StorageClassName != nil && ptr.Deref(ownedClass, "") != *desired.Spec.StorageClassName {
+		desired.Spec.StorageClassName != nil && ptr.Deref(cur.Spec.StorageClassName, "") != *desired.Spec.StorageClassName {
 		state = storageSync{reason: v1alpha1.ReasonStorageFieldImmutable, message: fmt.Sprintf(
 			"storageClassName and accessModes cannot change once the claim exists; PersistentVolumeClaim %s keeps class %q and access modes %v (delete it to make a new one, which loses its data)",
 			name, ptr.Deref(cur.Spec.StorageClassName, ""), cur.Spec.AccessModes)}

@@ -209,6 +209,22 @@ func (s *serverClient) describeError(err error) string {
 		return "health check canceled"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the server"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "server unreachable: no route to host"
+	}
+	// Fixed wording for network errors: their text carries local ports that change on
+	// every attempt, and a message that changes would rewrite the status every probe.
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "server unreachable: its name does not resolve"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return "server unreachable: " + opErr.Op + " failed"
 	}
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) {

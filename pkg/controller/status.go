@@ -77,13 +77,16 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		set(v1alpha1.ConditionDeploymentReady, status, reason, message)
 	}
 
-	// The server's own answer.
+	// The server's own answer, asked while at least one replica serves.
+	previous := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHealthCheck)
 	switch {
 	case c.prober == nil:
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionHealthCheck)
-	case !deploymentIsReady:
+	case !serving(obs.deployment):
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "Deployment not ready")
 		st.DistributionConfig.Providers = nil
+	case obs.probe == nil && previous != nil && previous.Message != "Deployment not ready":
+		// No answer yet in this process (a restart): keep the last one reported.
 	case obs.probe == nil:
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending, "Waiting for the server's first health check")
 	case obs.probe.info.healthy:
@@ -172,6 +175,11 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, firstFalseMessage(st.Conditions))
 	}
 	return st
+}
+
+// serving tells whether at least one replica of the Deployment is available to answer.
+func serving(d *appsv1.Deployment) bool {
+	return d != nil && d.Status.AvailableReplicas > 0
 }
 
 // deploymentReady tells whether the Deployment has rolled out and every replica it asks

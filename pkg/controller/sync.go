@@ -31,6 +31,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if apierrors.IsNotFound(err) {
 		c.forgetRecheck(key)
 		c.prober.forget(key)
+		c.caFailures.Delete(key)
+		readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 		return nil // deleted: its children go with it (garbage collection)
 	}
 	if err != nil {
@@ -60,18 +62,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		c.forgetRecheck(key)
 	}
-	if c.prober.enabled() {
-		if ready, _, _ := deploymentReady(obs.deployment); ready && len(obs.problems) == 0 {
-			// The server answers for itself; asked again every interval, off the workers.
-			if res, ok := c.prober.result(ctx, key, l); ok {
-				obs.probe = &res
-			}
-			c.queue.AddAfter(key, c.prober.cfg.Interval)
-		} else {
-			c.prober.forget(key)
+	if c.prober.enabled() && serving(obs.deployment) {
+		// The server answers for itself; asked again every interval, off the workers.
+		next := c.prober.cfg.Interval
+		if res, ok := c.prober.result(ctx, key, l); ok {
+			obs.probe = &res
+			next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
 		}
+		c.queue.AddAfter(key, next)
 	}
-	return c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems)
+	st := c.calculateStatus(l, obs, now)
+	ready := 0.0
+	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+		ready = 1
+	}
+	readyGauge.WithLabelValues(key.Namespace, key.Name).Set(ready)
+	return c.updateStatus(ctx, l, st, obs.problems)
 }
 
 // ensureChildren resolves the CR's inputs and ensures each child. A user error in the

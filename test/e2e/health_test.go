@@ -51,7 +51,7 @@ func TestServerHealthVersionAndProviders(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	host := "app-service." + ns + ".svc.cluster.local:8321"
+	host := "app-service." + ns + ".svc:8321"
 	env.servers.set(host, strings.TrimPrefix(srv.URL, "http://"))
 	defer env.servers.set(host, "")
 

@@ -52,6 +52,8 @@ var env struct {
 	client   clientset.Interface
 	dynamic  dynamic.Interface
 	requests *requestCounter
+	// metricsAddr serves the controller's /metrics.
+	metricsAddr string
 	// servers routes Service DNS names to fake llama-stack servers.
 	servers *fakeServers
 	// controllerLog holds the controller's log, printed when a test fails.
@@ -104,10 +106,19 @@ func run(m *testing.M) int {
 	// counts every request it sends.
 	if out, err := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side",
 		"-f", filepath.Join(root, "artifacts", "controller", "namespace.yaml"),
-		"-f", filepath.Join(root, "artifacts", "rbac")).CombinedOutput(); err != nil {
+		"-f", filepath.Join(root, "artifacts", "rbac", "service_account.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml")).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "installing the RBAC: %v\n%s", err, out)
 		return 1
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.metricsAddr = ln.Addr().String()
+	_ = ln.Close()
 	env.requests = &requestCounter{}
 	env.servers = &fakeServers{byHost: map[string]string{}}
 	env.controllerLog = &syncBuffer{}
@@ -143,7 +154,8 @@ func run(m *testing.M) int {
 			// The servers are probed at their Service's DNS name, which the tests route to
 			// fake llama-stack servers on loopback (kwok pods run nothing).
 			ServerProbe: "service", ServerProbeInterval: probeInterval,
-			ProbeHTTPClient: &http.Client{Transport: &http.Transport{DialContext: env.servers.dial}},
+			MetricsBindAddress: env.metricsAddr,
+			ProbeHTTPClient:    &http.Client{Transport: &http.Transport{DialContext: env.servers.dial}},
 		})
 	}()
 	code := m.Run()

@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -52,6 +54,8 @@ type Options struct {
 	ServerProbe string
 	// ServerProbeInterval between probes of a ready server; 0 means one minute.
 	ServerProbeInterval time.Duration
+	// MetricsBindAddress serves Prometheus metrics at /metrics; "" or "0" turns it off.
+	MetricsBindAddress string
 	// ProbeHTTPClient, when set, carries the probes instead of the client ServerProbe picks
 	// (the end-to-end tests route them to a fake server).
 	ProbeHTTPClient *http.Client
@@ -108,6 +112,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	resync := o.ResyncPeriod
 	if resync == 0 {
 		resync = DefaultResyncPeriod
+	}
+
+	// Metric providers must be in place before the first client and queue are made.
+	controller.RegisterMetrics()
+	if o.MetricsBindAddress != "" && o.MetricsBindAddress != "0" {
+		if err := serveMetrics(ctx, o.MetricsBindAddress); err != nil {
+			return err
+		}
 	}
 
 	kubeClient, err := kubernetes.NewForConfig(cfg)
@@ -187,7 +199,9 @@ func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
 	case "off":
 		return controller.ServerProbe{}, nil
 	case "service":
-		probe.HTTPClient, probe.BaseURL = &http.Client{}, controller.ServiceBaseURL
+		// Straight to the Service: never through an HTTP(S)_PROXY of the environment.
+		probe.HTTPClient = &http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}}
+		probe.BaseURL = controller.ServiceBaseURL
 	case "proxy":
 		client, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -199,4 +213,28 @@ func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
 		probe.HTTPClient = o.ProbeHTTPClient
 	}
 	return probe, nil
+}
+
+// serveMetrics serves the controller's metrics until ctx is cancelled.
+func serveMetrics(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serving metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(controller.Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			klog.FromContext(ctx).Error(err, "Metrics server stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving metrics", "address", ln.Addr().String())
+	return nil
 }

@@ -55,7 +55,7 @@ func TestServerProbeMode(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
 	p, err = serverProbe(cfg, Options{ServerProbe: "auto"})
 	assert.NoError(t, err)
-	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", p.BaseURL(l), "in a cluster: the Service's DNS name")
+	assert.Equal(t, "http://app-service.demo.svc:8321", p.BaseURL(l), "in a cluster: the Service's DNS name")
 
 	p, err = serverProbe(cfg, Options{ServerProbe: "off"})
 	assert.NoError(t, err)
