@@ -6,7 +6,7 @@ IMAGE ?= llama-stack-controller:latest
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
 
-.PHONY: all generate verify build test test-unit test-e2e cluster vet run image clean
+.PHONY: all generate verify build test test-unit test-e2e fuzz cluster vet run image clean
 
 all: build
 
@@ -39,6 +39,13 @@ test-unit: vet
 ## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~10 min, then cached)
 test-e2e:
 	$(GO) test -p 1 -tags e2e -count=1 -timeout 45m ./test/...
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s); plain go test runs their seeds
+FUZZTIME ?= 30s
+fuzz:
+	for t in FuzzBuilders FuzzOperatorConfig FuzzCABundle; do \
+	  $(GO) test ./pkg/controller -run XXX -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 ## cluster: build the local control plane binaries (etcd, kube-apiserver, ..., kwok) into the cache
 cluster:
