@@ -169,3 +169,18 @@ func TestHealthCheckSurvivesARestart(t *testing.T) {
 	assert.Empty(t, mutating(f.sync("app")), "the same answer rewrote the status")
 	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
 }
+
+// A healthy server whose /v1/providers does not answer keeps the providers last reported.
+func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.withProber(newFakeLlamaStack(t), time.Second)
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	l := f.llsd("app")
+	l.Status.DistributionConfig.Providers = []v1alpha1.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
+	d := f.deployment("app")
+	st := f.c.calculateStatus(l, observed{deployment: d, probe: &probeResult{info: serverInfo{healthy: true}}}, metav1.Now())
+	assert.Equal(t, l.Status.DistributionConfig.Providers, st.DistributionConfig.Providers)
+	st = f.c.calculateStatus(l, observed{deployment: d, probe: &probeResult{info: serverInfo{healthy: true, providersKnown: true}}}, metav1.Now())
+	assert.Empty(t, st.DistributionConfig.Providers, "an answer with no providers clears them")
+}

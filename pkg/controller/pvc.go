@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -134,8 +135,18 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 	}
 	pvc, err := c.pvcs.write(ctx, c, l, ac, l.Namespace, name, true)
 	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		// The API server's own words only, not our wrapping of them.
+		why := err.Error()
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			why = status.Status().Message
+		}
+		hint := " (does its StorageClass allow volume expansion?)"
+		if strings.Contains(why, "exceeded quota") {
+			hint = " (a ResourceQuota)"
+		}
 		return cur, storageSync{reason: v1alpha1.ReasonResizeRefused, message: fmt.Sprintf(
-			"%s (does its StorageClass allow volume expansion?): %v", refusedPrefix, err)}, nil
+			"%s%s: %s", refusedPrefix, hint, why)}, nil
 	}
 	if err != nil {
 		return nil, ok, err

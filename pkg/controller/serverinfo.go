@@ -51,6 +51,9 @@ type serverInfo struct {
 	healthMsg string                  // why not healthy (or "Health check passed")
 	version   string                  // /v1/version .version; "" if unknown
 	providers []v1alpha1.ProviderInfo // /v1/providers .data[], Config left EMPTY (it may hold secrets)
+	// providersKnown is false when /v1/providers did not answer usefully: the last list
+	// reported is then kept rather than cleared.
+	providersKnown bool
 }
 
 // serverClient calls a llama-stack server. baseURL is like "http://name-service.ns.svc.cluster.local:8321"
@@ -71,7 +74,7 @@ func (s *serverClient) probe(ctx context.Context, baseURL string) serverInfo {
 		return info
 	}
 	info.version = s.version(ctx, base)
-	info.providers = s.providers(ctx, base)
+	info.providers, info.providersKnown = s.providers(ctx, base)
 	return info
 }
 
@@ -129,17 +132,18 @@ type serverProvider struct {
 	} `json:"health"`
 }
 
-// providers calls /v1/providers; nil on any error. The result is sorted by (API, ProviderID, ProviderType).
-func (s *serverClient) providers(ctx context.Context, base string) []v1alpha1.ProviderInfo {
+// providers calls /v1/providers; nil and false on any error. The result is sorted by
+// (API, ProviderID, ProviderType).
+func (s *serverClient) providers(ctx context.Context, base string) ([]v1alpha1.ProviderInfo, bool) {
 	code, body, err := s.get(ctx, base+serverProvidersPath)
 	if err != nil || code != http.StatusOK {
-		return nil
+		return nil, false
 	}
 	var reply struct {
 		Data *[]serverProvider `json:"data"`
 	}
 	if json.Unmarshal(body, &reply) != nil || reply.Data == nil {
-		return nil
+		return nil, false
 	}
 	out := make([]v1alpha1.ProviderInfo, 0, len(*reply.Data))
 	for _, p := range *reply.Data {
@@ -158,7 +162,7 @@ func (s *serverClient) providers(ctx context.Context, base string) []v1alpha1.Pr
 		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.ProviderID, b.ProviderID),
 			cmp.Compare(a.ProviderType, b.ProviderType))
 	})
-	return out
+	return out, true
 }
 
 // get does one GET with its own timeout and returns the status code and at most maxServerBody bytes of body.

@@ -91,7 +91,9 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending, "Waiting for the server's first health check")
 	case obs.probe.info.healthy:
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed, "Health check passed")
-		st.DistributionConfig.Providers = obs.probe.info.providers
+		if obs.probe.info.providersKnown {
+			st.DistributionConfig.Providers = obs.probe.info.providers
+		}
 	default:
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, obs.probe.info.healthMsg)
 		st.DistributionConfig.Providers = nil
