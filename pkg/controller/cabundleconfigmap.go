@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -56,19 +55,9 @@ func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRe
 		if err := validateCAKeys(keys); err != nil {
 			return nil, &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
 		}
-		crossNamespace := ns != l.Namespace
-		if crossNamespace && c.watchNamespace != "" {
-			return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
-				"spec.server.tlsConfig.caBundle refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s)",
-				ns, name, c.watchNamespace)}
-		}
-		cm, err := c.configMaps.ConfigMaps(ns).Get(name)
-		if crossNamespace && (apierrors.IsNotFound(err) || err == nil && !allowsNamespace(cm, l.Namespace)) {
-			return nil, notAllowed(ns, name, l.Namespace)
-		}
-		if err != nil {
-			return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
-				"CA bundle ConfigMap %s/%s referenced by spec.server.tlsConfig.caBundle was not found", ns, name)}
+		cm, problem := c.referencedConfigMap(l, "spec.server.tlsConfig.caBundle", "CA bundle ConfigMap", ns, name)
+		if problem != nil {
+			return nil, problem
 		}
 		for _, k := range keys {
 			if _, ok := cm.Data[k]; !ok {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -53,23 +52,9 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 		return nil, nil
 	}
 	ns, name := userConfigNamespace(l), uc.ConfigMapName
-	crossNamespace := ns != l.Namespace
-	if crossNamespace && c.watchNamespace != "" {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
-			"spec.server.userConfig refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
-			ns, name, c.watchNamespace, l.Namespace)}
-	}
-	cm, err := c.configMaps.ConfigMaps(ns).Get(name)
-	if crossNamespace && (apierrors.IsNotFound(err) || err == nil && !allowsNamespace(cm, l.Namespace)) {
-		// One answer for both, so a CR cannot probe which ConfigMaps exist elsewhere.
-		return nil, notAllowed(ns, name, l.Namespace)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
-			"ConfigMap %s/%s referenced by spec.server.userConfig was not found", ns, name)}
-	}
-	if err != nil {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf("ConfigMap %s/%s: %v", ns, name, err)}
+	cm, problem := c.referencedConfigMap(l, "spec.server.userConfig", "ConfigMap", ns, name)
+	if problem != nil {
+		return nil, problem
 	}
 	if _, ok := cm.Data[userConfigKey]; !ok {
 		if _, ok := cm.BinaryData[userConfigKey]; !ok {
@@ -78,11 +63,33 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 		}
 	}
 	out := &userConfig{mountName: name, hash: configMapHash(cm)}
-	if crossNamespace {
+	if ns != l.Namespace {
 		out.mountName = userConfigCopyName(l)
 		out.source = cm
 	}
 	return out, nil
+}
+
+// referencedConfigMap looks up a ConfigMap a CR refers to (field names the reference,
+// what the kind of ConfigMap) in the cache. One in another namespace must be watched and
+// must opt in; a missing one and one that has not opted in get the same answer there, so
+// a CR cannot probe which ConfigMaps exist elsewhere.
+func (c *Controller) referencedConfigMap(l *v1alpha1.LlamaStackDistribution, field, what, ns, name string) (*corev1.ConfigMap, *userError) {
+	crossNamespace := ns != l.Namespace
+	if crossNamespace && c.watchNamespace != "" {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+			"%s refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
+			field, ns, name, c.watchNamespace, l.Namespace)}
+	}
+	cm, err := c.configMaps.ConfigMaps(ns).Get(name)
+	if crossNamespace && (err != nil || !allowsNamespace(cm, l.Namespace)) {
+		return nil, notAllowed(ns, name, l.Namespace)
+	}
+	if err != nil {
+		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
+			"%s %s/%s referenced by %s was not found", what, ns, name, field)}
+	}
+	return cm, nil
 }
 
 // allowsNamespace reports whether cm opts in to being used from namespace ns.
