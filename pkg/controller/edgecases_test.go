@@ -154,3 +154,21 @@ func TestRecheckBackoffGrowsOnlyPerRecheck(t *testing.T) {
 	f.c.forgetRecheck(key)
 	assert.Equal(t, 0, f.c.recheck.NumRequeues(key))
 }
+
+// With --namespace, a ConfigMap in another namespace is reported as unsupported, for
+// user config and CA bundles alike, even when it exists and opts in.
+func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
+	open := map[string]string{AllowedNamespacesAnnotation: "*"}
+	for name, mod := range map[string]func(*v1alpha1.LlamaStackDistribution){
+		"user config": withUserConfigMap("cfg", "other"),
+		"CA bundle":   withCABundle("cfg", "other"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("app", mod),
+				configMap("other", "cfg", map[string]string{"config.yaml": "x", caBundleKey: testCertPEMs(t, 1)[0]}, open))
+			f.c.watchNamespace = testNamespace
+			f.sync("app")
+			requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, "other/cfg", "--namespace="+testNamespace)
+		})
+	}
+}
