@@ -193,12 +193,14 @@ kwok_mod_dir="$(cd "${kwok_dir}" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
 } >"${work}/kwok-stages.yaml"
 
 # --- check what was built ---------------------------------------------------
-"${work}/bin/kube-apiserver" --version | grep -qx "Kubernetes ${KUBE_VERSION}" ||
-	die "kube-apiserver --version: $("${work}/bin/kube-apiserver" --version)"
-"${work}/bin/etcd" --version | grep -q "^etcd Version: ${ETCD_VERSION#v}$" ||
-	die "etcd --version: $("${work}/bin/etcd" --version)"
-"${work}/bin/kwok" --version | grep -q "${KWOK_VERSION#v}" ||
-	die "kwok --version: $("${work}/bin/kwok" --version)"
+# The output is captured before it is matched: with pipefail, `cmd | grep -q` fails
+# whenever grep exits early and cmd is killed by SIGPIPE while still writing.
+v=$("${work}/bin/kube-apiserver" --version)
+grep -qx "Kubernetes ${KUBE_VERSION}" <<<"${v}" || die "kube-apiserver --version: ${v}"
+v=$("${work}/bin/etcd" --version)
+grep -q "^etcd Version: ${ETCD_VERSION#v}$" <<<"${v}" || die "etcd --version: ${v}"
+v=$("${work}/bin/kwok" --version)
+grep -q "${KWOK_VERSION#v}" <<<"${v}" || die "kwok --version: ${v}"
 
 touch "${work}/.complete"
 mv "${work}" "${cache_dir}"
