@@ -21,7 +21,10 @@ import (
 // The controller reads the running server's /v1/health, /v1/version and /v1/providers
 // (here a fake llama-stack server on loopback that the test controls): HealthCheck,
 // the server version and the providers follow the server's real answers, a slow or
-// broken server is reported, and nothing blocks the rest.
+// broken server is reported, and nothing blocks the rest. The controller runs outside
+// the cluster, so every probe goes through kube-apiserver's service proxy: Service →
+// EndpointSlice → pod IP, then (kwok pods run nothing) an egress selector hands the
+// connection to the fake server.
 func TestServerHealthVersionAndProviders(t *testing.T) {
 	ns := newNamespace(t)
 	var mode atomic.Value
@@ -57,6 +60,11 @@ func TestServerHealthVersionAndProviders(t *testing.T) {
 
 	create(t, llsd(ns, "app"))
 	l := waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed)
+	probes := env.requests.snapshot()
+	for _, path := range []string{"health", "version", "providers"} {
+		assert.Positive(t, probes["PROBE /api/v1/namespaces/"+ns+"/services/app-service:8321/proxy/v1/"+path],
+			"/v1/%s read through the API server's service proxy", path)
+	}
 	assert.Equal(t, "0.3.1", l.Status.Version.LlamaStackServerVersion)
 	if assert.Len(t, l.Status.DistributionConfig.Providers, 2) {
 		assert.Equal(t, "agents", l.Status.DistributionConfig.Providers[0].API)

@@ -79,7 +79,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	env.binDir = binDir
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StagesFile: stages, Nodes: 3})
+	env.servers = &fakeServers{byHost: map[string]string{}}
+	// kube-apiserver's service proxy reaches the fake llama-stack servers: its connections
+	// to a pod IP go, through an egress selector, to the fake server of that pod's Service.
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, StagesFile: stages, Nodes: 3,
+		ClusterDialer: env.servers.dialPod})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
@@ -90,6 +94,8 @@ func run(m *testing.M) int {
 		}
 	}()
 	env.cluster = cluster
+	// The controller runs outside the cluster even if this process runs in one.
+	_ = os.Unsetenv("KUBERNETES_SERVICE_HOST")
 	env.cfg = cluster.RESTConfig()
 	env.kube = kubernetes.NewForConfigOrDie(env.cfg)
 	env.client = clientset.NewForConfigOrDie(env.cfg)
@@ -108,7 +114,10 @@ func run(m *testing.M) int {
 		"-f", filepath.Join(root, "artifacts", "controller", "namespace.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "service_account.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role.yaml"),
-		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml")).CombinedOutput(); err != nil {
+		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml"),
+		// The controller runs outside the cluster, so it probes the servers through the
+		// API server's service proxy, with the optional role made for that.
+		"-f", filepath.Join(root, "artifacts", "rbac", "service_proxy_role.yaml")).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "installing the RBAC: %v\n%s", err, out)
 		return 1
 	}
@@ -120,7 +129,6 @@ func run(m *testing.M) int {
 	env.metricsAddr = ln.Addr().String()
 	_ = ln.Close()
 	env.requests = &requestCounter{}
-	env.servers = &fakeServers{byHost: map[string]string{}}
 	env.controllerLog = &syncBuffer{}
 	ctrlCfg := rest.CopyConfig(env.cfg)
 	ctrlCfg.UserAgent = "llama-stack-controller/e2e"
@@ -151,11 +159,10 @@ func run(m *testing.M) int {
 		done <- app.Run(ctrlCtx, ctrlCfg, app.Options{
 			Workers: 4, QPS: 50, Burst: 100, ResyncPeriod: resyncPeriod,
 			OperatorNamespace: operatorNamespace, Version: "e2e",
-			// The servers are probed at their Service's DNS name, which the tests route to
-			// fake llama-stack servers on loopback (kwok pods run nothing).
-			ServerProbe: "service", ServerProbeInterval: probeInterval,
+			// Outside a cluster "auto" probes the servers through the API server's service
+			// proxy (see fakeServers.dialPod for where that leads).
+			ServerProbe: "auto", ServerProbeInterval: probeInterval,
 			MetricsBindAddress: env.metricsAddr,
-			ProbeHTTPClient:    &http.Client{Transport: &http.Transport{DialContext: env.servers.dial}},
 		})
 	}()
 	code := m.Run()
@@ -246,8 +253,11 @@ type requestCounter struct {
 func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		key := req.Method + " " + req.URL.Path
-		if req.URL.Query().Get("watch") == "true" {
+		switch {
+		case req.URL.Query().Get("watch") == "true":
 			key = "WATCH " + req.URL.Path
+		case strings.Contains(req.URL.Path, "/proxy/"):
+			key = "PROBE " + req.URL.Path
 		}
 		r.mu.Lock()
 		if r.byKey == nil {
@@ -270,11 +280,13 @@ func (r *requestCounter) snapshot() map[string]int {
 	return out
 }
 
-// since lists the requests other than watches made after an earlier snapshot.
+// since lists the requests other than watches and server probes made after an
+// earlier snapshot. (Probes reach the API server only because the controller runs
+// outside the cluster here; in a cluster they go straight to the Service.)
 func (r *requestCounter) since(before map[string]int) []string {
 	var out []string
 	for k, v := range r.snapshot() {
-		if strings.HasPrefix(k, "WATCH ") {
+		if strings.HasPrefix(k, "WATCH ") || strings.HasPrefix(k, "PROBE ") {
 			continue
 		}
 		if d := v - before[k]; d > 0 {
@@ -328,14 +340,27 @@ func (f *fakeServers) set(hostPort, addr string) {
 	}
 }
 
-// dial connects to the fake server of addr, or fails at once like a name that does not resolve.
-func (f *fakeServers) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	f.mu.Lock()
-	target, ok := f.byHost[addr]
-	f.mu.Unlock()
-	if !ok {
-		return nil, &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}
+// dialPod connects kube-apiserver to "podIP:port": to the fake server set for the
+// Service of that pod's CR ("<name>-service.<namespace>.svc:<port>"), or fails like an
+// unreachable pod.
+func (f *fakeServers) dialPod(ctx context.Context, addr string) (net.Conn, error) {
+	ip, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
 	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, target)
+	pods, err := env.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.podIP=" + ip})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		host := fmt.Sprintf("%s-service.%s.svc:%s", p.Labels["app.kubernetes.io/instance"], p.Namespace, port)
+		f.mu.Lock()
+		target, ok := f.byHost[host]
+		f.mu.Unlock()
+		if ok {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", target)
+		}
+	}
+	return nil, fmt.Errorf("dial tcp %s: no server listens there", addr)
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,6 +104,12 @@ type Options struct {
 	ExtraControllerManagerArgs []string
 	ExtraSchedulerArgs         []string
 	ExtraKwokArgs              []string
+	// ClusterDialer, if set, carries kube-apiserver's connections into the cluster
+	// network: its service, pod and node proxies. The API server sends them, through an
+	// egress selector (as to a konnectivity server), to an HTTP CONNECT proxy on a Unix
+	// socket in the run dir, which dials addr ("podIP:port") with this function. kwok
+	// pods run nothing, so without it those proxies lead nowhere.
+	ClusterDialer func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Cluster is a running control plane. Stop it when done.
@@ -117,6 +124,7 @@ type Cluster struct {
 
 	mu           sync.Mutex
 	procs        []*process
+	egress       *egressProxy
 	releasePorts func()
 	stopped      bool
 	stopErr      error
@@ -263,7 +271,22 @@ func start(parent context.Context, opts Options) (c *Cluster, err error) {
 	}
 
 	// kube-apiserver
-	if err := c.startComponent(KubeAPIServer, c.apiServerArgs()); err != nil {
+	apiServerArgs := c.apiServerArgs()
+	if opts.ClusterDialer != nil {
+		socket := c.path(egressSocketFile)
+		egress, err := startEgressProxy(socket, opts.ClusterDialer)
+		if err != nil {
+			return c, fmt.Errorf("localcluster: %w", err)
+		}
+		c.mu.Lock()
+		c.egress = egress
+		c.mu.Unlock()
+		if err := os.WriteFile(c.path(egressConfigFile), []byte(egressSelectorConfig(socket)), 0o600); err != nil {
+			return c, fmt.Errorf("localcluster: %w", err)
+		}
+		apiServerArgs = append(apiServerArgs, "--egress-selector-config-file="+c.path(egressConfigFile))
+	}
+	if err := c.startComponent(KubeAPIServer, apiServerArgs); err != nil {
 		return c, err
 	}
 	adminHTTP, err := c.adminHTTPClient()
@@ -507,6 +530,9 @@ func (c *Cluster) Stop() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if c.egress != nil {
+		c.egress.close()
 	}
 	if c.releasePorts != nil {
 		c.releasePorts()

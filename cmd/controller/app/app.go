@@ -56,9 +56,6 @@ type Options struct {
 	ServerProbeInterval time.Duration
 	// MetricsBindAddress serves Prometheus metrics at /metrics; "" or "0" turns it off.
 	MetricsBindAddress string
-	// ProbeHTTPClient, when set, carries the probes instead of the client ServerProbe picks
-	// (the end-to-end tests route them to a fake server).
-	ProbeHTTPClient *http.Client
 }
 
 // Validate checks the options a user can set.
@@ -208,9 +205,6 @@ func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
 			return probe, fmt.Errorf("building the API server proxy client: %w", err)
 		}
 		probe.HTTPClient, probe.BaseURL = client, controller.ProxyBaseURL(strings.TrimSuffix(cfg.Host, "/"))
-	}
-	if o.ProbeHTTPClient != nil {
-		probe.HTTPClient = o.ProbeHTTPClient
 	}
 	return probe, nil
 }

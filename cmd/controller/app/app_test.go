@@ -1,7 +1,6 @@
 package app
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,9 +60,5 @@ func TestServerProbeMode(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Nil(t, p.HTTPClient)
 
-	custom := &http.Client{}
-	p, err = serverProbe(cfg, Options{ServerProbe: "proxy", ProbeHTTPClient: custom})
-	assert.NoError(t, err)
-	assert.Same(t, custom, p.HTTPClient)
 	assert.ErrorContains(t, Options{Workers: 1, QPS: 1, Burst: 1, ServerProbe: "sometimes"}.Validate(), "--server-probe")
 }
