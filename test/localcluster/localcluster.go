@@ -410,6 +410,59 @@ func (c *Cluster) startComponent(name string, args []string) error {
 	return nil
 }
 
+// Restart stops one component and starts it again with the same flags, as a crash or
+// an upgrade would: with SIGTERM (graceful; SIGKILL after 15 s) or, when kill is true,
+// with SIGKILL at once. It returns once the component is serving again (kube-apiserver:
+// /readyz; etcd: /health; the others as soon as they run).
+func (c *Cluster) Restart(ctx context.Context, component string, kill bool) error {
+	c.mu.Lock()
+	idx := -1
+	for i, p := range c.procs {
+		if p.name == component {
+			idx = i
+		}
+	}
+	if c.stopped || idx < 0 {
+		c.mu.Unlock()
+		return fmt.Errorf("localcluster: no running %s", component)
+	}
+	p := c.procs[idx]
+	c.procs = append(c.procs[:idx:idx], c.procs[idx+1:]...)
+	c.mu.Unlock()
+
+	if kill {
+		p.signal(syscall.SIGKILL)
+	} else {
+		p.signal(syscall.SIGTERM)
+	}
+	if err := p.wait(stopTimeout); err != nil {
+		return fmt.Errorf("localcluster: restart: %w", err)
+	}
+	if err := c.startComponent(component, p.args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	switch component {
+	case KubeAPIServer:
+		adminHTTP, err := c.adminHTTPClient()
+		if err != nil {
+			return err
+		}
+		defer adminHTTP.CloseIdleConnections()
+		return c.waitFor(ctx, KubeAPIServer, "kube-apiserver /readyz", func(ctx context.Context) error {
+			return httpCheck(ctx, adminHTTP, c.apiServerURL()+"/readyz", "ok")
+		})
+	case Etcd:
+		plain := &http.Client{Timeout: 2 * time.Second}
+		url := "http://127.0.0.1:" + strconv.Itoa(c.ports[PortEtcdClient]) + "/health"
+		return c.waitFor(ctx, Etcd, "etcd /health", func(ctx context.Context) error {
+			return httpCheck(ctx, plain, url, `"health":"true"`)
+		})
+	}
+	return nil
+}
+
 // waitFor polls check until it succeeds. It fails when ctx ends (blaming
 // component) or when any started component exits (blaming that one).
 func (c *Cluster) waitFor(ctx context.Context, component, what string, check func(context.Context) error) error {

@@ -20,6 +20,7 @@ const stopTimeout = 15 * time.Second
 // process is one running component, started and waited for by the cluster.
 type process struct {
 	name    string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	logFile *os.File
@@ -50,7 +51,7 @@ func startProcess(name, bin string, args []string, logPath string, logs io.Write
 		_ = f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	p := &process{name: name, args: args, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = p.logFile.Close()
