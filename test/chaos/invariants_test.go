@@ -95,7 +95,16 @@ func mixed(ns string, i int) *v1alpha1.LlamaStackDistribution {
 // plane has no provisioner).
 func providePV(t *testing.T, l *v1alpha1.LlamaStackDistribution) {
 	t.Helper()
-	pv := &corev1.PersistentVolume{
+	pv := pvFor(l)
+	_, err := env.kube.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+}
+
+func pvFor(l *v1alpha1.LlamaStackDistribution) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: l.Namespace + "-" + l.Name},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
@@ -105,11 +114,6 @@ func providePV(t *testing.T, l *v1alpha1.LlamaStackDistribution) {
 			ClaimRef:                      &corev1.ObjectReference{Namespace: l.Namespace, Name: l.Name + "-pvc"},
 		},
 	}
-	_, err := env.kube.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-	})
 }
 
 func createCR(t *testing.T, l *v1alpha1.LlamaStackDistribution) {

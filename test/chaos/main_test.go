@@ -342,7 +342,7 @@ func (e auditEvent) resource() string {
 	return r
 }
 
-// controllerRequests reads the audit log: the controller's completed requests since from.
+// controllerRequests reads the audit log: the controller's requests since from.
 func controllerRequests(t *testing.T, from time.Time) []auditEvent {
 	t.Helper()
 	f, err := os.Open(env.auditLog)
@@ -358,7 +358,9 @@ func controllerRequests(t *testing.T, from time.Time) []auditEvent {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.replica() == "" || e.StageTimestamp.Before(from) {
 			continue
 		}
-		if e.Stage != "ResponseComplete" && e.Stage != "Panic" {
+		// A watch is counted when it starts (it may run for minutes); any other request
+		// when it completes.
+		if e.Verb == "watch" && e.Stage != "ResponseStarted" || e.Verb != "watch" && e.Stage != "ResponseComplete" && e.Stage != "Panic" {
 			continue
 		}
 		out = append(out, e)
