@@ -52,7 +52,9 @@ func TestAPIServerRestartAndCompaction(t *testing.T) {
 		})
 		require.NoError(t, err)
 		if l.Spec.Server.Storage != nil {
-			t.Cleanup(func() { _ = env.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pvFor(l).Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = env.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pvFor(l).Name, metav1.DeleteOptions{})
+			})
 		}
 	}
 	require.NoError(t, <-crashed)
