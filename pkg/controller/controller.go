@@ -347,6 +347,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
 		c.queue.ShutDown()
+		if ctx.Err() != nil {
+			// Told to stop while starting (e.g. just after winning the Lease): not a failure.
+			logger.Info("Stopped before the informer caches synced", "controller", controllerName)
+			return nil
+		}
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 

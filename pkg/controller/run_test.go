@@ -149,3 +149,21 @@ func TestRunStopWaitsForWorkers(t *testing.T) {
 	assert.True(t, finished)
 	assert.Equal(t, []string{"slow"}, synced, "nothing is synced after the context is cancelled")
 }
+
+// Cancelled before the caches synced (a controller told to stop as it starts): Run
+// returns nil, as for any other graceful stop.
+func TestRunStopBeforeCachesSynced(t *testing.T) {
+	f := newFixture(t) // its informers are never started, so they never sync
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.c.Run(ctx, 1) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	assert.True(t, f.c.queue.ShuttingDown())
+}
