@@ -36,6 +36,13 @@ func main() {
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 turns it off.")
 	flag.StringVar(&o.ServerProbe, "server-probe", "auto", "How to read the servers' /v1/health, /v1/version and /v1/providers: auto (the Service in a cluster, the API server's service proxy outside), service, proxy, or off.")
 	flag.DurationVar(&o.ServerProbeInterval, "server-probe-interval", time.Minute, "Time between probes of a ready server.")
+	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz (liveness) and /readyz (readiness) endpoints; 0 turns them off.")
+	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Run the controller only while holding a coordination.k8s.io Lease, so that several replicas can run with one active.")
+	flag.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", app.DefaultLeaseDuration, "How long standbys wait, after the last renewal they saw, before taking a Lease that was not released.")
+	flag.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", app.DefaultRenewDeadline, "How long the leader tries to renew its Lease before it stops (and exits).")
+	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", app.DefaultRetryPeriod, "Time between renewals by the leader and attempts by standbys.")
+	flag.StringVar(&o.LeaseName, "leader-elect-resource-name", app.DefaultLeaseName, "Name of the Lease.")
+	flag.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "", "Namespace of the Lease (default: the operator namespace).")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

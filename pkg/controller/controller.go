@@ -347,6 +347,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
 		c.queue.ShutDown()
+		if ctx.Err() != nil {
+			// Told to stop while starting (e.g. just after winning the Lease): not a failure.
+			logger.Info("Stopped before the informer caches synced", "controller", controllerName)
+			return nil
+		}
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 
@@ -364,6 +369,16 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
+// HasSynced reports whether every informer the controller reads has synced.
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.cachesSynced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *Controller) runWorker(ctx context.Context) {
 	for c.processNextWorkItem(ctx) {
 	}
@@ -375,6 +390,11 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		// Stopping: the keys still queued are not synced with a cancelled context (every
+		// request would fail); a controller that starts later lists everything anew.
+		return false
+	}
 
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "llamaStackDistribution", key)
 	ctx = klog.NewContext(ctx, logger)

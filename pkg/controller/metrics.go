@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -33,6 +34,11 @@ var (
 		Namespace: metricsNamespace, Name: "llamastackdistribution_ready",
 		Help: "1 when the LlamaStackDistribution's Ready condition is True, else 0.",
 	}, []string{"namespace", "name"})
+
+	leaderGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leader_election_master_status",
+		Help: "1 while this process holds the named leader election Lease, else 0 (standing by).",
+	}, []string{"name"})
 
 	restRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rest_client_requests_total",
@@ -68,16 +74,17 @@ var (
 	registerOnce sync.Once
 )
 
-// RegisterMetrics registers the controller's metrics, the workqueue's and the REST
-// client's with Registry. It must run before the first queue and client are made; later
+// RegisterMetrics registers the controller's metrics, the workqueue's, the REST
+// client's and leader election's with Registry. It must run before the first queue and client are made; later
 // calls do nothing.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		wq := workqueueMetrics
-		Registry.MustRegister(syncDuration, syncTotal, readyGauge, restRequests, restLatency,
+		Registry.MustRegister(syncDuration, syncTotal, readyGauge, leaderGauge, restRequests, restLatency,
 			wq.depth, wq.adds, wq.latency, wq.duration, wq.unfinished, wq.longest, wq.retries,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		workqueue.SetProvider(queueMetricsProvider{})
+		leaderelection.SetProvider(leaderMetricsProvider{})
 		clientmetrics.Register(clientmetrics.RegisterOpts{
 			RequestResult:  requestResult{},
 			RequestLatency: requestLatency{},
@@ -108,6 +115,16 @@ func (queueMetricsProvider) NewLongestRunningProcessorSecondsMetric(name string)
 func (queueMetricsProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return workqueueMetrics.retries.WithLabelValues(name)
 }
+
+type leaderMetricsProvider struct{}
+
+func (leaderMetricsProvider) NewLeaderMetric() leaderelection.LeaderMetric { return leaderMetric{} }
+
+type leaderMetric struct{}
+
+func (leaderMetric) On(name string)           { leaderGauge.WithLabelValues(name).Set(1) }
+func (leaderMetric) Off(name string)          { leaderGauge.WithLabelValues(name).Set(0) }
+func (leaderMetric) SlowpathExercised(string) {}
 
 type requestResult struct{}
 

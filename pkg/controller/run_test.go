@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -90,4 +93,77 @@ func TestRun(t *testing.T) {
 		t.Fatal("Run did not return after the context was cancelled")
 	}
 	assert.True(t, c.queue.ShuttingDown())
+}
+
+// Stopping: Run returns only after the sync in progress has ended, and keys still queued
+// are not synced with the cancelled context.
+func TestRunStopWaitsForWorkers(t *testing.T) {
+	f := newFixture(t)
+	for _, s := range f.c.cachesSynced {
+		require.False(t, s(), "the fixture's informers never run")
+	}
+	f.c.cachesSynced = []cache.InformerSynced{func() bool { return true }}
+	assert.True(t, f.c.HasSynced())
+
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var synced []string
+	var finished bool
+	f.c.syncHandler = func(ctx context.Context, key cache.ObjectName) error {
+		mu.Lock()
+		synced = append(synced, key.Name)
+		mu.Unlock()
+		if key.Name == "slow" {
+			close(entered)
+			<-release
+			mu.Lock()
+			finished = true
+			mu.Unlock()
+		}
+		return nil
+	}
+	f.c.queue.Add(cache.ObjectName{Namespace: testNamespace, Name: "slow"})
+	done := make(chan error, 1)
+	go func() { done <- f.c.Run(ctx, 1) }()
+	<-entered
+	for i := range 5 {
+		f.c.queue.Add(cache.ObjectName{Namespace: testNamespace, Name: fmt.Sprintf("queued-%d", i)})
+	}
+	cancel()
+	select {
+	case <-done:
+		t.Fatal("Run returned while a sync was still running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the sync ended")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.True(t, finished)
+	assert.Equal(t, []string{"slow"}, synced, "nothing is synced after the context is cancelled")
+}
+
+// Cancelled before the caches synced (a controller told to stop as it starts): Run
+// returns nil, as for any other graceful stop.
+func TestRunStopBeforeCachesSynced(t *testing.T) {
+	f := newFixture(t) // its informers are never started, so they never sync
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.c.Run(ctx, 1) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	assert.True(t, f.c.queue.ShuttingDown())
 }

@@ -24,18 +24,41 @@ func TestArtifactsInstallUnderRestricted(t *testing.T) {
 	t.Log(out)
 	t.Cleanup(func() {
 		_ = env.kube.AppsV1().Deployments(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
+		_ = env.kube.PolicyV1().PodDisruptionBudgets(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
 		_ = env.kube.CoreV1().ConfigMaps(operatorNamespace).Delete(context.Background(), "llama-stack-operator-config", metav1.DeleteOptions{})
 	})
 	ns, err := env.kube.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
-	waitDeployment(t, operatorNamespace, "llama-stack-controller", "the controller's Deployment is Available", func(d *appsv1.Deployment) bool {
-		return d.Status.AvailableReplicas == 1
+	// Two replicas (leader and standby), each with the health probes, on different nodes.
+	d := waitDeployment(t, operatorNamespace, "llama-stack-controller", "the controller's Deployment is Available", func(d *appsv1.Deployment) bool {
+		return d.Status.AvailableReplicas == 2
 	})
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Args, "--leader-elect=true")
+	require.NotNil(t, c.LivenessProbe)
+	require.NotNil(t, c.ReadinessProbe)
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	pods, err := env.kube.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=llama-stack-controller"})
+	require.NoError(t, err)
+	nodes := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	assert.Len(t, nodes, 2, "the pods are spread over nodes")
+	pdb, err := env.kube.PolicyV1().PodDisruptionBudgets(operatorNamespace).Get(ctx, "llama-stack-controller", metav1.GetOptions{})
+	if assert.NoError(t, err, "the controller's PodDisruptionBudget") {
+		assert.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+	}
 	for _, name := range []string{"llama-stack-controller", "llamastackdistribution-editor", "llamastackdistribution-viewer"} {
 		_, err := env.kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		assert.NoError(t, err, "ClusterRole %s", name)
 	}
+	_, err = env.kube.RbacV1().Roles(operatorNamespace).Get(ctx, "llama-stack-controller-leader-election", metav1.GetOptions{})
+	assert.NoError(t, err, "the leader election Role")
 }
 
 // Server pods meet Pod Security "restricted" by default: a CR in a namespace that

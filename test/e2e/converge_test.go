@@ -16,13 +16,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
 // A minimal CR converges: every child exists with the right owner and labels, the
 // Deployment becomes Available on the kwok nodes, the CR reports Ready with a current
 // observedGeneration, and kubectl wait sees it. Then the controller stays silent:
-// no request other than its watches over several informer resyncs.
+// no request other than its watches over several informer resyncs, and its Lease
+// renewals.
 func TestConvergeThenIdle(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -152,8 +154,15 @@ func TestConvergeThenIdle(t *testing.T) {
 	waitOtherNamespacesGone(t, ns, shared)
 	settle(t)
 	before := env.requests.snapshot()
-	time.Sleep(3*resyncPeriod + time.Second)
+	idle := 3*resyncPeriod + time.Second
+	time.Sleep(idle)
 	assert.Empty(t, env.requests.since(before), "requests sent while nothing changed")
+	// Leading costs one Lease update per retry period (2s), and nothing else.
+	lease := env.requests.leaseSince(before)
+	renewals := lease["PUT"]
+	delete(lease, "PUT")
+	assert.Empty(t, lease, "Lease requests other than renewals")
+	assert.InDelta(t, idle/app.DefaultRetryPeriod, renewals, 2, "Lease renewals in %v", idle)
 }
 
 // settle waits until the controller has sent no request other than watches for two

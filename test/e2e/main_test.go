@@ -52,8 +52,9 @@ var env struct {
 	client   clientset.Interface
 	dynamic  dynamic.Interface
 	requests *requestCounter
-	// metricsAddr serves the controller's /metrics.
+	// metricsAddr serves the controller's /metrics, healthAddr its /healthz and /readyz.
 	metricsAddr string
+	healthAddr  string
 	// servers routes Service DNS names to fake llama-stack servers.
 	servers *fakeServers
 	// controllerLog holds the controller's log, printed when a test fails.
@@ -107,36 +108,33 @@ func run(m *testing.M) int {
 	}
 
 	// The controller runs in-process, as the binary does, as the artifacts'
-	// ServiceAccount with exactly the artifacts' ClusterRole (impersonated), so a verb the
-	// controller needs but the role lacks fails the suite, and with a transport that
-	// counts every request it sends.
+	// ServiceAccount with exactly the artifacts' ClusterRole and leader election Role
+	// (impersonated), so a verb the controller needs but the roles lack fails the suite,
+	// and with a transport that counts every request it sends.
 	if out, err := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side",
 		"-f", filepath.Join(root, "artifacts", "controller", "namespace.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "service_account.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac", "leader_election_role.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac", "leader_election_role_binding.yaml"),
 		// The controller runs outside the cluster, so it probes the servers through the
 		// API server's service proxy, with the optional role made for that.
 		"-f", filepath.Join(root, "artifacts", "rbac", "service_proxy_role.yaml")).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "installing the RBAC: %v\n%s", err, out)
 		return 1
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if env.metricsAddr, err = freeAddress(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.metricsAddr = ln.Addr().String()
-	_ = ln.Close()
+	if env.healthAddr, err = freeAddress(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env.requests = &requestCounter{}
 	env.controllerLog = &syncBuffer{}
-	ctrlCfg := rest.CopyConfig(env.cfg)
-	ctrlCfg.UserAgent = "llama-stack-controller/e2e"
-	ctrlCfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + operatorNamespace + ":llama-stack-controller",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
-	}
-	ctrlCfg.Wrap(env.requests.wrap)
+	ctrlCfg := controllerConfig(env.requests)
 	// The controller's log (-v=4 by default, $LLSC_E2E_V to change) goes to a buffer; a
 	// failing test prints the lines about its namespace and every error.
 	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -162,7 +160,10 @@ func run(m *testing.M) int {
 			// Outside a cluster "auto" probes the servers through the API server's service
 			// proxy (see fakeServers.dialPod for where that leads).
 			ServerProbe: "auto", ServerProbeInterval: probeInterval,
-			MetricsBindAddress: env.metricsAddr,
+			MetricsBindAddress: env.metricsAddr, HealthProbeBindAddress: env.healthAddr,
+			// As the artifacts run it: the suite proves the leader election Role suffices,
+			// and the idle test that leading costs nothing but Lease renewals.
+			LeaderElect: true,
 		})
 	}()
 	code := m.Run()
@@ -189,6 +190,29 @@ func run(m *testing.M) int {
 
 // operatorNamespace is the controller's namespace in the suite.
 const operatorNamespace = "llama-stack-controller-system"
+
+// controllerConfig is the client configuration of a controller run by the suite: the
+// artifacts' ServiceAccount (impersonated), every request counted by requests.
+func controllerConfig(requests *requestCounter) *rest.Config {
+	cfg := rest.CopyConfig(env.cfg)
+	cfg.UserAgent = "llama-stack-controller/e2e"
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + operatorNamespace + ":llama-stack-controller",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
+	}
+	cfg.Wrap(requests.wrap)
+	return cfg
+}
+
+// freeAddress returns a loopback address with a port free at the time of the call.
+func freeAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
 
 // installCRD applies every CRD in artifacts/crd and waits until it is served.
 func installCRD(ctx context.Context) error {
@@ -244,7 +268,8 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// requestCounter counts the controller's requests: watches apart from everything else.
+// requestCounter counts the controller's requests: watches, server probes and Lease
+// requests apart from everything else.
 type requestCounter struct {
 	mu    sync.Mutex
 	byKey map[string]int
@@ -258,6 +283,8 @@ func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			key = "WATCH " + req.URL.Path
 		case strings.Contains(req.URL.Path, "/proxy/"):
 			key = "PROBE " + req.URL.Path
+		case strings.Contains(req.URL.Path, "/leases/") || strings.HasSuffix(req.URL.Path, "/leases"):
+			key = "LEASE " + req.Method + " " + req.URL.Path
 		}
 		r.mu.Lock()
 		if r.byKey == nil {
@@ -280,17 +307,31 @@ func (r *requestCounter) snapshot() map[string]int {
 	return out
 }
 
-// since lists the requests other than watches and server probes made after an
-// earlier snapshot. (Probes reach the API server only because the controller runs
-// outside the cluster here; in a cluster they go straight to the Service.)
+// since lists the requests other than watches, server probes and Lease requests made
+// after an earlier snapshot. (Probes reach the API server only because the controller
+// runs outside the cluster here; in a cluster they go straight to the Service. The Lease
+// requests are the price of leader election: one renewal per retry period.)
 func (r *requestCounter) since(before map[string]int) []string {
 	var out []string
 	for k, v := range r.snapshot() {
-		if strings.HasPrefix(k, "WATCH ") || strings.HasPrefix(k, "PROBE ") {
+		if strings.HasPrefix(k, "WATCH ") || strings.HasPrefix(k, "PROBE ") || strings.HasPrefix(k, "LEASE ") {
 			continue
 		}
 		if d := v - before[k]; d > 0 {
 			out = append(out, fmt.Sprintf("%dx %s", d, k))
+		}
+	}
+	return out
+}
+
+// leaseSince counts the Lease requests by method since an earlier snapshot.
+func (r *requestCounter) leaseSince(before map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range r.snapshot() {
+		if method, _, ok := strings.Cut(strings.TrimPrefix(k, "LEASE "), " "); ok && strings.HasPrefix(k, "LEASE ") {
+			if d := v - before[k]; d > 0 {
+				out[method] += d
+			}
 		}
 	}
 	return out

@@ -51,6 +51,7 @@ func TestMetricsAreScraped(t *testing.T) {
 	} {
 		assert.GreaterOrEqual(t, sample(before, series), 0.0, "series %s is missing", series)
 	}
+	assert.Equal(t, 1.0, sample(before, `leader_election_master_status\{name="llama-stack-controller"\}`), "the suite's controller leads")
 	adds := sample(before, `workqueue_adds_total\{name="llama-stack-controller"\}`)
 	syncs := sample(before, `llama_stack_controller_syncs_total\{result="success"\}`)
 

@@ -17,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
@@ -56,6 +58,38 @@ type Options struct {
 	ServerProbeInterval time.Duration
 	// MetricsBindAddress serves Prometheus metrics at /metrics; "" or "0" turns it off.
 	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "" or "0" turns it off.
+	HealthProbeBindAddress string
+
+	// LeaderElect runs the controller only while this process holds a coordination.k8s.io
+	// Lease, so that several replicas can run with one of them active.
+	LeaderElect bool
+	// LeaseDuration, RenewDeadline and RetryPeriod of the election; 0 means the defaults
+	// (15s, 10s, 2s).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// LeaseName is the Lease's name; "" means DefaultLeaseName.
+	LeaseName string
+	// LeaseNamespace is the Lease's namespace; "" means the operator namespace.
+	LeaseNamespace string
+}
+
+// withDefaults fills the zero values that have a default.
+func (o Options) withDefaults() Options {
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.RenewDeadline == 0 {
+		o.RenewDeadline = DefaultRenewDeadline
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = DefaultRetryPeriod
+	}
+	if o.LeaseName == "" {
+		o.LeaseName = DefaultLeaseName
+	}
+	return o
 }
 
 // Validate checks the options a user can set.
@@ -75,7 +109,52 @@ func (o Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--server-probe must be auto, service, proxy or off, got %q", o.ServerProbe))
 	}
+	if o.LeaderElect {
+		errs = append(errs, o.withDefaults().validateLeaderElection()...)
+	}
 	return errors.Join(errs...)
+}
+
+// validateLeaderElection checks the election's timing as client-go's elector does, and
+// says which flags to change.
+func (o Options) validateLeaderElection() []error {
+	var errs []error
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--leader-elect-lease-duration", o.LeaseDuration},
+		{"--leader-elect-renew-deadline", o.RenewDeadline},
+		{"--leader-elect-retry-period", o.RetryPeriod},
+	} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", d.flag, d.value))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if o.LeaseDuration < time.Second || o.LeaseDuration%time.Second != 0 {
+		// The Lease holds whole seconds.
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds, at least 1s, got %v", o.LeaseDuration))
+	}
+	if o.RenewDeadline >= o.LeaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be shorter than --leader-elect-lease-duration (%v): "+
+			"a leader must give up before the others may take over", o.RenewDeadline, o.LeaseDuration))
+	}
+	if float64(o.RetryPeriod)*leaderelection.JitterFactor >= float64(o.RenewDeadline) {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%v) times %v (its jitter) must be shorter than --leader-elect-renew-deadline (%v): "+
+			"a leader must be able to retry a renewal before the deadline", o.RetryPeriod, leaderelection.JitterFactor, o.RenewDeadline))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(o.LeaseName) {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-name %q is not a valid Lease name: %s", o.LeaseName, msg))
+	}
+	if o.LeaseNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(o.LeaseNamespace) {
+			errs = append(errs, fmt.Errorf("--leader-elect-resource-namespace %q is not a valid namespace: %s", o.LeaseNamespace, msg))
+		}
+	}
+	return errs
 }
 
 // ResolveOperatorNamespace returns the controller's own namespace: the flag, else
@@ -95,20 +174,18 @@ func ResolveOperatorNamespace(flagValue string) string {
 	return DefaultOperatorNamespace
 }
 
-// Run runs the controller against the cluster of cfg until ctx is cancelled.
+// Run runs the controller against the cluster of cfg until ctx is cancelled. With
+// LeaderElect it first waits for the Lease, and returns an error if it loses it.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	logger := klog.FromContext(ctx)
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	o = o.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "llama-stack-controller/" + o.Version
-	}
-	resync := o.ResyncPeriod
-	if resync == 0 {
-		resync = DefaultResyncPeriod
 	}
 
 	// Metric providers must be in place before the first client and queue are made.
@@ -117,6 +194,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		if err := serveMetrics(ctx, o.MetricsBindAddress); err != nil {
 			return err
 		}
+	}
+	h := newHealth(o.LeaderElect)
+	if o.HealthProbeBindAddress != "" && o.HealthProbeBindAddress != "0" {
+		stop, err := serveHealth(ctx, o.HealthProbeBindAddress, h)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 
 	kubeClient, err := kubernetes.NewForConfig(cfg)
@@ -128,8 +213,46 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("building the LlamaStackDistribution client: %w", err)
 	}
 	opNamespace := ResolveOperatorNamespace(o.OperatorNamespace)
-	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers)
+	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers, "leaderElect", o.LeaderElect)
+	run := func(ctx context.Context) error {
+		return runController(ctx, cfg, kubeClient, client, o, opNamespace, h)
+	}
+	if !o.LeaderElect {
+		return run(ctx)
+	}
 
+	// The Lease has its own client: its requests are not queued behind the controller's
+	// under the client's rate limit, and a hung request ends well before the renew
+	// deadline (as client-go's resourcelock.NewFromKubeconfig sets it up).
+	leaseCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	leaseCfg.Timeout = max(time.Second, o.RenewDeadline/2)
+	leaseClient, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("building the leader election client: %w", err)
+	}
+	identity, err := newIdentity()
+	if err != nil {
+		return err
+	}
+	leaseNamespace := o.LeaseNamespace
+	if leaseNamespace == "" {
+		leaseNamespace = opNamespace
+	}
+	return runLeaderElected(ctx, election{
+		leases:    leaseClient.CoordinationV1(),
+		namespace: leaseNamespace, name: o.LeaseName, identity: identity,
+		leaseDuration: o.LeaseDuration, renewDeadline: o.RenewDeadline, retryPeriod: o.RetryPeriod,
+	}, h, run)
+}
+
+// runController makes the informers and the controller, runs it until ctx is cancelled,
+// and returns once its workers and informers have stopped.
+func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, client clientset.Interface,
+	o Options, opNamespace string, h *health) error {
+	resync := o.ResyncPeriod
+	if resync == 0 {
+		resync = DefaultResyncPeriod
+	}
 	managed := labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": controller.ManagedByValue}).String()
 	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(o.Namespace),
@@ -174,7 +297,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}
+	h.setRunning(c.HasSynced)
 	err = c.Run(ctx, o.Workers)
+	h.setRunning(nil)
 	// Stop the informers and wait for their goroutines before returning.
 	for _, f := range factories {
 		f.Shutdown()

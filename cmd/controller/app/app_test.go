@@ -2,6 +2,7 @@ package app
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,36 @@ func TestOptionsValidate(t *testing.T) {
 		"zero qps":      {func(o *Options) { o.QPS = 0 }, "--kube-api-qps must be positive"},
 		"no burst":      {func(o *Options) { o.Burst = 0 }, "--kube-api-burst must be at least 1"},
 		"all of it bad": {func(o *Options) { *o = Options{} }, "--workers"},
+		"renew deadline not below the lease duration": {
+			func(o *Options) {
+				o.LeaderElect, o.LeaseDuration, o.RenewDeadline = true, 10*time.Second, 10*time.Second
+			},
+			"--leader-elect-renew-deadline (10s) must be shorter than --leader-elect-lease-duration (10s)",
+		},
+		"renew deadline above the default lease duration": {
+			func(o *Options) { o.LeaderElect, o.RenewDeadline = true, 20*time.Second },
+			"--leader-elect-renew-deadline (20s) must be shorter than --leader-elect-lease-duration (15s)",
+		},
+		"retry period, with its jitter, not below the renew deadline": {
+			func(o *Options) { o.LeaderElect, o.RetryPeriod = true, 9*time.Second },
+			"--leader-elect-retry-period (9s) times 1.2 (its jitter) must be shorter than --leader-elect-renew-deadline (10s)",
+		},
+		"negative retry period": {
+			func(o *Options) { o.LeaderElect, o.RetryPeriod = true, -time.Second },
+			"--leader-elect-retry-period must be positive, got -1s",
+		},
+		"lease duration in part seconds": {
+			func(o *Options) { o.LeaderElect, o.LeaseDuration = true, 15500*time.Millisecond },
+			"--leader-elect-lease-duration must be a whole number of seconds",
+		},
+		"bad lease name": {
+			func(o *Options) { o.LeaderElect, o.LeaseName = true, "Not_A_Name" },
+			`--leader-elect-resource-name "Not_A_Name" is not a valid Lease name`,
+		},
+		"bad lease namespace": {
+			func(o *Options) { o.LeaderElect, o.LeaseNamespace = true, "a.b" },
+			`--leader-elect-resource-namespace "a.b" is not a valid namespace`,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -39,6 +70,19 @@ func TestOptionsValidate(t *testing.T) {
 			assert.ErrorContains(t, o.Validate(), tc.want)
 		})
 	}
+
+	// Leader election: zero values are the defaults, which are valid; the timing is only
+	// checked when it is on.
+	le := good
+	le.LeaderElect = true
+	assert.NoError(t, le.Validate())
+	le.LeaseDuration, le.RenewDeadline, le.RetryPeriod, le.LeaseName, le.LeaseNamespace = 4*time.Second, 3*time.Second, time.Second, "my-lease", "ops"
+	assert.NoError(t, le.Validate())
+	off := good
+	off.RenewDeadline = time.Hour
+	assert.NoError(t, off.Validate(), "leader election off")
+	assert.Equal(t, Options{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		LeaseName: "llama-stack-controller"}, Options{}.withDefaults())
 }
 
 func TestServerProbeMode(t *testing.T) {
