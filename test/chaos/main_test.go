@@ -209,8 +209,9 @@ func launch(replica string, extra ...string) (*controllerProcess, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	p := &controllerProcess{replica: replica, done: make(chan struct{}), log: filepath.Join(env.workDir, "controller-"+replica+".log")}
+	p.health = freePort()
 	args := []string{"--kubeconfig=" + kc, "--operator-namespace=" + operatorNamespace, "--server-probe=off",
-		"--metrics-bind-address=0", "-v=2"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + p.health, "-v=2"}
 	args = append(args, extra...)
 	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -309,7 +310,8 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
 // replica is the controller replica that sent the request, or "" for anyone else.
