@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -39,6 +42,9 @@ type childKind[T metav1.Object, AC any] struct {
 	extract func(obj T, fieldManager string) (*AC, error)
 	apply   func(ctx context.Context, namespace string, ac *AC, opts metav1.ApplyOptions) (T, error)
 	delete  func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	// patch sends a JSON patch (used once per object, to take it over from the operator
+	// that made it); nil for kinds never taken over.
+	patch func(ctx context.Context, namespace, name string, data []byte, opts metav1.PatchOptions) (T, error)
 }
 
 // notOwnedError reports an object bearing a child's name that the CR does not control.
@@ -97,6 +103,11 @@ func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v
 	if found && !isControlledBy(cur, l) {
 		return cur, &notOwnedError{kind: k.kind, namespace: namespace, name: name}
 	}
+	if found && k.patch != nil && !hasManager(cur, FieldManager) {
+		if cur, err = k.takeOver(ctx, c, l, cur); err != nil {
+			return zero, err
+		}
+	}
 	ac, err := toApplyConfiguration[AC](desired)
 	if err != nil {
 		return zero, fmt.Errorf("converting %s %s/%s to an apply configuration: %w", k.kind, namespace, name, err)
@@ -120,6 +131,90 @@ func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v
 		}
 	}
 	return k.write(ctx, c, l, ac, namespace, name, found)
+}
+
+// takeOver runs once for a child that this CR controls but that our field manager has
+// never written: one made by the upstream operator, which creates each object with a
+// plain Create and then applies it with the CR's name as field manager. The fields
+// those two managers own become ours (see takeOverPatch), so that the apply that follows
+// removes what only upstream set, as if we had made the object. Fields of any other
+// manager (users, other controllers) are left with them.
+func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, cur T) (T, error) {
+	namespace, name := cur.GetNamespace(), cur.GetName()
+	// The cache keeps only our manager's entry; the others are read live.
+	live, err := k.live(ctx, namespace, name)
+	if err != nil {
+		return cur, fmt.Errorf("getting %s %s/%s: %w", k.kind, namespace, name, err)
+	}
+	if !isControlledBy(live, l) {
+		return live, &notOwnedError{kind: k.kind, namespace: namespace, name: name}
+	}
+	patch, from, err := takeOverPatch(live, l.Name)
+	if err != nil || patch == nil {
+		return live, err
+	}
+	obj, err := k.patch(ctx, namespace, name, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return cur, fmt.Errorf("taking over %s %s/%s: %w", k.kind, namespace, name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Took over child", "kind", k.kind, "object", klog.KRef(namespace, name), "fromManagers", from)
+	c.recorder.Eventf(l, corev1.EventTypeNormal, "TookOver", "Took over %s %s from field managers %s", k.kind, name, strings.Join(from, ", "))
+	return obj, nil
+}
+
+// takeOverPatch returns a JSON patch that gives our field manager the fields owned by
+// the upstream operator's two managers in obj: its server-side apply manager, named
+// after the CR, and the manager that created the object (the Update entry stamped with
+// the creation time, other than Kubernetes' own components). The patch also sets the
+// resourceVersion it was computed from, so a concurrent change makes it fail with a
+// conflict. It returns nil when there is nothing to take over.
+func takeOverPatch(obj metav1.Object, crName string) ([]byte, []string, error) {
+	entries := make([]metav1.ManagedFieldsEntry, len(obj.GetManagedFields()))
+	copy(entries, obj.GetManagedFields())
+	var from []string
+	creator := ""
+	created := obj.GetCreationTimestamp()
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.Manager == FieldManager || e.Subresource != "":
+		case e.Operation == metav1.ManagedFieldsOperationApply && e.Manager == crName:
+			from = append(from, e.Manager)
+			e.Manager = FieldManager
+		case e.Operation == metav1.ManagedFieldsOperationUpdate && creator == "" && e.Time != nil && e.Time.Equal(&created) &&
+			!strings.HasPrefix(e.Manager, "kube-") && !strings.HasPrefix(e.Manager, "system:"):
+			creator = e.Manager
+		}
+	}
+	if creator != "" {
+		from = append(from, creator)
+	}
+	if len(from) == 0 {
+		return nil, nil, nil
+	}
+	holder := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries}}
+	if creator != "" {
+		// Merges the creator's Update entry into our Apply entry (made from it if we
+		// have none yet) and drops the Update entry.
+		if err := csaupgrade.UpgradeManagedFields(holder, sets.New(creator), FieldManager); err != nil {
+			return nil, nil, fmt.Errorf("merging the fields of manager %s: %w", creator, err)
+		}
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/managedFields", "value": holder.ManagedFields},
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+	})
+	return patch, from, err
+}
+
+// hasManager reports whether manager owns any field of obj.
+func hasManager(obj metav1.Object, manager string) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager {
+			return true
+		}
+	}
+	return false
 }
 
 // write sends the apply configuration and records what happened.

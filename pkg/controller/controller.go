@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -224,6 +225,9 @@ func (c *Controller) wireChildKinds(
 		apply: func(ctx context.Context, ns string, ac *appsac.DeploymentApplyConfiguration, o metav1.ApplyOptions) (*appsv1.Deployment, error) {
 			return k.AppsV1().Deployments(ns).Apply(ctx, ac, o)
 		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*appsv1.Deployment, error) {
+			return k.AppsV1().Deployments(ns).Patch(ctx, n, types.JSONPatchType, data, o)
+		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.AppsV1().Deployments(ns).Delete(ctx, n, o)
 		},
@@ -237,6 +241,9 @@ func (c *Controller) wireChildKinds(
 		extract: coreac.ExtractService,
 		apply: func(ctx context.Context, ns string, ac *coreac.ServiceApplyConfiguration, o metav1.ApplyOptions) (*corev1.Service, error) {
 			return k.CoreV1().Services(ns).Apply(ctx, ac, o)
+		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*corev1.Service, error) {
+			return k.CoreV1().Services(ns).Patch(ctx, n, types.JSONPatchType, data, o)
 		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.CoreV1().Services(ns).Delete(ctx, n, o)
@@ -256,6 +263,9 @@ func (c *Controller) wireChildKinds(
 		},
 		// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
 		delete: nil,
+		// Nor takes over its fields from a previous manager: its spec is all but
+		// immutable, and dropping a field from it would be refused.
+		patch: nil,
 	}
 	c.hpas = &childKind[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{
 		kind: "HorizontalPodAutoscaler",
@@ -268,6 +278,9 @@ func (c *Controller) wireChildKinds(
 		extract: autoscalingac.ExtractHorizontalPodAutoscaler,
 		apply: func(ctx context.Context, ns string, ac *autoscalingac.HorizontalPodAutoscalerApplyConfiguration, o metav1.ApplyOptions) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Apply(ctx, ac, o)
+		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, n, types.JSONPatchType, data, o)
 		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, o)
@@ -283,6 +296,9 @@ func (c *Controller) wireChildKinds(
 		apply: func(ctx context.Context, ns string, ac *policyac.PodDisruptionBudgetApplyConfiguration, o metav1.ApplyOptions) (*policyv1.PodDisruptionBudget, error) {
 			return k.PolicyV1().PodDisruptionBudgets(ns).Apply(ctx, ac, o)
 		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*policyv1.PodDisruptionBudget, error) {
+			return k.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, n, types.JSONPatchType, data, o)
+		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, n, o)
 		},
@@ -296,6 +312,9 @@ func (c *Controller) wireChildKinds(
 		extract: networkingac.ExtractIngress,
 		apply: func(ctx context.Context, ns string, ac *networkingac.IngressApplyConfiguration, o metav1.ApplyOptions) (*networkingv1.Ingress, error) {
 			return k.NetworkingV1().Ingresses(ns).Apply(ctx, ac, o)
+		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*networkingv1.Ingress, error) {
+			return k.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.JSONPatchType, data, o)
 		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.NetworkingV1().Ingresses(ns).Delete(ctx, n, o)
@@ -311,6 +330,9 @@ func (c *Controller) wireChildKinds(
 		apply: func(ctx context.Context, ns string, ac *networkingac.NetworkPolicyApplyConfiguration, o metav1.ApplyOptions) (*networkingv1.NetworkPolicy, error) {
 			return k.NetworkingV1().NetworkPolicies(ns).Apply(ctx, ac, o)
 		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*networkingv1.NetworkPolicy, error) {
+			return k.NetworkingV1().NetworkPolicies(ns).Patch(ctx, n, types.JSONPatchType, data, o)
+		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, o)
 		},
@@ -324,6 +346,9 @@ func (c *Controller) wireChildKinds(
 		extract: coreac.ExtractConfigMap,
 		apply: func(ctx context.Context, ns string, ac *coreac.ConfigMapApplyConfiguration, o metav1.ApplyOptions) (*corev1.ConfigMap, error) {
 			return k.CoreV1().ConfigMaps(ns).Apply(ctx, ac, o)
+		},
+		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*corev1.ConfigMap, error) {
+			return k.CoreV1().ConfigMaps(ns).Patch(ctx, n, types.JSONPatchType, data, o)
 		},
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.CoreV1().ConfigMaps(ns).Delete(ctx, n, o)
