@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,8 +57,19 @@ func newScenario(t *testing.T, namespaces int) *scenario {
 		s.namespaces = append(s.namespaces, name)
 	}
 	t.Cleanup(func() {
+		// Wait until they are gone, so that the next scenario's controller does not
+		// spend its time on this one's leftovers.
 		for _, ns := range s.namespaces {
 			_ = env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		}
+		for _, ns := range s.namespaces {
+			err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+				_, err := env.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
+			if err != nil {
+				t.Logf("namespace %s still exists: %v", ns, err)
+			}
 		}
 	})
 	return s
