@@ -1,64 +1,155 @@
 package controller
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-// Fuzz targets: `go test -fuzz=FuzzX ./pkg/controller/` explores; plain `go test` runs the
-// seeds below as regression tests.
+// Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
+// runs their seeds, in testdata/fuzz/<Target>/ and below, as regression tests.
 
-// FuzzBuilders feeds arbitrary specs to every builder and the status computation: none
-// may panic, every child carries its name, namespace and controller reference, and no
-// env name appears twice in the server container.
-func FuzzBuilders(f *testing.F) {
-	for _, seed := range []string{
-		`{"server":{"distribution":{"name":"starter"}}}`,
-		`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":2,"minReplicas":5}}}`,
-		`{"server":{"distribution":{"name":"starter"},"containerSpec":{"port":9000,"env":[{"name":"HF_HOME","value":"a"},{"name":"HF_HOME","value":"b"}]},"podDisruptionBudget":{"minAvailable":"50%"}}}`,
-		`{"server":{"distribution":{"name":"starter"},"podOverrides":{"serviceAccountName":"sa","volumes":[{"name":"v"}],"volumeMounts":[{"name":"v","mountPath":"/v"}]}},"network":{"exposeRoute":true,"ingress":{"host":"h","tlsSecretName":"t"},"allowedFrom":{"namespaces":["*"],"labels":["a/b"]}}}`,
-		`{"replicas":0,"server":{"distribution":{},"containerSpec":{"resources":{"requests":{"cpu":"0"}}},"storage":{"size":"1Mi","accessModes":["ReadWriteMany"]}}}`,
-	} {
-		f.Add([]byte(seed), "cfg", "hash")
+// fuzzOperatorNamespace is the operator namespace of the fuzzed NetworkPolicies.
+const fuzzOperatorNamespace = "llama-stack-controller-system"
+
+// fuzzResult is what one FuzzBuilders input makes: the children a sync would apply and
+// the status it would write.
+type fuzzResult struct {
+	cr       *v1alpha1.LlamaStackDistribution
+	children []runtime.Object
+	status   v1alpha1.LlamaStackDistributionStatus
+}
+
+// buildForFuzz does what a sync does with a CR, without an API server: it resolves the
+// image and the user ConfigMap (which, when cross-namespace, has opted in and holds
+// configData), builds every child the spec asks for, and computes the status.
+func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, caBundle bool) fuzzResult {
+	l := &v1alpha1.LlamaStackDistribution{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
+		ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid", Generation: 1},
+		Spec:       spec,
 	}
-	f.Fuzz(func(t *testing.T, specJSON []byte, userConfig, caHash string) {
-		var spec v1alpha1.LlamaStackDistributionSpec
-		if json.Unmarshal(specJSON, &spec) != nil {
+	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
+	res := fuzzResult{cr: l}
+	var obs observed
+	image, problem := c.resolveImage(l, operatorConfig{})
+	if problem != nil {
+		obs.problems = append(obs.problems, *problem)
+	}
+	in := deploymentInputs{image: image}
+	if uc := spec.Server.UserConfig; uc != nil {
+		source := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(l), Name: uc.ConfigMapName},
+			Data:       map[string]string{userConfigKey: configData},
+		}
+		switch {
+		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
+			// No such ConfigMap can exist.
+			obs.problems = append(obs.problems, userError{v1alpha1.ReasonConfigMapNotFound,
+				fmt.Sprintf("ConfigMap %s/%s referenced by spec.server.userConfig was not found", source.Namespace, source.Name)})
+		case source.Namespace != l.Namespace:
+			cp := newUserConfigCopy(l, source)
+			res.children = append(res.children, cp)
+			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[annotationSourceHash]
+		default:
+			in.userConfigMap, in.userConfigHash = source.Name, configMapHash(source)
+		}
+	}
+	if caBundle {
+		cm := newCABundleConfigMap(l, configData, "sources")
+		res.children = append(res.children, cm)
+		in.caBundleHash = caBundleMountHash(cm)
+	}
+	if len(obs.problems) > 0 {
+		// A user error leaves every child as it is.
+		res.children = nil
+		res.status = c.calculateStatus(l, obs, metav1.Now())
+		return res
+	}
+	if spec.Server.Autoscaling == nil {
+		in.replicas = &l.Spec.Replicas
+	} else {
+		min := hpaMinReplicas(l)
+		in.replicas = &min
+	}
+	obs.deployment = newDeployment(l, in)
+	obs.service = newService(l)
+	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(l, fuzzOperatorNamespace))
+	if spec.Server.Storage != nil {
+		obs.pvc = newPVC(l)
+		res.children = append(res.children, obs.pvc)
+	}
+	if spec.Server.Autoscaling != nil {
+		res.children = append(res.children, newHPA(l))
+	}
+	if wantsPDB(l) {
+		res.children = append(res.children, newPDB(l))
+	}
+	if wantsIngress(l) {
+		obs.ingress = newIngress(l)
+		res.children = append(res.children, obs.ingress)
+	}
+	res.status = c.calculateStatus(l, obs, metav1.Now())
+	return res
+}
+
+// apimachineryNameErrors checks the name of an object that must exist (a DNS subdomain).
+func apimachineryNameErrors(name string) []string {
+	if name == "" {
+		return []string{"empty"}
+	}
+	return validation.IsDNS1123Subdomain(name)
+}
+
+// FuzzBuilders feeds arbitrary specs that the CRD admits to every builder and to the
+// status computation: none may panic or change the CR, every child carries its name,
+// namespace and controller reference, passes the API server's validation as far as it
+// can be checked offline (fuzzcheck_test.go), and the status passes the CRD's. Specs
+// whose pass-through core fields (env, volumes, resources) are invalid by themselves
+// are skipped: the API server rejects them and the CR reports ResourceInvalid.
+func FuzzBuilders(f *testing.F) {
+	f.Add([]byte(`{"server":{"distribution":{"name":"starter"}}}`), "version: 2\n", false)
+	f.Add([]byte(`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":5,"minReplicas":2}}}`), "", true)
+	f.Fuzz(func(t *testing.T, specJSON []byte, configData string, caBundle bool) {
+		spec, ok := admittedSpec(specJSON)
+		if !ok || !userPartsValid(&spec) {
 			return
 		}
-		l := &v1alpha1.LlamaStackDistribution{
-			ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid", Generation: 1},
-			Spec:       spec,
-		}
-		before := l.DeepCopy()
-		d := newDeployment(l, deploymentInputs{image: "img", userConfigMap: userConfig, userConfigHash: "h", caBundleHash: caHash, replicas: &l.Spec.Replicas})
-		children := []metav1.Object{d, newService(l), newPVC(l), newPDB(l), newIngress(l), newNetworkPolicy(l, "ops")}
-		if l.Spec.Server.Autoscaling != nil {
-			children = append(children, newHPA(l))
-		}
-		for _, c := range children {
-			if c.GetName() == "" || c.GetNamespace() != "ns" || !isControlledBy(c, l) {
-				t.Fatalf("%T: name %q namespace %q, controlled %v", c, c.GetName(), c.GetNamespace(), isControlledBy(c, l))
-			}
-		}
-		seen := map[string]bool{}
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if seen[e.Name] {
-				t.Fatalf("env %s appears twice", e.Name)
-			}
-			seen[e.Name] = true
-		}
-		if !equalJSON(before, l) {
+		before := spec.DeepCopy()
+		res := buildForFuzz(spec, configData, caBundle)
+		if !equalJSON(before, &res.cr.Spec) {
 			t.Fatal("a builder changed the CR")
 		}
-		c := &Controller{distributions: builtinDistributions(), operatorVersion: "v"}
-		_ = c.calculateStatus(l, observed{deployment: d, problems: []userError{{"R", strings.Repeat("m", len(userConfig))}}}, metav1.Now())
+		for _, obj := range res.children {
+			o := obj.(metav1.Object)
+			if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.cr) {
+				t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.cr))
+			}
+			if errs := childErrors(obj); len(errs) > 0 {
+				t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)
+			}
+		}
+		if errs := statusErrors(&res.status); len(errs) > 0 {
+			t.Fatalf("status would be rejected: %v\nspec: %s", errs.ToAggregate(), specJSON)
+		}
 	})
 }
 
@@ -88,7 +179,8 @@ func FuzzOperatorConfig(f *testing.F) {
 }
 
 // FuzzCABundle: arbitrary ConfigMap data never panics the parser, the output is
-// deterministic, and every block in it is a certificate.
+// deterministic, every block in it is a certificate, and a bundle that is accepted fits
+// in the managed ConfigMap.
 func FuzzCABundle(f *testing.F) {
 	cert := testCertPEMs(f, 1)[0]
 	f.Add(cert, "  ", false)
@@ -104,5 +196,190 @@ func FuzzCABundle(f *testing.F) {
 		if err == nil && n > 0 && strings.Count(out1, "-----BEGIN CERTIFICATE-----") != n {
 			t.Fatalf("%d certificates reported, %d in the bundle", n, strings.Count(out1, "-----BEGIN CERTIFICATE-----"))
 		}
+		if err == nil {
+			l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid"}}
+			if errs := configMapErrors(newCABundleConfigMap(l, out1, "h")); len(errs) > 0 {
+				t.Fatalf("the managed ConfigMap would be rejected: %v", errs.ToAggregate())
+			}
+		}
 	})
+}
+
+// Seed corpus files. Go's corpus format ("go test fuzz v1", then one Go literal per
+// argument) is read and written here for the seeds made from the examples and for
+// hack/fuzz.sh's check with the API's real validators.
+
+const corpusHeader = "go test fuzz v1"
+
+// readCorpusFile parses one corpus file whose arguments are []byte, string or bool.
+func readCorpusFile(path string) ([]any, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) == 0 || lines[0] != corpusHeader {
+		return nil, fmt.Errorf("%s: not a corpus file", path)
+	}
+	var args []any
+	for _, line := range lines[1:] {
+		open := strings.IndexByte(line, '(')
+		if open < 0 || !strings.HasSuffix(line, ")") {
+			return nil, fmt.Errorf("%s: cannot parse %q", path, line)
+		}
+		typ, lit := line[:open], line[open+1:len(line)-1]
+		switch typ {
+		case "[]byte", "string":
+			s, err := strconv.Unquote(lit)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			if typ == "string" {
+				args = append(args, s)
+			} else {
+				args = append(args, []byte(s))
+			}
+		case "bool":
+			b, err := strconv.ParseBool(lit)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			args = append(args, b)
+		default:
+			return nil, fmt.Errorf("%s: unsupported type %s", path, typ)
+		}
+	}
+	return args, nil
+}
+
+// formatCorpusFile renders arguments in the corpus format.
+func formatCorpusFile(args ...any) []byte {
+	var b bytes.Buffer
+	b.WriteString(corpusHeader + "\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			fmt.Fprintf(&b, "[]byte(%s)\n", strconv.Quote(string(v)))
+		case string:
+			fmt.Fprintf(&b, "string(%s)\n", strconv.Quote(v))
+		case bool:
+			fmt.Fprintf(&b, "bool(%t)\n", v)
+		}
+	}
+	return b.Bytes()
+}
+
+// exampleSpecs returns the spec, as JSON, of every LlamaStackDistribution in
+// artifacts/examples (upstream's samples among them), by file base name and position,
+// with the data of a user ConfigMap the file holds.
+func exampleSpecs(t *testing.T) map[string][2]string {
+	t.Helper()
+	files, err := filepath.Glob("../../artifacts/examples/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	out := map[string][2]string{}
+	for _, file := range files {
+		f, err := os.Open(file)
+		require.NoError(t, err)
+		r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+		var specs []json.RawMessage
+		config := ""
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, file)
+			var obj struct {
+				Kind string            `json:"kind"`
+				Spec json.RawMessage   `json:"spec"`
+				Data map[string]string `json:"data"`
+			}
+			require.NoError(t, yaml.Unmarshal(doc, &obj), file)
+			switch obj.Kind {
+			case "LlamaStackDistribution":
+				specs = append(specs, obj.Spec)
+			case "ConfigMap":
+				if c, ok := obj.Data[userConfigKey]; ok {
+					config = c
+				}
+			}
+		}
+		f.Close()
+		base := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		for i, s := range specs {
+			name := "example-" + strings.TrimPrefix(strings.TrimPrefix(base, "_"), "example-")
+			if len(specs) > 1 {
+				name += "-" + strconv.Itoa(i+1)
+			}
+			compact := &bytes.Buffer{}
+			require.NoError(t, json.Compact(compact, s))
+			out[name] = [2]string{compact.String(), config}
+		}
+	}
+	return out
+}
+
+// TestFuzzSeedsFromExamples keeps a FuzzBuilders seed for every example CR, so each
+// shipped spec is fuzzed from. LLSC_UPDATE_SEEDS=1 writes them.
+func TestFuzzSeedsFromExamples(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzBuilders")
+	for name, ex := range exampleSpecs(t) {
+		path := filepath.Join(dir, name)
+		want := formatCorpusFile([]byte(ex[0]), ex[1], strings.Contains(ex[0], `"caBundle"`))
+		if os.Getenv("LLSC_UPDATE_SEEDS") == "1" {
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(path, want, 0o644))
+			continue
+		}
+		got, err := os.ReadFile(path)
+		require.NoError(t, err, "no seed for example %s: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", name)
+		require.Equal(t, string(want), string(got), "seed %s is out of date: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", name)
+		spec, ok := admittedSpec([]byte(ex[0]))
+		require.True(t, ok, "example %s: the harness's mirror of the CRD rejects it", name)
+		require.True(t, userPartsValid(&spec), "example %s", name)
+	}
+}
+
+// TestWriteFuzzObjects writes, for every FuzzBuilders input in the corpus directories
+// listed in $LLSC_FUZZ_CORPUS (separated by ':'), the CR and what the builders make of
+// it as JSON into $LLSC_FUZZ_OBJECTS, for hack/validate to check with the API's real
+// validators. Without those variables it does nothing.
+func TestWriteFuzzObjects(t *testing.T) {
+	dirs, out := os.Getenv("LLSC_FUZZ_CORPUS"), os.Getenv("LLSC_FUZZ_OBJECTS")
+	if dirs == "" || out == "" {
+		t.Skip("LLSC_FUZZ_CORPUS and LLSC_FUZZ_OBJECTS are not set (hack/fuzz.sh sets them)")
+	}
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	written := 0
+	for _, dir := range filepath.SplitList(dirs) {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, e := range entries {
+			args, err := readCorpusFile(filepath.Join(dir, e.Name()))
+			require.NoError(t, err)
+			require.Len(t, args, 3, e.Name())
+			specJSON, configData, caBundle := args[0].([]byte), args[1].(string), args[2].(bool)
+			spec, ok := admittedSpec(specJSON)
+			if !ok || !userPartsValid(&spec) || !json.Valid(specJSON) {
+				continue
+			}
+			res := buildForFuzz(spec, configData, caBundle)
+			doc := map[string]any{
+				"input":    filepath.Join(filepath.Base(dir), e.Name()),
+				"rawSpec":  json.RawMessage(specJSON),
+				"cr":       res.cr,
+				"children": res.children,
+				"status":   res.status,
+			}
+			raw, err := json.Marshal(doc)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(out, filepath.Base(dir)+"-"+e.Name()+".json"), raw, 0o644))
+			written++
+		}
+	}
+	t.Logf("wrote %d inputs to %s", written, out)
 }
