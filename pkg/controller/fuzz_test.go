@@ -78,8 +78,12 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, cm)
 		in.caBundleHash = caBundleMountHash(cm)
 	}
+	if conflict := podConflict(l, in, nil); conflict != nil {
+		obs.problems = append(obs.problems, *conflict)
+	}
 	if len(obs.problems) > 0 {
-		// A user error leaves every child as it is.
+		// A user error leaves every child as it is (a pod conflict only the Deployment;
+		// the other children are checked through the specs without one).
 		res.children = nil
 		res.status = c.calculateStatus(l, obs, metav1.Now())
 		return res
@@ -130,8 +134,8 @@ func FuzzBuilders(f *testing.F) {
 	f.Add([]byte(`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":5,"minReplicas":2}}}`), "", true)
 	f.Fuzz(func(t *testing.T, specJSON []byte, configData string, caBundle bool) {
 		spec, ok := admittedSpec(specJSON)
-		if !ok || !userPartsValid(&spec) {
-			return
+		if !ok || !userPartsValid(&spec) || len(configData) > maxBundleBytes {
+			return // configData stands for a ConfigMap's value, or an accepted bundle
 		}
 		before := spec.DeepCopy()
 		res := buildForFuzz(spec, configData, caBundle)

@@ -35,6 +35,11 @@ const maxConfigMapBytes = 1024 * 1024
 
 // Patterns of the CRD's markers (types.go).
 var (
+	subdomainPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	containerPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	namespaceEntry     = regexp.MustCompile(`^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`)
+	budgetPercent      = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+	noSpace            = regexp.MustCompile(`^\S+$`)
 	ingressHostPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	labelKeyPattern    = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
 )
@@ -53,15 +58,22 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 		spec.Replicas = 1 // +kubebuilder:default=1
 	}
 	s := &spec.Server
+	subdomain := func(v string) bool { return len(v) <= 253 && subdomainPattern.MatchString(v) }
 	ok := spec.Replicas >= 0 &&
 		(s.Distribution.Name == "") != (s.Distribution.Image == "") &&
+		(s.Distribution.Image == "" || noSpace.MatchString(s.Distribution.Image)) &&
 		(s.Workers == nil || *s.Workers >= 1) &&
-		s.ContainerSpec.Port >= 0 && s.ContainerSpec.Port <= 65535
+		s.ContainerSpec.Port >= 0 && s.ContainerSpec.Port <= 65535 &&
+		(s.ContainerSpec.Name == "" || (len(s.ContainerSpec.Name) <= 63 && containerPattern.MatchString(s.ContainerSpec.Name)))
 	if o := s.PodOverrides; o != nil {
-		ok = ok && (o.TerminationGracePeriodSeconds == nil || *o.TerminationGracePeriodSeconds >= 0)
+		ok = ok && (o.TerminationGracePeriodSeconds == nil || *o.TerminationGracePeriodSeconds >= 0) &&
+			(o.ServiceAccountName == "" || subdomain(o.ServiceAccountName))
 	}
 	if p := s.PodDisruptionBudget; p != nil {
-		ok = ok && (p.MinAvailable == nil || p.MaxUnavailable == nil)
+		budget := func(v *intstr.IntOrString) bool {
+			return v == nil || (v.Type == intstr.Int && v.IntVal >= 0) || (v.Type == intstr.String && budgetPercent.MatchString(v.StrVal))
+		}
+		ok = ok && (p.MinAvailable == nil || p.MaxUnavailable == nil) && budget(p.MinAvailable) && budget(p.MaxUnavailable)
 	}
 	if a := s.Autoscaling; a != nil {
 		ok = ok && a.MaxReplicas >= 1 &&
@@ -70,7 +82,9 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 			(a.TargetMemoryUtilizationPercentage == nil || *a.TargetMemoryUtilizationPercentage >= 1)
 	}
 	if st := s.Storage; st != nil {
-		ok = ok && len(st.AccessModes) <= 4
+		ok = ok && len(st.AccessModes) <= 4 &&
+			(st.Size == nil || st.Size.Sign() > 0) &&
+			(st.StorageClassName == nil || *st.StorageClassName == "" || subdomain(*st.StorageClassName))
 		for _, m := range st.AccessModes {
 			ok = ok && slices.Contains([]corev1.PersistentVolumeAccessMode{
 				corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}, m)
@@ -89,10 +103,18 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 	}
 	if n := spec.Network; n != nil {
 		if ing := n.Ingress; ing != nil {
-			ok = ok && (ing.ClassName == nil || *ing.ClassName != "") &&
-				len(ing.Host) <= 253 && (ing.Host == "" || ingressHostPattern.MatchString(ing.Host))
+			ok = ok && (ing.ClassName == nil || subdomain(*ing.ClassName)) &&
+				(ing.TLSSecretName == "" || subdomain(ing.TLSSecretName)) &&
+				len(ing.Host) <= 253 && (ing.Host == "" || ingressHostPattern.MatchString(ing.Host)) &&
+				len(ing.Annotations) <= 64
+			for k := range ing.Annotations {
+				ok = ok && len(k) <= 317 && labelKeyPattern.MatchString(k)
+			}
 		}
 		if af := n.AllowedFrom; af != nil {
+			for _, ns := range af.Namespaces {
+				ok = ok && len(ns) <= 63 && namespaceEntry.MatchString(ns)
+			}
 			for _, k := range af.Labels {
 				ok = ok && len(k) <= 317 && labelKeyPattern.MatchString(string(k))
 			}
