@@ -256,6 +256,16 @@ func readCorpusFile(path string) ([]any, error) {
 	return args, nil
 }
 
+// argAt returns args[i] if it has type T.
+func argAt[T any](args []any, i int) (T, bool) {
+	var zero T
+	if i >= len(args) {
+		return zero, false
+	}
+	v, ok := args[i].(T)
+	return v, ok
+}
+
 // formatCorpusFile renders arguments in the corpus format.
 func formatCorpusFile(args ...any) []byte {
 	var b bytes.Buffer
@@ -365,8 +375,14 @@ func TestWriteFuzzObjects(t *testing.T) {
 		for _, e := range entries {
 			args, err := readCorpusFile(filepath.Join(dir, e.Name()))
 			require.NoError(t, err)
-			require.Len(t, args, 3, e.Name())
-			specJSON, configData, caBundle := args[0].([]byte), args[1].(string), args[2].(bool)
+			specJSON, ok1 := argAt[[]byte](args, 0)
+			configData, ok2 := argAt[string](args, 1)
+			caBundle, ok3 := argAt[bool](args, 2)
+			if len(args) != 3 || !ok1 || !ok2 || !ok3 {
+				// Left in the cache by an older FuzzBuilders signature; go test skips it too.
+				t.Logf("skipping %s: not the arguments of FuzzBuilders", e.Name())
+				continue
+			}
 			spec, ok := admittedSpec(specJSON)
 			if !ok || !userPartsValid(&spec) || !json.Valid(specJSON) {
 				continue

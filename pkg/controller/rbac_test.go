@@ -200,16 +200,24 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	}
 
 	// Every optional child and managed ConfigMap goes away.
-	l := cr("full")
-	l.Spec = newLLSD("full").Spec
-	l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
-	l.Generation, l.ResourceVersion = 2, "2" // the fake tracker bumps neither
-	require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
+	// The fake's status update stores the whole object the controller read, so a status
+	// write racing this edit can undo it: the edit is made again until it holds.
+	edit := func() {
+		l := cr("full")
+		if l.Generation == 2 {
+			return
+		}
+		l.Spec = newLLSD("full").Spec
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Generation, l.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano()) // the fake tracker bumps neither
+		require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
+	}
+	edit()
 	op := opConfig(false)
 	op.ResourceVersion = "2"
 	require.NoError(t, kubeclient.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), op, testOperatorNamespace))
 	for what, o := range optional {
-		waitFor(what+" is deleted", func() bool { return !exists(o.gvr, o.name) })
+		waitFor(what+" is deleted", func() bool { edit(); return !exists(o.gvr, o.name) })
 	}
 	waitFor("the repeated Event is patched", func() bool {
 		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {
