@@ -111,6 +111,20 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		obs.ingress = newIngress(l)
 		res.children = append(res.children, obs.ingress)
 	}
+	if len(configData)%2 == 1 {
+		// A server that runs and answers its probes: its version, health message and
+		// providers reach the status. configData stands for what it says.
+		c.prober = &prober{}
+		d := obs.deployment.DeepCopy()
+		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.replicas), max(1, *in.replicas), max(1, *in.replicas)
+		obs.deployment = d
+		obs.probe = &probeResult{uid: l.UID, info: serverInfo{
+			healthy: strings.HasPrefix(configData, "ok"), healthMsg: configData, version: configData,
+			providers: []v1alpha1.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
+				Health: v1alpha1.ProviderHealthStatus{Status: "OK", Message: configData}}},
+			providersKnown: true,
+		}}
+	}
 	res.status = c.calculateStatus(l, obs, metav1.Now())
 	return res
 }
