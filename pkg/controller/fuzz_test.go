@@ -297,21 +297,25 @@ func formatCorpusFile(args ...any) []byte {
 	return b.Bytes()
 }
 
-// exampleSpecs returns the spec, as JSON, of every LlamaStackDistribution in
-// artifacts/examples (upstream's samples among them), by file base name and position,
-// with the data of a user ConfigMap the file holds.
-func exampleSpecs(t *testing.T) map[string][2]string {
+// exampleSeeds returns a seed, by target and name, for every LlamaStackDistribution in
+// artifacts/examples (upstream's samples among them; FuzzBuilders, with the data of a
+// user ConfigMap the file holds) and every operator ConfigMap in artifacts
+// (FuzzOperatorConfig).
+func exampleSeeds(t *testing.T) map[string]map[string][]any {
 	t.Helper()
 	files, err := filepath.Glob("../../artifacts/examples/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	out := map[string][2]string{}
+	files = append(files, "../../artifacts/controller/operator_config.yaml")
+	out := map[string]map[string][]any{"FuzzBuilders": {}, "FuzzOperatorConfig": {}}
 	for _, file := range files {
 		f, err := os.Open(file)
 		require.NoError(t, err)
 		r := utilyaml.NewYAMLReader(bufio.NewReader(f))
 		var specs []json.RawMessage
 		config := ""
+		base := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		name := "example-" + strings.TrimPrefix(strings.TrimPrefix(base, "_"), "example-")
 		for {
 			doc, err := r.Read()
 			if errors.Is(err, io.EOF) {
@@ -319,53 +323,60 @@ func exampleSpecs(t *testing.T) map[string][2]string {
 			}
 			require.NoError(t, err, file)
 			var obj struct {
-				Kind string            `json:"kind"`
-				Spec json.RawMessage   `json:"spec"`
-				Data map[string]string `json:"data"`
+				Kind     string            `json:"kind"`
+				Metadata metav1.ObjectMeta `json:"metadata"`
+				Spec     json.RawMessage   `json:"spec"`
+				Data     map[string]string `json:"data"`
 			}
 			require.NoError(t, yaml.Unmarshal(doc, &obj), file)
-			switch obj.Kind {
-			case "LlamaStackDistribution":
+			switch {
+			case obj.Kind == "LlamaStackDistribution":
 				specs = append(specs, obj.Spec)
-			case "ConfigMap":
+			case obj.Kind == "ConfigMap" && obj.Metadata.Name == OperatorConfigMapName:
+				out["FuzzOperatorConfig"][name] = []any{obj.Data[keyFeatureFlags], obj.Data[keyImageOverrides]}
+			case obj.Kind == "ConfigMap":
 				if c, ok := obj.Data[userConfigKey]; ok {
 					config = c
 				}
 			}
 		}
 		f.Close()
-		base := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		for i, s := range specs {
-			name := "example-" + strings.TrimPrefix(strings.TrimPrefix(base, "_"), "example-")
+			n := name
 			if len(specs) > 1 {
-				name += "-" + strconv.Itoa(i+1)
+				n += "-" + strconv.Itoa(i+1)
 			}
 			compact := &bytes.Buffer{}
 			require.NoError(t, json.Compact(compact, s))
-			out[name] = [2]string{compact.String(), config}
+			out["FuzzBuilders"][n] = []any{compact.Bytes(), config, strings.Contains(compact.String(), `"caBundle"`)}
 		}
 	}
+	require.NotEmpty(t, out["FuzzOperatorConfig"])
 	return out
 }
 
-// TestFuzzSeedsFromExamples keeps a FuzzBuilders seed for every example CR, so each
-// shipped spec is fuzzed from. LLSC_UPDATE_SEEDS=1 writes them.
+// TestFuzzSeedsFromExamples keeps a seed for every example CR and operator ConfigMap,
+// so each shipped manifest is fuzzed from. LLSC_UPDATE_SEEDS=1 writes them.
 func TestFuzzSeedsFromExamples(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzBuilders")
-	for name, ex := range exampleSpecs(t) {
-		path := filepath.Join(dir, name)
-		want := formatCorpusFile([]byte(ex[0]), ex[1], strings.Contains(ex[0], `"caBundle"`))
-		if os.Getenv("LLSC_UPDATE_SEEDS") == "1" {
-			require.NoError(t, os.MkdirAll(dir, 0o755))
-			require.NoError(t, os.WriteFile(path, want, 0o644))
-			continue
+	for target, seeds := range exampleSeeds(t) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		for name, args := range seeds {
+			path := filepath.Join(dir, name)
+			want := formatCorpusFile(args...)
+			if os.Getenv("LLSC_UPDATE_SEEDS") == "1" {
+				require.NoError(t, os.MkdirAll(dir, 0o755))
+				require.NoError(t, os.WriteFile(path, want, 0o644))
+				continue
+			}
+			got, err := os.ReadFile(path)
+			require.NoError(t, err, "no seed %s: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", path)
+			require.Equal(t, string(want), string(got), "seed %s is out of date: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", path)
+			if target == "FuzzBuilders" {
+				spec, ok := admittedSpec(args[0].([]byte))
+				require.True(t, ok, "example %s: the harness's mirror of the CRD rejects it", name)
+				require.True(t, userPartsValid(&spec), "example %s", name)
+			}
 		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err, "no seed for example %s: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", name)
-		require.Equal(t, string(want), string(got), "seed %s is out of date: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", name)
-		spec, ok := admittedSpec([]byte(ex[0]))
-		require.True(t, ok, "example %s: the harness's mirror of the CRD rejects it", name)
-		require.True(t, userPartsValid(&spec), "example %s", name)
 	}
 }
 
