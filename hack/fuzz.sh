@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each fuzz target of pkg/controller for FUZZTIME (default 30s), then checks every
-# FuzzBuilders input, the seeds and what the fuzzing kept in the Go cache, with the
+# input of the builder targets, the seeds and what the fuzzing kept in the Go cache, with the
 # Kubernetes API's own validators and the CRD itself (hack/validate, a module of its own
 # so that k8s.io/kubernetes stays out of the controller's). Exits non-zero on the first
 # failure, printing the failing input.
@@ -12,7 +12,7 @@ set -o errexit -o nounset -o pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
 fuzztime=${FUZZTIME:-30s}
-targets=${FUZZ_TARGETS:-FuzzBuilders FuzzOperatorConfig FuzzCABundle}
+targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle}
 pkg=github.com/llamastack/llama-stack-controller/pkg/controller
 log=$(mktemp)
 objects=$(mktemp -d)
@@ -31,12 +31,17 @@ for target in ${targets}; do
 	fi
 done
 
-# What the builders make of every FuzzBuilders input, checked with the real validators.
-corpus="${root}/pkg/controller/testdata/fuzz/FuzzBuilders:$(go env GOCACHE)/fuzz/${pkg}/FuzzBuilders"
+# What the builders make of every FuzzBuilders and FuzzSpecFields input, checked with the
+# real validators.
+cache="$(go env GOCACHE)/fuzz/${pkg}"
+corpus=""
+for target in FuzzBuilders FuzzSpecFields; do
+	corpus+="${root}/pkg/controller/testdata/fuzz/${target}:${cache}/${target}:"
+done
 LLSC_FUZZ_CORPUS="${corpus}" LLSC_FUZZ_OBJECTS="${objects}" \
 	go test ./pkg/controller -count=1 -run '^TestWriteFuzzObjects$'
 [[ -n "$(ls -A "${objects}")" ]] || { echo "fuzz: no objects were written"; exit 1; }
-echo "fuzz: checking $(ls "${objects}" | wc -l) FuzzBuilders inputs with the API's validators (hack/validate)"
+echo "fuzz: checking $(ls "${objects}" | wc -l) builder inputs with the API's validators (hack/validate)"
 # -trimpath and the module's build list match hack/cluster/build.sh, so the Kubernetes
 # packages come from the control plane's build cache.
 LLSC_FUZZ_OBJECTS="${objects}" GOWORK=off GOFLAGS=-mod=readonly \

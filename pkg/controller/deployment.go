@@ -281,7 +281,7 @@ func resolveResources(l *v1alpha1.LlamaStackDistribution) corev1.ResourceRequire
 			continue
 		}
 		req := defaults[name]
-		if lim, ok := r.Limits[name]; ok && !lim.IsZero() && req.Cmp(lim) > 0 {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
 			req = lim.DeepCopy()
 		}
 		r.Requests[name] = req

@@ -146,28 +146,176 @@ func apimachineryNameErrors(name string) []string {
 func FuzzBuilders(f *testing.F) {
 	f.Add([]byte(`{"server":{"distribution":{"name":"starter"}}}`), "version: 2\n", false)
 	f.Add([]byte(`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":5,"minReplicas":2}}}`), "", true)
-	f.Fuzz(func(t *testing.T, specJSON []byte, configData string, caBundle bool) {
-		spec, ok := admittedSpec(specJSON)
-		if !ok || !userPartsValid(&spec) || len(configData) > maxBundleBytes {
-			return // configData stands for a ConfigMap's value, or an accepted bundle
+	f.Fuzz(checkBuilders)
+}
+
+// checkBuilders is the body of FuzzBuilders (and of FuzzSpecFields once it has made a spec).
+func checkBuilders(t *testing.T, specJSON []byte, configData string, caBundle bool) {
+	spec, ok := admittedSpec(specJSON)
+	if !ok || !userPartsValid(&spec) || len(configData) > maxBundleBytes {
+		return // configData stands for a ConfigMap's value, or an accepted bundle
+	}
+	before := spec.DeepCopy()
+	res := buildForFuzz(spec, configData, caBundle)
+	if !equalJSON(before, &res.cr.Spec) {
+		t.Fatal("a builder changed the CR")
+	}
+	for _, obj := range res.children {
+		o := obj.(metav1.Object)
+		if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.cr) {
+			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.cr))
 		}
-		before := spec.DeepCopy()
-		res := buildForFuzz(spec, configData, caBundle)
-		if !equalJSON(before, &res.cr.Spec) {
-			t.Fatal("a builder changed the CR")
+		if errs := childErrors(obj); len(errs) > 0 {
+			t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)
 		}
-		for _, obj := range res.children {
-			o := obj.(metav1.Object)
-			if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.cr) {
-				t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.cr))
-			}
-			if errs := childErrors(obj); len(errs) > 0 {
-				t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)
-			}
+	}
+	if errs := statusErrors(&res.status); len(errs) > 0 {
+		t.Fatalf("status would be rejected: %v\nspec: %s", errs.ToAggregate(), specJSON)
+	}
+}
+
+// specSlots each put one fuzzed value (a string s, a number n) into one field of a
+// spec. FuzzSpecFields combines two: mutating JSON bytes seldom reaches a field's
+// content, and the bugs are in the fields and in how two of them meet.
+var specSlots = []func(spec map[string]any, s string, n int64){
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "containerSpec", "name") },
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"image": s}, "server", "distribution")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"name": s}, "server", "distribution")
+	},
+	func(m map[string]any, _ string, n int64) { setField(m, n, "server", "containerSpec", "port") },
+	func(m map[string]any, _ string, n int64) { setField(m, n, "replicas") },
+	func(m map[string]any, _ string, n int64) { setField(m, n, "server", "workers") },
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "podOverrides", "serviceAccountName")
+	},
+	func(m map[string]any, _ string, n int64) {
+		setField(m, n, "server", "podOverrides", "terminationGracePeriodSeconds")
+	},
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "size") },
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "storageClassName") },
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "mountPath") },
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": s, "emptyDir": map[string]any{}}, "server", "podOverrides", "volumes")
+	},
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": "extra", "emptyDir": map[string]any{}}, "server", "podOverrides", "volumes")
+		appendField(m, map[string]any{"name": "extra", "mountPath": s}, "server", "podOverrides", "volumeMounts")
+	},
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": s, "value": "v"}, "server", "containerSpec", "env")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "limits", "cpu")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "limits", "memory")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "requests", "cpu")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, intOrString(s, n), "server", "podDisruptionBudget", "minAvailable")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, intOrString(s, n), "server", "podDisruptionBudget", "maxUnavailable")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, map[string]any{"maxReplicas": n, "minReplicas": int64(len(s))}, "server", "autoscaling")
+	},
+	func(m map[string]any, s string, n int64) {
+		appendField(m, map[string]any{"maxSkew": n, "topologyKey": s, "whenUnsatisfiable": "DoNotSchedule"}, "server", "topologySpreadConstraints")
+	},
+	func(m map[string]any, s string, n int64) {
+		uc := map[string]any{"configMapName": s}
+		if n%2 != 0 {
+			uc["configMapNamespace"] = "shared"
 		}
-		if errs := statusErrors(&res.status); len(errs) > 0 {
-			t.Fatalf("status would be rejected: %v\nspec: %s", errs.ToAggregate(), specJSON)
+		setField(m, uc, "server", "userConfig")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"configMapName": "ca", "configMapKeys": []any{s}}, "server", "tlsConfig", "caBundle")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "host")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "className")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "tlsSecretName")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, "v", "network", "ingress", "annotations", s)
+	},
+	func(m map[string]any, s string, _ int64) { appendField(m, s, "network", "allowedFrom", "namespaces") },
+	func(m map[string]any, s string, _ int64) { appendField(m, s, "network", "allowedFrom", "labels") },
+}
+
+// setField sets m[path...] to v, making the maps on the way.
+func setField(m map[string]any, v any, path ...string) {
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
 		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// appendField appends v to the list at m[path...].
+func appendField(m map[string]any, v any, path ...string) {
+	parent := m
+	for _, p := range path[:len(path)-1] {
+		next, ok := parent[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			parent[p] = next
+		}
+		parent = next
+	}
+	last := path[len(path)-1]
+	list, _ := parent[last].([]any)
+	parent[last] = append(list, v)
+}
+
+func intOrString(s string, n int64) any {
+	if s == "" {
+		return n
+	}
+	return s
+}
+
+// specFromSlots makes the spec of a FuzzSpecFields input.
+func specFromSlots(slot1 int, s1 string, slot2 int, s2 string, n int64) []byte {
+	spec := map[string]any{"server": map[string]any{"distribution": map[string]any{"name": "starter"}}}
+	pick := func(i int) func(map[string]any, string, int64) {
+		if i < 0 {
+			i = -(i + 1)
+		}
+		return specSlots[i%len(specSlots)]
+	}
+	pick(slot1)(spec, s1, n)
+	pick(slot2)(spec, s2, n)
+	raw, _ := json.Marshal(spec)
+	return raw
+}
+
+// FuzzSpecFields is FuzzBuilders over specs made of two fields set to fuzzed values.
+func FuzzSpecFields(f *testing.F) {
+	for i := range specSlots {
+		f.Add(i, "a", (i+1)%len(specSlots), "/data", int64(2))
+	}
+	f.Fuzz(func(t *testing.T, slot1 int, s1 string, slot2 int, s2 string, n int64) {
+		checkBuilders(t, specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0)
 	})
 }
 
@@ -257,6 +405,16 @@ func readCorpusFile(path string) ([]any, error) {
 			} else {
 				args = append(args, []byte(s))
 			}
+		case "int", "int64":
+			v, err := strconv.ParseInt(lit, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			if typ == "int" {
+				args = append(args, int(v))
+			} else {
+				args = append(args, v)
+			}
 		case "bool":
 			b, err := strconv.ParseBool(lit)
 			if err != nil {
@@ -268,6 +426,26 @@ func readCorpusFile(path string) ([]any, error) {
 		}
 	}
 	return args, nil
+}
+
+// fuzzInput turns the arguments of a FuzzBuilders or FuzzSpecFields input into those
+// of checkBuilders.
+func fuzzInput(target string, args []any) (specJSON []byte, configData string, caBundle bool, ok bool) {
+	switch target {
+	case "FuzzBuilders":
+		specJSON, ok1 := argAt[[]byte](args, 0)
+		configData, ok2 := argAt[string](args, 1)
+		caBundle, ok3 := argAt[bool](args, 2)
+		return specJSON, configData, caBundle, len(args) == 3 && ok1 && ok2 && ok3
+	case "FuzzSpecFields":
+		slot1, ok1 := argAt[int](args, 0)
+		s1, ok2 := argAt[string](args, 1)
+		slot2, ok3 := argAt[int](args, 2)
+		s2, ok4 := argAt[string](args, 3)
+		n, ok5 := argAt[int64](args, 4)
+		return specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0, len(args) == 5 && ok1 && ok2 && ok3 && ok4 && ok5
+	}
+	return nil, "", false, false
 }
 
 // argAt returns args[i] if it has type T.
@@ -292,6 +470,12 @@ func formatCorpusFile(args ...any) []byte {
 			fmt.Fprintf(&b, "string(%s)\n", strconv.Quote(v))
 		case bool:
 			fmt.Fprintf(&b, "bool(%t)\n", v)
+		case int:
+			fmt.Fprintf(&b, "int(%d)\n", v)
+		case int64:
+			fmt.Fprintf(&b, "int64(%d)\n", v)
+		default:
+			panic(fmt.Sprintf("no corpus format for %T", a))
 		}
 	}
 	return b.Bytes()
@@ -380,10 +564,11 @@ func TestFuzzSeedsFromExamples(t *testing.T) {
 	}
 }
 
-// TestWriteFuzzObjects writes, for every FuzzBuilders input in the corpus directories
-// listed in $LLSC_FUZZ_CORPUS (separated by ':'), the CR and what the builders make of
-// it as JSON into $LLSC_FUZZ_OBJECTS, for hack/validate to check with the API's real
-// validators. Without those variables it does nothing.
+// TestWriteFuzzObjects writes, for every FuzzBuilders and FuzzSpecFields input in the
+// corpus directories listed in $LLSC_FUZZ_CORPUS (separated by ':', each named after its
+// target), the CR and what the builders make of it as JSON into $LLSC_FUZZ_OBJECTS, for
+// hack/validate to check with the API's real validators. Without those variables it
+// does nothing.
 func TestWriteFuzzObjects(t *testing.T) {
 	dirs, out := os.Getenv("LLSC_FUZZ_CORPUS"), os.Getenv("LLSC_FUZZ_OBJECTS")
 	if dirs == "" || out == "" {
@@ -400,12 +585,10 @@ func TestWriteFuzzObjects(t *testing.T) {
 		for _, e := range entries {
 			args, err := readCorpusFile(filepath.Join(dir, e.Name()))
 			require.NoError(t, err)
-			specJSON, ok1 := argAt[[]byte](args, 0)
-			configData, ok2 := argAt[string](args, 1)
-			caBundle, ok3 := argAt[bool](args, 2)
-			if len(args) != 3 || !ok1 || !ok2 || !ok3 {
-				// Left in the cache by an older FuzzBuilders signature; go test skips it too.
-				t.Logf("skipping %s: not the arguments of FuzzBuilders", e.Name())
+			specJSON, configData, caBundle, ok := fuzzInput(filepath.Base(dir), args)
+			if !ok {
+				// Left in the cache by an older signature; go test skips it too.
+				t.Logf("skipping %s: not the arguments of %s", e.Name(), filepath.Base(dir))
 				continue
 			}
 			spec, ok := admittedSpec(specJSON)

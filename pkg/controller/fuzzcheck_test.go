@@ -35,11 +35,13 @@ const maxConfigMapBytes = 1024 * 1024
 
 // Patterns of the CRD's markers (types.go).
 var (
-	subdomainPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	containerPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	namespaceEntry     = regexp.MustCompile(`^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`)
-	budgetPercent      = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
-	noSpace            = regexp.MustCompile(`^\S+$`)
+	subdomainPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	containerPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	namespaceEntry   = regexp.MustCompile(`^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`)
+	budgetPercent    = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+	noSpace          = regexp.MustCompile(`^\S+$`)
+	// quantityPattern is the schema's pattern of a resource.Quantity given as a string.
+	quantityPattern    = regexp.MustCompile(`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`)
 	ingressHostPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	labelKeyPattern    = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
 )
@@ -56,6 +58,20 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 	}
 	if _, set := fields["replicas"]; !set {
 		spec.Replicas = 1 // +kubebuilder:default=1
+	}
+	// Quantities as written: Go's decoding trims and accepts more than the schema.
+	quantities := []any{lookup(fields, "server", "storage", "size")}
+	for _, list := range []string{"limits", "requests"} {
+		if m, ok := lookup(fields, "server", "containerSpec", "resources", list).(map[string]any); ok {
+			for _, q := range m {
+				quantities = append(quantities, q)
+			}
+		}
+	}
+	for _, q := range quantities {
+		if str, ok := q.(string); ok && !quantityPattern.MatchString(str) {
+			return spec, false
+		}
 	}
 	s := &spec.Server
 	subdomain := func(v string) bool { return len(v) <= 253 && subdomainPattern.MatchString(v) }
@@ -123,6 +139,19 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 	return spec, ok
 }
 
+// lookup returns m[path...], or nil.
+func lookup(m map[string]any, path ...string) any {
+	var v any = m
+	for _, p := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[p]
+	}
+	return v
+}
+
 // userPartsValid reports whether the parts of the spec that are copied into the pod as
 // they are (environment, volumes, mounts, resources) are valid on their own, as far as
 // the helpers tell. The CRD cannot check these embedded core types; when they are
@@ -137,6 +166,11 @@ func userPartsValid(spec *v1alpha1.LlamaStackDistributionSpec) bool {
 	}
 	if resourceErrors(cs.Resources, field.NewPath("resources")) != nil {
 		return false
+	}
+	for _, c := range spec.Server.TopologySpreadConstraints {
+		if c.MaxSkew <= 0 || len(metav1validation.ValidateLabelName(c.TopologyKey, field.NewPath("topologyKey"))) > 0 {
+			return false
+		}
 	}
 	if o := spec.Server.PodOverrides; o != nil {
 		names := map[string]bool{}
