@@ -40,7 +40,7 @@ test-unit: vet
 test-e2e:
 	$(GO) test -p 1 -tags e2e -count=1 -timeout 45m ./test/...
 
-## fuzz: run each fuzz target for FUZZTIME (default 30s), then check every FuzzBuilders input with the
+## fuzz: run each fuzz target for FUZZTIME (default 30s), then check every builder input with the
 ## API's own validators and the CRD (hack/fuzz.sh, hack/validate); plain go test runs the seeds
 FUZZTIME ?= 30s
 fuzz:
