@@ -30,6 +30,9 @@ const (
 	maxCABundleBytes = 10 * 1024 * 1024
 	// maxCABundleCerts caps the number of distinct certificates in the bundle.
 	maxCABundleCerts = 1000
+	// maxBundleBytes is the most the managed ConfigMap can hold under its one key: the
+	// API server limits a ConfigMap's keys and values to 1 MiB in total.
+	maxBundleBytes = 1024*1024 - len(caBundleKey)
 
 	maxCAKeyLength = 253
 )
@@ -141,7 +144,11 @@ func buildCABundle(sources []caSource) (bundle string, certs int, warnings []str
 	for i, blk := range b.blocks {
 		parts[i] = string(blk)
 	}
-	return strings.Join(parts, "\n"), len(b.blocks), warnings, nil
+	bundle = strings.Join(parts, "\n")
+	if len(bundle) > maxBundleBytes {
+		return "", 0, warnings, fmt.Errorf("the CA bundle's %d certificates take %d bytes, more than the %d a ConfigMap can hold", len(b.blocks), len(bundle), maxBundleBytes)
+	}
+	return bundle, len(b.blocks), warnings, nil
 }
 
 // parseCertificates returns the DER bytes of the CERTIFICATE blocks of data, in order.

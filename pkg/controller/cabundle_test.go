@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -336,4 +337,36 @@ func TestBuildCABundleIsDeterministic(t *testing.T) {
 
 func TestCABundlePaths(t *testing.T) {
 	assert.Equal(t, "/etc/ssl/certs/ca-bundle/ca-bundle.crt", caBundleFile)
+}
+
+// A bundle larger than a ConfigMap can hold is the user's problem, not an apply the API
+// server rejects: two sources, each within a ConfigMap's limit, whose certificates
+// together are not (found by FuzzCABundle's ConfigMap check).
+func TestCABundleTooLargeForConfigMap(t *testing.T) {
+	key, err := testCAKey()
+	require.NoError(t, err)
+	largeCert := func(serial int64) string {
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(serial),
+			Subject:               pkix.Name{CommonName: fmt.Sprintf("large-ca-%d", serial)},
+			NotBefore:             time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+			NotAfter:              time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC),
+			IsCA:                  true,
+			BasicConstraintsValid: true,
+			ExtraExtensions:       []pkix.Extension{{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 99999, 1}, Value: make([]byte, 400*1024)}},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		require.NoError(t, err)
+		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	a, b := largeCert(1), largeCert(2)
+	require.Less(t, len(a), maxConfigMapBytes)
+	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: a}), odhCA(map[string]string{"b": b})})
+	require.ErrorContains(t, err, "more than the 1048563 a ConfigMap can hold")
+
+	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: a})})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	l := newLLSD("big")
+	require.Empty(t, configMapErrors(newCABundleConfigMap(l, bundle, "h")))
 }

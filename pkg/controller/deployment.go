@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -263,18 +264,27 @@ func mergeEnv(controller, user []corev1.EnvVar) []corev1.EnvVar {
 
 // resolveResources returns the container resources: the user's, with a missing or
 // zero CPU request set to one CPU per worker and a missing or zero memory request
-// set to 1Gi. When workers are set, a missing or zero CPU or memory limit equals
-// the request.
+// set to 1Gi, but never above the user's limit (the API server rejects a request above
+// its limit). When workers are set, a missing or zero CPU or memory limit equals the
+// request.
 func resolveResources(l *v1alpha1.LlamaStackDistribution) corev1.ResourceRequirements {
 	r := *l.Spec.Server.ContainerSpec.Resources.DeepCopy()
 	if r.Requests == nil {
 		r.Requests = corev1.ResourceList{}
 	}
-	if quantityUnset(r.Requests, corev1.ResourceCPU) {
-		r.Requests[corev1.ResourceCPU] = *resource.NewQuantity(int64(serverWorkers(l)), resource.DecimalSI)
+	defaults := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(serverWorkers(l)), resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse(defaultMemory),
 	}
-	if quantityUnset(r.Requests, corev1.ResourceMemory) {
-		r.Requests[corev1.ResourceMemory] = resource.MustParse(defaultMemory)
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if !quantityUnset(r.Requests, name) {
+			continue
+		}
+		req := defaults[name]
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			req = lim.DeepCopy()
+		}
+		r.Requests[name] = req
 	}
 	if l.Spec.Server.Workers != nil {
 		if r.Limits == nil {
@@ -410,4 +420,32 @@ func podAffinity(l *v1alpha1.LlamaStackDistribution) *corev1.Affinity {
 			},
 		}},
 	}}
+}
+
+// podConflict reports a user volume or mount that collides with one of the controller's
+// in the server pod: a volume of the same name, or two mounts at the same path (the
+// storage mount path may also meet the user-config or CA bundle mount). The API server
+// rejects such a Deployment; the user gets the reason instead of its error.
+func podConflict(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *userError {
+	if uc != nil {
+		in.userConfigMap = uc.mountName
+	}
+	volumes := map[string]bool{}
+	for _, v := range podVolumes(l, in) {
+		if volumes[v.Name] {
+			return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
+				"spec.server.podOverrides.volumes: the volume name %q is used by the controller; choose another name", v.Name)}
+		}
+		volumes[v.Name] = true
+	}
+	paths := map[string]bool{}
+	for _, m := range volumeMounts(l, in) {
+		if paths[m.MountPath] {
+			return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
+				"two volumes would be mounted at %s in the server container; change spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts (the controller mounts storage at %s, the user config at %s and the CA bundle at %s)",
+				m.MountPath, storageMountPath(l), userConfigMountPath, caBundleMountPath)}
+		}
+		paths[m.MountPath] = true
+	}
+	return nil
 }

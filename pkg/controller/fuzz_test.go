@@ -1,64 +1,321 @@
 package controller
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-// Fuzz targets: `go test -fuzz=FuzzX ./pkg/controller/` explores; plain `go test` runs the
-// seeds below as regression tests.
+// Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
+// runs their seeds, in testdata/fuzz/<Target>/ and below, as regression tests.
 
-// FuzzBuilders feeds arbitrary specs to every builder and the status computation: none
-// may panic, every child carries its name, namespace and controller reference, and no
-// env name appears twice in the server container.
-func FuzzBuilders(f *testing.F) {
-	for _, seed := range []string{
-		`{"server":{"distribution":{"name":"starter"}}}`,
-		`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":2,"minReplicas":5}}}`,
-		`{"server":{"distribution":{"name":"starter"},"containerSpec":{"port":9000,"env":[{"name":"HF_HOME","value":"a"},{"name":"HF_HOME","value":"b"}]},"podDisruptionBudget":{"minAvailable":"50%"}}}`,
-		`{"server":{"distribution":{"name":"starter"},"podOverrides":{"serviceAccountName":"sa","volumes":[{"name":"v"}],"volumeMounts":[{"name":"v","mountPath":"/v"}]}},"network":{"exposeRoute":true,"ingress":{"host":"h","tlsSecretName":"t"},"allowedFrom":{"namespaces":["*"],"labels":["a/b"]}}}`,
-		`{"replicas":0,"server":{"distribution":{},"containerSpec":{"resources":{"requests":{"cpu":"0"}}},"storage":{"size":"1Mi","accessModes":["ReadWriteMany"]}}}`,
-	} {
-		f.Add([]byte(seed), "cfg", "hash")
+// fuzzOperatorNamespace is the operator namespace of the fuzzed NetworkPolicies.
+const fuzzOperatorNamespace = "llama-stack-controller-system"
+
+// fuzzResult is what one FuzzBuilders input makes: the children a sync would apply and
+// the status it would write.
+type fuzzResult struct {
+	cr       *v1alpha1.LlamaStackDistribution
+	children []runtime.Object
+	status   v1alpha1.LlamaStackDistributionStatus
+}
+
+// buildForFuzz does what a sync does with a CR, without an API server: it resolves the
+// image and the user ConfigMap (which, when cross-namespace, has opted in and holds
+// configData), builds every child the spec asks for, and computes the status.
+func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, caBundle bool) fuzzResult {
+	l := &v1alpha1.LlamaStackDistribution{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
+		ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid", Generation: 1},
+		Spec:       spec,
 	}
-	f.Fuzz(func(t *testing.T, specJSON []byte, userConfig, caHash string) {
-		var spec v1alpha1.LlamaStackDistributionSpec
-		if json.Unmarshal(specJSON, &spec) != nil {
-			return
+	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
+	res := fuzzResult{cr: l}
+	var obs observed
+	image, problem := c.resolveImage(l, operatorConfig{})
+	if problem != nil {
+		obs.problems = append(obs.problems, *problem)
+	}
+	in := deploymentInputs{image: image}
+	if uc := spec.Server.UserConfig; uc != nil {
+		source := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(l), Name: uc.ConfigMapName},
+			Data:       map[string]string{userConfigKey: configData},
 		}
-		l := &v1alpha1.LlamaStackDistribution{
-			ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid", Generation: 1},
-			Spec:       spec,
+		switch {
+		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
+			// No such ConfigMap can exist.
+			obs.problems = append(obs.problems, userError{v1alpha1.ReasonConfigMapNotFound,
+				fmt.Sprintf("ConfigMap %s/%s referenced by spec.server.userConfig was not found", source.Namespace, source.Name)})
+		case source.Namespace != l.Namespace:
+			cp := newUserConfigCopy(l, source)
+			res.children = append(res.children, cp)
+			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[annotationSourceHash]
+		default:
+			in.userConfigMap, in.userConfigHash = source.Name, configMapHash(source)
 		}
-		before := l.DeepCopy()
-		d := newDeployment(l, deploymentInputs{image: "img", userConfigMap: userConfig, userConfigHash: "h", caBundleHash: caHash, replicas: &l.Spec.Replicas})
-		children := []metav1.Object{d, newService(l), newPVC(l), newPDB(l), newIngress(l), newNetworkPolicy(l, "ops")}
-		if l.Spec.Server.Autoscaling != nil {
-			children = append(children, newHPA(l))
+	}
+	if caBundle {
+		cm := newCABundleConfigMap(l, configData, "sources")
+		res.children = append(res.children, cm)
+		in.caBundleHash = caBundleMountHash(cm)
+	}
+	if conflict := podConflict(l, in, nil); conflict != nil {
+		obs.problems = append(obs.problems, *conflict)
+	}
+	if len(obs.problems) > 0 {
+		// A user error leaves every child as it is (a pod conflict only the Deployment;
+		// the other children are checked through the specs without one).
+		res.children = nil
+		res.status = c.calculateStatus(l, obs, metav1.Now())
+		return res
+	}
+	if spec.Server.Autoscaling == nil {
+		in.replicas = &l.Spec.Replicas
+	} else {
+		min := hpaMinReplicas(l)
+		in.replicas = &min
+	}
+	obs.deployment = newDeployment(l, in)
+	obs.service = newService(l)
+	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(l, fuzzOperatorNamespace))
+	if spec.Server.Storage != nil {
+		obs.pvc = newPVC(l)
+		res.children = append(res.children, obs.pvc)
+	}
+	if spec.Server.Autoscaling != nil {
+		res.children = append(res.children, newHPA(l))
+	}
+	if wantsPDB(l) {
+		res.children = append(res.children, newPDB(l))
+	}
+	if wantsIngress(l) {
+		obs.ingress = newIngress(l)
+		res.children = append(res.children, obs.ingress)
+	}
+	if len(configData)%2 == 1 {
+		// A server that runs and answers its probes: its version, health message and
+		// providers reach the status. configData stands for what it says.
+		c.prober = &prober{}
+		d := obs.deployment.DeepCopy()
+		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.replicas), max(1, *in.replicas), max(1, *in.replicas)
+		obs.deployment = d
+		obs.probe = &probeResult{uid: l.UID, info: serverInfo{
+			healthy: strings.HasPrefix(configData, "ok"), healthMsg: configData, version: configData,
+			providers: []v1alpha1.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
+				Health: v1alpha1.ProviderHealthStatus{Status: "OK", Message: configData}}},
+			providersKnown: true,
+		}}
+	}
+	res.status = c.calculateStatus(l, obs, metav1.Now())
+	return res
+}
+
+// apimachineryNameErrors checks the name of an object that must exist (a DNS subdomain).
+func apimachineryNameErrors(name string) []string {
+	if name == "" {
+		return []string{"empty"}
+	}
+	return validation.IsDNS1123Subdomain(name)
+}
+
+// FuzzBuilders feeds arbitrary specs that the CRD admits to every builder and to the
+// status computation: none may panic or change the CR, every child carries its name,
+// namespace and controller reference, passes the API server's validation as far as it
+// can be checked offline (fuzzcheck_test.go), and the status passes the CRD's. Specs
+// whose pass-through core fields (env, volumes, resources) are invalid by themselves
+// are skipped: the API server rejects them and the CR reports ResourceInvalid.
+func FuzzBuilders(f *testing.F) {
+	f.Add([]byte(`{"server":{"distribution":{"name":"starter"}}}`), "version: 2\n", false)
+	f.Add([]byte(`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":5,"minReplicas":2}}}`), "", true)
+	f.Fuzz(checkBuilders)
+}
+
+// checkBuilders is the body of FuzzBuilders (and of FuzzSpecFields once it has made a spec).
+func checkBuilders(t *testing.T, specJSON []byte, configData string, caBundle bool) {
+	spec, ok := admittedSpec(specJSON)
+	if !ok || !userPartsValid(&spec) || len(configData) > maxBundleBytes {
+		return // configData stands for a ConfigMap's value, or an accepted bundle
+	}
+	before := spec.DeepCopy()
+	res := buildForFuzz(spec, configData, caBundle)
+	if !equalJSON(before, &res.cr.Spec) {
+		t.Fatal("a builder changed the CR")
+	}
+	for _, obj := range res.children {
+		o := obj.(metav1.Object)
+		if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.cr) {
+			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.cr))
 		}
-		for _, c := range children {
-			if c.GetName() == "" || c.GetNamespace() != "ns" || !isControlledBy(c, l) {
-				t.Fatalf("%T: name %q namespace %q, controlled %v", c, c.GetName(), c.GetNamespace(), isControlledBy(c, l))
-			}
+		if errs := childErrors(obj); len(errs) > 0 {
+			t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)
 		}
-		seen := map[string]bool{}
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if seen[e.Name] {
-				t.Fatalf("env %s appears twice", e.Name)
-			}
-			seen[e.Name] = true
+	}
+	if errs := statusErrors(&res.status); len(errs) > 0 {
+		t.Fatalf("status would be rejected: %v\nspec: %s", errs.ToAggregate(), specJSON)
+	}
+}
+
+// specSlots each put one fuzzed value (a string s, a number n) into one field of a
+// spec. FuzzSpecFields combines two: mutating JSON bytes seldom reaches a field's
+// content, and the bugs are in the fields and in how two of them meet.
+var specSlots = []func(spec map[string]any, s string, n int64){
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "containerSpec", "name") },
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"image": s}, "server", "distribution")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"name": s}, "server", "distribution")
+	},
+	func(m map[string]any, _ string, n int64) { setField(m, n, "server", "containerSpec", "port") },
+	func(m map[string]any, _ string, n int64) { setField(m, n, "replicas") },
+	func(m map[string]any, _ string, n int64) { setField(m, n, "server", "workers") },
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "podOverrides", "serviceAccountName")
+	},
+	func(m map[string]any, _ string, n int64) {
+		setField(m, n, "server", "podOverrides", "terminationGracePeriodSeconds")
+	},
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "size") },
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "storageClassName") },
+	func(m map[string]any, s string, _ int64) { setField(m, s, "server", "storage", "mountPath") },
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": s, "emptyDir": map[string]any{}}, "server", "podOverrides", "volumes")
+	},
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": "extra", "emptyDir": map[string]any{}}, "server", "podOverrides", "volumes")
+		appendField(m, map[string]any{"name": "extra", "mountPath": s}, "server", "podOverrides", "volumeMounts")
+	},
+	func(m map[string]any, s string, _ int64) {
+		appendField(m, map[string]any{"name": s, "value": "v"}, "server", "containerSpec", "env")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "limits", "cpu")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "limits", "memory")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, s, "server", "containerSpec", "resources", "requests", "cpu")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, intOrString(s, n), "server", "podDisruptionBudget", "minAvailable")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, intOrString(s, n), "server", "podDisruptionBudget", "maxUnavailable")
+	},
+	func(m map[string]any, s string, n int64) {
+		setField(m, map[string]any{"maxReplicas": n, "minReplicas": int64(len(s))}, "server", "autoscaling")
+	},
+	func(m map[string]any, s string, n int64) {
+		appendField(m, map[string]any{"maxSkew": n, "topologyKey": s, "whenUnsatisfiable": "DoNotSchedule"}, "server", "topologySpreadConstraints")
+	},
+	func(m map[string]any, s string, n int64) {
+		uc := map[string]any{"configMapName": s}
+		if n%2 != 0 {
+			uc["configMapNamespace"] = "shared"
 		}
-		if !equalJSON(before, l) {
-			t.Fatal("a builder changed the CR")
+		setField(m, uc, "server", "userConfig")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, map[string]any{"configMapName": "ca", "configMapKeys": []any{s}}, "server", "tlsConfig", "caBundle")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "host")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "className")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, s, "network", "ingress", "tlsSecretName")
+	},
+	func(m map[string]any, s string, _ int64) {
+		setField(m, true, "network", "exposeRoute")
+		setField(m, "v", "network", "ingress", "annotations", s)
+	},
+	func(m map[string]any, s string, _ int64) { appendField(m, s, "network", "allowedFrom", "namespaces") },
+	func(m map[string]any, s string, _ int64) { appendField(m, s, "network", "allowedFrom", "labels") },
+}
+
+// setField sets m[path...] to v, making the maps on the way.
+func setField(m map[string]any, v any, path ...string) {
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
 		}
-		c := &Controller{distributions: builtinDistributions(), operatorVersion: "v"}
-		_ = c.calculateStatus(l, observed{deployment: d, problems: []userError{{"R", strings.Repeat("m", len(userConfig))}}}, metav1.Now())
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// appendField appends v to the list at m[path...].
+func appendField(m map[string]any, v any, path ...string) {
+	parent := m
+	for _, p := range path[:len(path)-1] {
+		next, ok := parent[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			parent[p] = next
+		}
+		parent = next
+	}
+	last := path[len(path)-1]
+	list, _ := parent[last].([]any)
+	parent[last] = append(list, v)
+}
+
+func intOrString(s string, n int64) any {
+	if s == "" {
+		return n
+	}
+	return s
+}
+
+// specFromSlots makes the spec of a FuzzSpecFields input.
+func specFromSlots(slot1 int, s1 string, slot2 int, s2 string, n int64) []byte {
+	spec := map[string]any{"server": map[string]any{"distribution": map[string]any{"name": "starter"}}}
+	pick := func(i int) func(map[string]any, string, int64) {
+		if i < 0 {
+			i = -(i + 1)
+		}
+		return specSlots[i%len(specSlots)]
+	}
+	pick(slot1)(spec, s1, n)
+	pick(slot2)(spec, s2, n)
+	raw, _ := json.Marshal(spec)
+	return raw
+}
+
+// FuzzSpecFields is FuzzBuilders over specs made of two fields set to fuzzed values.
+func FuzzSpecFields(f *testing.F) {
+	for i := range specSlots {
+		f.Add(i, "a", (i+1)%len(specSlots), "/data", int64(2))
+	}
+	f.Fuzz(func(t *testing.T, slot1 int, s1 string, slot2 int, s2 string, n int64) {
+		checkBuilders(t, specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0)
 	})
 }
 
@@ -88,7 +345,8 @@ func FuzzOperatorConfig(f *testing.F) {
 }
 
 // FuzzCABundle: arbitrary ConfigMap data never panics the parser, the output is
-// deterministic, and every block in it is a certificate.
+// deterministic, every block in it is a certificate, and a bundle that is accepted fits
+// in the managed ConfigMap.
 func FuzzCABundle(f *testing.F) {
 	cert := testCertPEMs(f, 1)[0]
 	f.Add(cert, "  ", false)
@@ -104,5 +362,252 @@ func FuzzCABundle(f *testing.F) {
 		if err == nil && n > 0 && strings.Count(out1, "-----BEGIN CERTIFICATE-----") != n {
 			t.Fatalf("%d certificates reported, %d in the bundle", n, strings.Count(out1, "-----BEGIN CERTIFICATE-----"))
 		}
+		if err == nil {
+			l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid"}}
+			if errs := configMapErrors(newCABundleConfigMap(l, out1, "h")); len(errs) > 0 {
+				t.Fatalf("the managed ConfigMap would be rejected: %v", errs.ToAggregate())
+			}
+		}
 	})
+}
+
+// Seed corpus files. Go's corpus format ("go test fuzz v1", then one Go literal per
+// argument) is read and written here for the seeds made from the examples and for
+// hack/fuzz.sh's check with the API's real validators.
+
+const corpusHeader = "go test fuzz v1"
+
+// readCorpusFile parses one corpus file whose arguments are []byte, string or bool.
+func readCorpusFile(path string) ([]any, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) == 0 || lines[0] != corpusHeader {
+		return nil, fmt.Errorf("%s: not a corpus file", path)
+	}
+	var args []any
+	for _, line := range lines[1:] {
+		open := strings.IndexByte(line, '(')
+		if open < 0 || !strings.HasSuffix(line, ")") {
+			return nil, fmt.Errorf("%s: cannot parse %q", path, line)
+		}
+		typ, lit := line[:open], line[open+1:len(line)-1]
+		switch typ {
+		case "[]byte", "string":
+			s, err := strconv.Unquote(lit)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			if typ == "string" {
+				args = append(args, s)
+			} else {
+				args = append(args, []byte(s))
+			}
+		case "int", "int64":
+			v, err := strconv.ParseInt(lit, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			if typ == "int" {
+				args = append(args, int(v))
+			} else {
+				args = append(args, v)
+			}
+		case "bool":
+			b, err := strconv.ParseBool(lit)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v in %q", path, err, line)
+			}
+			args = append(args, b)
+		default:
+			return nil, fmt.Errorf("%s: unsupported type %s", path, typ)
+		}
+	}
+	return args, nil
+}
+
+// fuzzInput turns the arguments of a FuzzBuilders or FuzzSpecFields input into those
+// of checkBuilders.
+func fuzzInput(target string, args []any) (specJSON []byte, configData string, caBundle bool, ok bool) {
+	switch target {
+	case "FuzzBuilders":
+		specJSON, ok1 := argAt[[]byte](args, 0)
+		configData, ok2 := argAt[string](args, 1)
+		caBundle, ok3 := argAt[bool](args, 2)
+		return specJSON, configData, caBundle, len(args) == 3 && ok1 && ok2 && ok3
+	case "FuzzSpecFields":
+		slot1, ok1 := argAt[int](args, 0)
+		s1, ok2 := argAt[string](args, 1)
+		slot2, ok3 := argAt[int](args, 2)
+		s2, ok4 := argAt[string](args, 3)
+		n, ok5 := argAt[int64](args, 4)
+		return specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0, len(args) == 5 && ok1 && ok2 && ok3 && ok4 && ok5
+	}
+	return nil, "", false, false
+}
+
+// argAt returns args[i] if it has type T.
+func argAt[T any](args []any, i int) (T, bool) {
+	var zero T
+	if i >= len(args) {
+		return zero, false
+	}
+	v, ok := args[i].(T)
+	return v, ok
+}
+
+// formatCorpusFile renders arguments in the corpus format.
+func formatCorpusFile(args ...any) []byte {
+	var b bytes.Buffer
+	b.WriteString(corpusHeader + "\n")
+	for _, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			fmt.Fprintf(&b, "[]byte(%s)\n", strconv.Quote(string(v)))
+		case string:
+			fmt.Fprintf(&b, "string(%s)\n", strconv.Quote(v))
+		case bool:
+			fmt.Fprintf(&b, "bool(%t)\n", v)
+		case int:
+			fmt.Fprintf(&b, "int(%d)\n", v)
+		case int64:
+			fmt.Fprintf(&b, "int64(%d)\n", v)
+		default:
+			panic(fmt.Sprintf("no corpus format for %T", a))
+		}
+	}
+	return b.Bytes()
+}
+
+// exampleSeeds returns a seed, by target and name, for every LlamaStackDistribution in
+// artifacts/examples (upstream's samples among them; FuzzBuilders, with the data of a
+// user ConfigMap the file holds) and every operator ConfigMap in artifacts
+// (FuzzOperatorConfig).
+func exampleSeeds(t *testing.T) map[string]map[string][]any {
+	t.Helper()
+	files, err := filepath.Glob("../../artifacts/examples/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	files = append(files, "../../artifacts/controller/operator_config.yaml")
+	out := map[string]map[string][]any{"FuzzBuilders": {}, "FuzzOperatorConfig": {}}
+	for _, file := range files {
+		f, err := os.Open(file)
+		require.NoError(t, err)
+		r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+		var specs []json.RawMessage
+		config := ""
+		base := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		name := "example-" + strings.TrimPrefix(strings.TrimPrefix(base, "_"), "example-")
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, file)
+			var obj struct {
+				Kind     string            `json:"kind"`
+				Metadata metav1.ObjectMeta `json:"metadata"`
+				Spec     json.RawMessage   `json:"spec"`
+				Data     map[string]string `json:"data"`
+			}
+			require.NoError(t, yaml.Unmarshal(doc, &obj), file)
+			switch {
+			case obj.Kind == "LlamaStackDistribution":
+				specs = append(specs, obj.Spec)
+			case obj.Kind == "ConfigMap" && obj.Metadata.Name == OperatorConfigMapName:
+				out["FuzzOperatorConfig"][name] = []any{obj.Data[keyFeatureFlags], obj.Data[keyImageOverrides]}
+			case obj.Kind == "ConfigMap":
+				if c, ok := obj.Data[userConfigKey]; ok {
+					config = c
+				}
+			}
+		}
+		f.Close()
+		for i, s := range specs {
+			n := name
+			if len(specs) > 1 {
+				n += "-" + strconv.Itoa(i+1)
+			}
+			compact := &bytes.Buffer{}
+			require.NoError(t, json.Compact(compact, s))
+			out["FuzzBuilders"][n] = []any{compact.Bytes(), config, strings.Contains(compact.String(), `"caBundle"`)}
+		}
+	}
+	require.NotEmpty(t, out["FuzzOperatorConfig"])
+	return out
+}
+
+// TestFuzzSeedsFromExamples keeps a seed for every example CR and operator ConfigMap,
+// so each shipped manifest is fuzzed from. LLSC_UPDATE_SEEDS=1 writes them.
+func TestFuzzSeedsFromExamples(t *testing.T) {
+	for target, seeds := range exampleSeeds(t) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		for name, args := range seeds {
+			path := filepath.Join(dir, name)
+			want := formatCorpusFile(args...)
+			if os.Getenv("LLSC_UPDATE_SEEDS") == "1" {
+				require.NoError(t, os.MkdirAll(dir, 0o755))
+				require.NoError(t, os.WriteFile(path, want, 0o644))
+				continue
+			}
+			got, err := os.ReadFile(path)
+			require.NoError(t, err, "no seed %s: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", path)
+			require.Equal(t, string(want), string(got), "seed %s is out of date: run LLSC_UPDATE_SEEDS=1 go test -run TestFuzzSeedsFromExamples ./pkg/controller/", path)
+			if target == "FuzzBuilders" {
+				spec, ok := admittedSpec(args[0].([]byte))
+				require.True(t, ok, "example %s: the harness's mirror of the CRD rejects it", name)
+				require.True(t, userPartsValid(&spec), "example %s", name)
+			}
+		}
+	}
+}
+
+// TestWriteFuzzObjects writes, for every FuzzBuilders and FuzzSpecFields input in the
+// corpus directories listed in $LLSC_FUZZ_CORPUS (separated by ':', each named after its
+// target), the CR and what the builders make of it as JSON into $LLSC_FUZZ_OBJECTS, for
+// hack/validate to check with the API's real validators. Without those variables it
+// does nothing.
+func TestWriteFuzzObjects(t *testing.T) {
+	dirs, out := os.Getenv("LLSC_FUZZ_CORPUS"), os.Getenv("LLSC_FUZZ_OBJECTS")
+	if dirs == "" || out == "" {
+		t.Skip("LLSC_FUZZ_CORPUS and LLSC_FUZZ_OBJECTS are not set (hack/fuzz.sh sets them)")
+	}
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	written := 0
+	for _, dir := range filepath.SplitList(dirs) {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, e := range entries {
+			args, err := readCorpusFile(filepath.Join(dir, e.Name()))
+			require.NoError(t, err)
+			specJSON, configData, caBundle, ok := fuzzInput(filepath.Base(dir), args)
+			if !ok {
+				// Left in the cache by an older signature; go test skips it too.
+				t.Logf("skipping %s: not the arguments of %s", e.Name(), filepath.Base(dir))
+				continue
+			}
+			spec, ok := admittedSpec(specJSON)
+			if !ok || !userPartsValid(&spec) || !json.Valid(specJSON) {
+				continue
+			}
+			res := buildForFuzz(spec, configData, caBundle)
+			doc := map[string]any{
+				"input":    filepath.Join(filepath.Base(dir), e.Name()),
+				"rawSpec":  json.RawMessage(specJSON),
+				"cr":       res.cr,
+				"children": res.children,
+				"status":   res.status,
+			}
+			raw, err := json.Marshal(doc)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(out, filepath.Base(dir)+"-"+e.Name()+".json"), raw, 0o644))
+			written++
+		}
+	}
+	t.Logf("wrote %d inputs to %s", written, out)
 }

@@ -154,9 +154,16 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 		}
 	}
 
-	dep, err := c.ensureDeployment(ctx, l, deploymentInputs{image: image, caBundleHash: caHash}, uc)
-	if !report(err) && err == nil {
-		obs.deployment = dep
+	in := deploymentInputs{image: image, caBundleHash: caHash}
+	if conflict := podConflict(l, in, uc); conflict != nil {
+		// The API server would reject the Deployment: say why, and keep what runs.
+		obs.problems = append(obs.problems, *conflict)
+		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
+	} else {
+		dep, err := c.ensureDeployment(ctx, l, in, uc)
+		if !report(err) && err == nil {
+			obs.deployment = dep
+		}
 	}
 
 	if l.Spec.Server.Autoscaling != nil {

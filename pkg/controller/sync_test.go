@@ -31,15 +31,16 @@ func TestCreateThenNoOp(t *testing.T) {
 	require.Empty(t, describe(second))
 }
 
-// A child the API server rejects as invalid (here a podOverrides volume named like the
-// controller's own) is a user error: a condition and an Event, not a retry loop.
+// A child the API server rejects as invalid (here a podOverrides volume without a
+// source, which only the API server's validation catches) is a user error: a condition
+// and an Event, not a retry loop.
 func TestInvalidChildIsAUserError(t *testing.T) {
 	f := newFixture(t, newLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
-		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{Volumes: []corev1.Volume{{Name: "lls-storage"}}}
+		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{Volumes: []corev1.Volume{{Name: "data"}}}
 	}))
 	f.kubeclient.PrependReactor("patch", "deployments", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "demo",
-			field.ErrorList{field.Duplicate(field.NewPath("spec", "template", "spec", "volumes").Index(1).Child("name"), "lls-storage")})
+			field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "volumes").Index(1), "must specify a volume type")})
 	})
 	f.sync("demo") // no error returned: nothing to retry until the spec changes
 
@@ -48,6 +49,39 @@ func TestInvalidChildIsAUserError(t *testing.T) {
 	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
 	require.NotNil(t, cond)
 	assert.Equal(t, v1alpha1.ReasonResourceInvalid, cond.Reason)
-	assert.Contains(t, cond.Message, `Duplicate value: "lls-storage"`)
+	assert.Contains(t, cond.Message, "must specify a volume type")
 	assert.True(t, hasEvent(f.events(), "Warning ResourceInvalid"))
+}
+
+// A user volume or mount that collides with the controller's is reported before any
+// apply: the API server would reject the Deployment (found by FuzzBuilders).
+func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
+	tests := map[string]struct {
+		edit func(*v1alpha1.LlamaStackDistribution)
+		want string
+	}{
+		"volume named like the controller's": {func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{Volumes: []corev1.Volume{{Name: "lls-storage",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}
+		}, `the volume name "lls-storage" is used by the controller`},
+		"mount at the storage path": {func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
+				Volumes:      []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/.llama"}},
+			}
+		}, "two volumes would be mounted at /.llama"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("demo", tc.edit))
+			assert.NotContains(t, describe(f.sync("demo")), "patch deployments demo")
+			l := f.llsd("demo")
+			assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
+			cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
+			require.NotNil(t, cond)
+			assert.Equal(t, v1alpha1.ReasonResourceInvalid, cond.Reason)
+			assert.Contains(t, cond.Message, tc.want)
+			assert.True(t, hasEvent(f.events(), "Warning ResourceInvalid"))
+		})
+	}
 }

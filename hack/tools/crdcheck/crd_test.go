@@ -607,6 +607,61 @@ server:
 		},
 	}
 
+	// Fields the fuzzer (pkg/controller FuzzBuilders) found admitted although the child
+	// they make is rejected by the API server.
+	childRules := map[string]struct {
+		spec string
+		want []string
+	}{
+		"container name not a DNS label": {validSpec + `
+  containerSpec: {name: Bad_Name}`, []string{"spec.server.containerSpec.name", "should match"}},
+		"image with a space": {`
+server:
+  distribution: {image: " quay.io/x:1"}`, []string{"spec.server.distribution.image", "should match"}},
+		"serviceAccountName not a DNS subdomain": {validSpec + `
+  podOverrides: {serviceAccountName: My_SA}`, []string{"spec.server.podOverrides.serviceAccountName", "should match"}},
+		"storage size zero": {validSpec + `
+  storage: {size: "0"}`, []string{"spec.server.storage.size", "storage.size must be more than zero"}},
+		"storage size negative": {validSpec + `
+  storage: {size: -1Gi}`, []string{"spec.server.storage.size", "storage.size must be more than zero"}},
+		"storage class not a DNS subdomain": {validSpec + `
+  storage: {storageClassName: Fast_SSD}`, []string{"spec.server.storage.storageClassName", "should match"}},
+		"PDB minAvailable not a number or percentage": {validSpec + `
+  podDisruptionBudget: {minAvailable: half}`, []string{"spec.server.podDisruptionBudget", "minAvailable must be a non-negative integer or a percentage"}},
+		"PDB maxUnavailable over 100%": {validSpec + `
+  podDisruptionBudget: {maxUnavailable: 150%}`, []string{"spec.server.podDisruptionBudget", "maxUnavailable must be a non-negative integer or a percentage"}},
+		"PDB minAvailable negative": {validSpec + `
+  podDisruptionBudget: {minAvailable: -1}`, []string{"spec.server.podDisruptionBudget", "minAvailable must be a non-negative integer or a percentage"}},
+		"ingress class not a DNS subdomain": {validSpec + `
+network:
+  exposeRoute: true
+  ingress: {className: My_Class}`, []string{"spec.network.ingress.className", "should match"}},
+		"ingress TLS secret not a DNS subdomain": {validSpec + `
+network:
+  exposeRoute: true
+  ingress: {tlsSecretName: My_Secret}`, []string{"spec.network.ingress.tlsSecretName", "should match"}},
+		"ingress annotation key not a qualified name": {validSpec + `
+network:
+  exposeRoute: true
+  ingress: {annotations: {"bad key!": v}}`, []string{"spec.network.ingress.annotations", "annotation keys must be qualified names"}},
+		"allowedFrom namespace not a label value": {validSpec + `
+network:
+  allowedFrom: {namespaces: ["two words"]}`, []string{"spec.network.allowedFrom.namespaces[0]", "should match"}},
+	}
+	for name, r := range childRules {
+		cases[name] = admissionCase{spec: r.spec, want: r.want}
+	}
+	for name, spec := range map[string]string{
+		"storage size 1Mi":               validSpec + "\n  storage: {size: 1Mi}",
+		"storage class empty":            validSpec + "\n  storage: {storageClassName: \"\"}",
+		"PDB 0% and 100%":                validSpec + "\n  podDisruptionBudget: {minAvailable: 100%}",
+		"PDB maxUnavailable 0":           validSpec + "\n  podDisruptionBudget: {maxUnavailable: 0}",
+		"allowedFrom upstream's nsA":     validSpec + "\nnetwork:\n  allowedFrom: {namespaces: [nsA, \"*\"]}",
+		"ingress annotation with prefix": validSpec + "\nnetwork:\n  exposeRoute: true\n  ingress: {annotations: {cert-manager.io/cluster-issuer: x}}",
+	} {
+		cases[name] = admissionCase{spec: spec}
+	}
+
 	configMapKeyErrors := map[string][]string{
 		"ca-bundle.crt":          nil,
 		"a_b-c.d":                nil,

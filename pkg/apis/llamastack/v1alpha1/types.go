@@ -80,6 +80,8 @@ type NetworkSpec struct {
 type IngressSpec struct {
 	// ClassName is the IngressClass to use; unset leaves the cluster's default class in charge.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClassName *string `json:"className,omitempty"`
 
@@ -92,10 +94,15 @@ type IngressSpec struct {
 	// TLSSecretName names a Secret (type kubernetes.io/tls) in the CR's namespace that
 	// terminates TLS for Host; status.routeURL then uses https.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	TLSSecretName string `json:"tlsSecretName,omitempty"`
 
 	// Annotations are added to the Ingress, e.g. for the ingress controller or cert-manager.
+	// Keys are qualified names, as for every annotation.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -105,6 +112,10 @@ type IngressSpec struct {
 type AllowedFromSpec struct {
 	// Namespaces is an explicit list of namespace names allowed to access the service.
 	// Use "*" to allow all namespaces.
+	// +kubebuilder:validation:items:MaxLength=63
+	// Each entry is matched against the namespaces' kubernetes.io/metadata.name label, so
+	// it must be a valid label value (upstream's samples use names such as "nsA").
+	// +kubebuilder:validation:items:Pattern=`^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`
 	// +optional
 	Namespaces []string `json:"namespaces,omitempty"`
 
@@ -183,14 +194,17 @@ type DistributionType struct {
 
 	// Image is the direct container image reference to use.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Image string `json:"image,omitempty"`
 }
 
 // ContainerSpec defines the llama-stack server container configuration.
 type ContainerSpec struct {
-	// Name of the server container.
+	// Name of the server container: a DNS-1123 label.
 	// +kubebuilder:default="llama-stack"
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Name string `json:"name,omitempty"`
 
@@ -228,6 +242,8 @@ type PodOverrides struct {
 	// ServiceAccountName allows users to specify their own ServiceAccount.
 	// If not specified, the pod runs as the namespace's default ServiceAccount
 	// without a mounted API token.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
@@ -253,6 +269,9 @@ type PodOverrides struct {
 }
 
 // PodDisruptionBudgetSpec controls voluntary disruption tolerance for the server pods.
+// Each budget is a non-negative number of pods or a percentage from 0% to 100%.
+// +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || (type(self.minAvailable) == int ? self.minAvailable >= 0 : self.minAvailable.matches('^(100|[1-9]?[0-9])%$'))",message="minAvailable must be a non-negative integer or a percentage from 0% to 100%"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable >= 0 : self.maxUnavailable.matches('^(100|[1-9]?[0-9])%$'))",message="maxUnavailable must be a non-negative integer or a percentage from 0% to 100%"
 // +kubebuilder:validation:XValidation:rule="!(has(self.minAvailable) && has(self.maxUnavailable))",message="Only one of minAvailable or maxUnavailable can be specified"
 type PodDisruptionBudgetSpec struct {
 	// MinAvailable is the minimum number of pods that must remain available.
@@ -291,7 +310,8 @@ type AutoscalingSpec struct {
 // StorageSpec defines the persistent storage configuration.
 type StorageSpec struct {
 	// Size is the size of the persistent volume claim created for holding persistent data
-	// of the llama-stack server. Defaults to 10Gi.
+	// of the llama-stack server. Defaults to 10Gi. It must be more than zero.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="storage.size must be more than zero"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -301,7 +321,9 @@ type StorageSpec struct {
 	MountPath string `json:"mountPath,omitempty"`
 
 	// StorageClassName is the StorageClass of the claim; unset uses the cluster's default.
-	// It is fixed once the claim exists.
+	// It is fixed once the claim exists. "" asks for a volume without a class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 

@@ -30,6 +30,8 @@ import (
 type AllowedFromSpecApplyConfiguration struct {
 	// Namespaces is an explicit list of namespace names allowed to access the service.
 	// Use "*" to allow all namespaces.
+	// Each entry is matched against the namespaces' kubernetes.io/metadata.name label, so
+	// it must be a valid label value (upstream's samples use names such as "nsA").
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Labels is a list of namespace label keys that are allowed to access the service.
 	// A namespace matching any of these labels will be granted access (OR semantics).

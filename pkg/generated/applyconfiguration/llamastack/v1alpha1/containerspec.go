@@ -27,7 +27,7 @@ import (
 //
 // ContainerSpec defines the llama-stack server container configuration.
 type ContainerSpecApplyConfiguration struct {
-	// Name of the server container.
+	// Name of the server container: a DNS-1123 label.
 	Name *string `json:"name,omitempty"`
 	// Port the server listens on; also the Service, probe and NetworkPolicy port. Defaults to 8321.
 	Port *int32 `json:"port,omitempty"`

@@ -31,6 +31,7 @@ type IngressSpecApplyConfiguration struct {
 	// terminates TLS for Host; status.routeURL then uses https.
 	TLSSecretName *string `json:"tlsSecretName,omitempty"`
 	// Annotations are added to the Ingress, e.g. for the ingress controller or cert-manager.
+	// Keys are qualified names, as for every annotation.
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

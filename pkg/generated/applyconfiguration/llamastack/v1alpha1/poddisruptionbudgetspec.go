@@ -26,6 +26,7 @@ import (
 // with apply.
 //
 // PodDisruptionBudgetSpec controls voluntary disruption tolerance for the server pods.
+// Each budget is a non-negative number of pods or a percentage from 0% to 100%.
 type PodDisruptionBudgetSpecApplyConfiguration struct {
 	// MinAvailable is the minimum number of pods that must remain available.
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`

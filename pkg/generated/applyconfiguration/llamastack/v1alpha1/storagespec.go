@@ -29,13 +29,13 @@ import (
 // StorageSpec defines the persistent storage configuration.
 type StorageSpecApplyConfiguration struct {
 	// Size is the size of the persistent volume claim created for holding persistent data
-	// of the llama-stack server. Defaults to 10Gi.
+	// of the llama-stack server. Defaults to 10Gi. It must be more than zero.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// MountPath is the path where the storage will be mounted in the container.
 	// Defaults to /.llama.
 	MountPath *string `json:"mountPath,omitempty"`
 	// StorageClassName is the StorageClass of the claim; unset uses the cluster's default.
-	// It is fixed once the claim exists.
+	// It is fixed once the claim exists. "" asks for a volume without a class.
 	StorageClassName *string `json:"storageClassName,omitempty"`
 	// AccessModes of the claim; default [ReadWriteOnce]. They are fixed once the claim exists.
 	AccessModes []v1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs each fuzz target of pkg/controller for FUZZTIME (default 30s), then checks every
+# input of the builder targets, the seeds and what the fuzzing kept in the Go cache, with the
+# Kubernetes API's own validators and the CRD itself (hack/validate, a module of its own
+# so that k8s.io/kubernetes stays out of the controller's). Exits non-zero on the first
+# failure, printing the failing input.
+#
+#   FUZZTIME=20s hack/fuzz.sh          # what CI runs
+#   FUZZ_TARGETS=FuzzBuilders hack/fuzz.sh
+set -o errexit -o nounset -o pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${root}"
+fuzztime=${FUZZTIME:-30s}
+targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle}
+pkg=github.com/llamastack/llama-stack-controller/pkg/controller
+log=$(mktemp)
+objects=$(mktemp -d)
+trap 'rm -rf "${log}" "${objects}"' EXIT
+
+for target in ${targets}; do
+	echo "fuzz: ${target} for ${fuzztime}"
+	if ! go test ./pkg/controller -run '^$' -fuzz "^${target}\$" -fuzztime "${fuzztime}" 2>&1 | tee "${log}"; then
+		# go test names the file it wrote the input to; show the input itself.
+		for f in $(grep -o "testdata/fuzz/${target}/[0-9a-f]*" "${log}" | sort -u); do
+			echo "fuzz: ${target} failed on pkg/controller/${f}:"
+			cat "pkg/controller/${f}"
+			echo "fuzz: reproduce with: go test ./pkg/controller -run '${target}/$(basename "${f}")'"
+		done
+		exit 1
+	fi
+done
+
+# What the builders make of every FuzzBuilders and FuzzSpecFields input, checked with the
+# real validators.
+cache="$(go env GOCACHE)/fuzz/${pkg}"
+corpus=""
+for target in FuzzBuilders FuzzSpecFields; do
+	corpus+="${root}/pkg/controller/testdata/fuzz/${target}:${cache}/${target}:"
+done
+LLSC_FUZZ_CORPUS="${corpus}" LLSC_FUZZ_OBJECTS="${objects}" \
+	go test ./pkg/controller -count=1 -run '^TestWriteFuzzObjects$'
+[[ -n "$(ls -A "${objects}")" ]] || { echo "fuzz: no objects were written"; exit 1; }
+echo "fuzz: checking $(ls "${objects}" | wc -l) builder inputs with the API's validators (hack/validate)"
+# -trimpath and the module's build list match hack/cluster/build.sh, so the Kubernetes
+# packages come from the control plane's build cache.
+LLSC_FUZZ_OBJECTS="${objects}" GOWORK=off GOFLAGS=-mod=readonly \
+	go -C hack/validate test -trimpath -count=1 -v ./... | grep -v '^=== RUN'

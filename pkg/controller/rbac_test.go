@@ -1,0 +1,245 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
+)
+
+// clusterRoleFile is the controller's ClusterRole, as deployed.
+const clusterRoleFile = "../../artifacts/rbac/cluster_role.yaml"
+
+// rbacExceptions are granted without a request in the recorded run to show for them,
+// each with the reason.
+var rbacExceptions = map[string]string{
+	// Children carry a controller ownerReference with blockOwnerDeletion. Where the
+	// OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift), setting it
+	// is authorized as an update of the owner's finalizers; no request names them.
+	"llamastack.io/llamastackdistributions/finalizers update": "blockOwnerDeletion under OwnerReferencesPermissionEnforcement",
+}
+
+// permission renders a request as "<group>/<resource>[/<subresource>] <verb>" (the core
+// group is empty, so core resources start with "/").
+func permission(group, resource, verb string) string {
+	return group + "/" + resource + " " + verb
+}
+
+// TestRBACMatchesWhatTheControllerDoes runs the controller, as cmd/controller/app wires
+// it (its informers are those NewController asks the factories for), on fake clientsets
+// through a representative life of a CR: every child created, the managed ConfigMaps
+// copied, Events recorded, status written, then every optional child removed. Every
+// request it sent must be granted by artifacts/rbac/cluster_role.yaml, and every rule
+// there must be used, except rbacExceptions. Leases (leader election) have their own
+// Role and are not looked at here.
+func TestRBACMatchesWhatTheControllerDoes(t *testing.T) {
+	used := recordControllerRequests(t)
+	granted := clusterRolePermissions(t, clusterRoleFile)
+
+	var missing, excess []string
+	for _, p := range sets.List(used) {
+		if !granted.Has(p) {
+			missing = append(missing, p)
+		}
+	}
+	for _, p := range sets.List(granted) {
+		if !used.Has(p) && rbacExceptions[p] == "" {
+			excess = append(excess, p)
+		}
+	}
+	for p := range rbacExceptions {
+		require.True(t, granted.Has(p), "exception %q is not granted any more: drop it from rbacExceptions", p)
+	}
+	require.Empty(t, missing, "the controller sends requests %s does not grant (add rules for them)", clusterRoleFile)
+	require.Empty(t, excess, "%s grants what the controller never uses (remove it, or add a documented exception)", clusterRoleFile)
+}
+
+// clusterRolePermissions expands the rules of a ClusterRole into permissions.
+func clusterRolePermissions(t *testing.T, file string) sets.Set[string] {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.UnmarshalStrict(raw, &role))
+	require.Equal(t, "ClusterRole", role.Kind)
+	out := sets.New[string]()
+	for _, r := range role.Rules {
+		require.Empty(t, r.ResourceNames, "rule %v: resourceNames are not checked here", r)
+		require.Empty(t, r.NonResourceURLs)
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					require.NotEqual(t, "*", v, "wildcard verbs grant more than the controller needs")
+					require.NotEqual(t, "*", res, "wildcard resources grant more than the controller needs")
+					out.Insert(permission(g, res, v))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// recordControllerRequests runs the controller through a CR's life and returns the
+// permissions of every request it sent.
+func recordControllerRequests(t *testing.T) sets.Set[string] {
+	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	full := newLLSD("full", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Replicas = 2
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 3}
+		l.Spec.Server.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))}
+		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true}
+		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run", ConfigMapNamespace: "shared"}
+		l.Spec.Server.TLSConfig = &v1alpha1.TLSConfig{CABundle: &v1alpha1.CABundleConfig{ConfigMapName: "ca"}}
+	})
+	broken := newLLSD("broken", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Distribution.Name = "no-such-distribution"
+	})
+	opConfig := func(enabled bool) *corev1.ConfigMap {
+		return configMap(testOperatorNamespace, OperatorConfigMapName,
+			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\n", enabled)}, nil)
+	}
+	client := fake.NewClientset(full, broken)
+	kubeclient := k8sfake.NewClientset(
+		opConfig(true),
+		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
+		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
+	)
+	// The informer factories as cmd/controller/app makes them (selectors and namespaces
+	// change what is listed, not which permissions are needed).
+	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
+	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
+	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
+	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
+	c, err := NewController(ctx, Config{
+		KubeClient: kubeclient, Client: client,
+		LLSDInformers: llsdInformers, ChildInformers: childInformers,
+		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
+		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
+		// No Recorder: the controller records Events through the API, as in a cluster.
+	})
+	require.NoError(t, err)
+	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
+		f.Start(ctx.Done())
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+
+	// The test reads and writes through the fakes' trackers, which record no action:
+	// only the controller's requests are recorded.
+	ns := testNamespace
+	exists := func(gvr schema.GroupVersionResource, name string) bool {
+		_, err := kubeclient.Tracker().Get(gvr, ns, name)
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+		return err == nil
+	}
+	type object struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}
+	optional := map[string]object{
+		"HorizontalPodAutoscaler": {autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), "full-hpa"},
+		"PodDisruptionBudget":     {policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "full-pdb"},
+		"Ingress":                 {networkingv1.SchemeGroupVersion.WithResource("ingresses"), "full-ingress"},
+		"NetworkPolicy":           {networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "full-network-policy"},
+		"user config copy":        {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-user-config"},
+		"CA bundle":               {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-ca-bundle"},
+	}
+	llsdGVR := v1alpha1.SchemeGroupVersion.WithResource("llamastackdistributions")
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true,
+			func(context.Context) (bool, error) { return cond(), nil }), what)
+	}
+	cr := func(name string) *v1alpha1.LlamaStackDistribution {
+		obj, err := client.Tracker().Get(llsdGVR, ns, name)
+		require.NoError(t, err)
+		return obj.(*v1alpha1.LlamaStackDistribution).DeepCopy()
+	}
+	phase := func(name string) v1alpha1.Phase { return cr(name).Status.Phase }
+	for what, o := range optional {
+		waitFor(what+" is created", func() bool { return exists(o.gvr, o.name) })
+	}
+	waitFor("the PVC is created", func() bool {
+		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
+	})
+	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha1.PhaseFailed })
+	// A repeated Event is patched (its count) by the recorder rather than created again.
+	for range 2 {
+		c.recorder.Event(broken, corev1.EventTypeWarning, "Repeated", "the same event twice")
+	}
+
+	// Every optional child and managed ConfigMap goes away.
+	// The fake's status update stores the whole object the controller read, so a status
+	// write racing this edit can undo it: the edit is made again until it holds.
+	edit := func() {
+		l := cr("full")
+		if l.Generation == 2 {
+			return
+		}
+		l.Spec = newLLSD("full").Spec
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Generation, l.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano()) // the fake tracker bumps neither
+		require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
+	}
+	edit()
+	op := opConfig(false)
+	op.ResourceVersion = "2"
+	require.NoError(t, kubeclient.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), op, testOperatorNamespace))
+	for what, o := range optional {
+		waitFor(what+" is deleted", func() bool { edit(); return !exists(o.gvr, o.name) })
+	}
+	waitFor("the repeated Event is patched", func() bool {
+		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {
+			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"
+		})
+	})
+	cancel()
+	require.NoError(t, <-done)
+
+	used := sets.New[string]()
+	for _, a := range append(kubeclient.Actions(), client.Actions()...) {
+		res := a.GetResource()
+		name := res.Resource
+		if s := a.GetSubresource(); s != "" {
+			name += "/" + s
+		}
+		used.Insert(permission(res.Group, name, a.GetVerb()))
+		if p, ok := a.(core.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
+			// A server-side apply that creates the object is also authorized as a create.
+			used.Insert(permission(res.Group, name, "create"))
+		}
+	}
+	t.Logf("requests: %s", strings.Join(sets.List(used), ", "))
+	return used
+}
