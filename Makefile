@@ -50,9 +50,9 @@ fuzz:
 cluster:
 	hack/cluster/build.sh
 
-## bench: the benchmark suite (Go benchmarks, then the load driver on local control planes; ~20 min):
-## prints the table of BENCHMARKS.md and leaves it, with logs and heap profiles, in bin/bench.
-## LLSC_BENCH_QUICK=1 is a short run for development.
+## bench: the benchmark suite (Go benchmarks, then the load driver on local control planes; ~12 min once
+## the control plane is built): prints the table of BENCHMARKS.md and leaves it, with logs and heap profiles,
+## in bin/bench. LLSC_BENCH_QUICK=1 is a short run for development.
 bench:
 	GO=$(GO) $(GO) test -tags bench -count=1 -timeout 90m -v -run '^TestBench$$' ./test/bench
 
