@@ -6,7 +6,7 @@ IMAGE ?= llama-stack-controller:latest
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
 
-.PHONY: all generate verify build test test-unit test-e2e fuzz cluster vet run image clean
+.PHONY: all generate verify build test test-unit test-e2e fuzz bench cluster vet run image clean
 
 all: build
 
@@ -49,6 +49,12 @@ fuzz:
 ## cluster: build the local control plane binaries (etcd, kube-apiserver, ..., kwok) into the cache
 cluster:
 	hack/cluster/build.sh
+
+## bench: the benchmark suite (Go benchmarks, then the load driver on local control planes; ~12 min once
+## the control plane is built): prints the table of BENCHMARKS.md and leaves it, with logs and heap profiles,
+## in bin/bench. LLSC_BENCH_QUICK=1 is a short run for development.
+bench:
+	GO=$(GO) $(GO) test -tags bench -count=1 -timeout 90m -v -run '^TestBench$$' ./test/bench
 
 ## run: run the controller; on a local control plane unless $$KUBECONFIG names a cluster
 run: build

@@ -67,7 +67,7 @@ func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRe
 		}
 		refs = append(refs, caRef{cm: cm, keys: keys})
 	}
-	if odh, err := c.configMaps.ConfigMaps(l.Namespace).Get(odhTrustedCABundle); err == nil && len(odh.Data) > 0 {
+	if odh, err := c.cachedConfigMap(l.Namespace, odhTrustedCABundle); err == nil && len(odh.Data) > 0 {
 		refs = append(refs, caRef{cm: odh, optional: true})
 	}
 	return refs, nil

@@ -629,7 +629,7 @@ func TestFieldsOwnedByOthersSurvive(t *testing.T) {
 }
 
 // serverContainerOf returns the server container of a Deployment that may carry sidecars.
-func serverContainerOf(t *testing.T, d *appsv1.Deployment) corev1.Container {
+func serverContainerOf(t testing.TB, d *appsv1.Deployment) corev1.Container {
 	t.Helper()
 	i := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == defaultContainerName })
 	require.GreaterOrEqual(t, i, 0, "no server container")

@@ -58,7 +58,7 @@ type Config struct {
 	// app.kubernetes.io/managed-by=llama-stack-operator and use TransformStripManagedFields.
 	ChildInformers kubeinformers.SharedInformerFactory
 	// ConfigMapInformers watches the ConfigMaps CRs may reference; it should use
-	// TransformConfigMap so that only a content hash of their data is kept.
+	// TransformConfigMap so that the cache keeps only what the controller reads of each.
 	ConfigMapInformers kubeinformers.SharedInformerFactory
 	// OperatorInformers watches the operator ConfigMap in OperatorNamespace.
 	OperatorInformers kubeinformers.SharedInformerFactory
@@ -85,7 +85,7 @@ type Controller struct {
 
 	llsdLister     listers.LlamaStackDistributionLister
 	llsdIndexer    cache.Indexer
-	configMaps     corelisters.ConfigMapLister
+	configMapCache cache.Indexer // configMapEntry objects: read it with cachedConfigMap
 	operatorConfig corelisters.ConfigMapLister
 
 	deployments     *childKind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
@@ -148,7 +148,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		client:            cfg.Client,
 		llsdLister:        llsdInformer.Lister(),
 		llsdIndexer:       llsdInformer.Informer().GetIndexer(),
-		configMaps:        cmInformer.Lister(),
+		configMapCache:    cmInformer.Informer().GetIndexer(),
 		operatorConfig:    opInformer.Lister(),
 		operatorNamespace: cfg.OperatorNamespace,
 		watchNamespace:    cfg.WatchNamespace,
@@ -339,7 +339,7 @@ func (c *Controller) wireChildKinds(
 	}
 	c.configMapCopies = &childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]{
 		kind:   "ConfigMap",
-		cached: func(ns, n string) (*corev1.ConfigMap, error) { return c.configMaps.ConfigMaps(ns).Get(n) },
+		cached: c.cachedConfigMap,
 		live: func(ctx context.Context, ns, n string) (*corev1.ConfigMap, error) {
 			return k.CoreV1().ConfigMaps(ns).Get(ctx, n, metav1.GetOptions{})
 		},
@@ -523,12 +523,12 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
-		cm, ok := obj.(*corev1.ConfigMap)
+		cm, ok := obj.(metav1.Object) // a configMapEntry (see TransformConfigMap)
 		if !ok {
 			return
 		}
 		c.handleOwned(cm)
-		objs, err := c.llsdIndexer.ByIndex(configMapIndex, cm.Namespace+"/"+cm.Name)
+		objs, err := c.llsdIndexer.ByIndex(configMapIndex, cm.GetNamespace()+"/"+cm.GetName())
 		if err != nil {
 			utilruntime.HandleError(err)
 			return

@@ -33,7 +33,7 @@ const testNamespace = "demo"
 // the test fills from the fakes' trackers (as the informers would), and the recorded
 // actions of each sync.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 
 	client     *fake.Clientset
@@ -49,7 +49,7 @@ type fixture struct {
 }
 
 // newFixture builds a controller over fakes seeded with objs (CRs and Kubernetes objects).
-func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var llsds, kube []runtime.Object

@@ -16,10 +16,6 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-// cacheHashAnnotation is set by TransformConfigMap on cached ConfigMaps, whose data the
-// cache does not keep: the content hash of the data it dropped. It never reaches the API server.
-const cacheHashAnnotation = "internal.llama-stack-controller/content-hash"
-
 // userConfig is spec.server.userConfig resolved against the cluster.
 type userConfig struct {
 	// mountName is the ConfigMap in the CR's namespace that the pod mounts.
@@ -81,7 +77,7 @@ func (c *Controller) referencedConfigMap(l *v1alpha1.LlamaStackDistribution, fie
 			"%s refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
 			field, ns, name, c.watchNamespace, l.Namespace)}
 	}
-	cm, err := c.configMaps.ConfigMaps(ns).Get(name)
+	cm, err := c.cachedConfigMap(ns, name)
 	if crossNamespace && (err != nil || !allowsNamespace(cm, l.Namespace)) {
 		return nil, notAllowed(ns, name, l.Namespace)
 	}
@@ -187,35 +183,6 @@ func notAllowed(ns, name, crNamespace string) *userError {
 	return &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
 		"ConfigMap %s/%s cannot be used from namespace %s: it must exist and list %s in its annotation %s (a comma-separated list of namespaces, or \"*\")",
 		ns, name, crNamespace, crNamespace, AllowedNamespacesAnnotation)}
-}
-
-// TransformConfigMap is the informer transform of the ConfigMap cache: it keeps the keys
-// of a ConfigMap's data but not the values, and records their content hash, so memory
-// does not grow with the size of ConfigMaps in the cluster. Managed fields of other
-// managers are dropped too.
-func TransformConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return TransformStripManagedFields(obj)
-	}
-	if _, done := cm.Annotations[cacheHashAnnotation]; done {
-		return cm, nil
-	}
-	hash := hashData(cm.Data, cm.BinaryData)
-	stripManagedFields(cm)
-	annotations := maps.Clone(cm.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[cacheHashAnnotation] = hash
-	cm.Annotations = annotations
-	for k := range cm.Data {
-		cm.Data[k] = ""
-	}
-	for k := range cm.BinaryData {
-		cm.BinaryData[k] = nil
-	}
-	return cm, nil
 }
 
 // TransformStripManagedFields drops every managedFields entry except the controller's

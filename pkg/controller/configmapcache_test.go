@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// busyConfigMap is a ConfigMap as the API server sends it, with everything the cache
+// has no use for: labels, others' annotations (kubectl's last-applied-configuration
+// repeats the data), others' owner references and managed fields.
+func busyConfigMap(ns, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID("uid-cm-" + name), ResourceVersion: "42",
+			CreationTimestamp: metav1.Now(),
+			Labels:            map[string]string{"app": "something"},
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"data":` + fmt.Sprintf("%q", data) + `}`,
+				AllowedNamespacesAnnotation:                        "team-a",
+			},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "v1", Kind: "Secret", Name: "other", UID: "uid-other"},
+				{APIVersion: "llamastack.io/v1alpha1", Kind: "LlamaStackDistribution", Name: "app", UID: "uid-app", Controller: ptr.To(true)},
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
+				{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}},
+			},
+		},
+		Data:       data,
+		BinaryData: map[string][]byte{"blob": []byte("binary")},
+	}
+}
+
+func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
+	data := map[string]string{"config.yaml": "version: 2\n", "ca-bundle.crt": strings.Repeat("x", 1<<10)}
+	src := busyConfigMap("ns", "cfg", data)
+	obj, err := TransformConfigMap(src.DeepCopy())
+	require.NoError(t, err)
+	entry, ok := obj.(*configMapEntry)
+	require.True(t, ok, "got %T", obj)
+
+	again, err := TransformConfigMap(entry)
+	require.NoError(t, err)
+	assert.Same(t, entry, again, "the transform leaves an entry as it is")
+
+	got := entry.configMap()
+	assert.Equal(t, metav1.ObjectMeta{
+		Namespace: "ns", Name: "cfg", UID: "uid-cm-cfg", ResourceVersion: "42",
+		Annotations: map[string]string{
+			AllowedNamespacesAnnotation: "team-a",
+			cacheHashAnnotation:         hashData(src.Data, src.BinaryData),
+		},
+		OwnerReferences: []metav1.OwnerReference{src.OwnerReferences[1]},
+	}, got.ObjectMeta)
+	assert.Equal(t, map[string]string{"config.yaml": "", "ca-bundle.crt": ""}, got.Data)
+	assert.Equal(t, map[string][]byte{"blob": nil}, got.BinaryData)
+	assert.Equal(t, hashData(src.Data, src.BinaryData), configMapHash(got), "the hash of the data that was dropped")
+	assert.Equal(t, configMapHash(src), configMapHash(got), "the same hash as the full ConfigMap's")
+
+	// Each read is a ConfigMap of its own: a careless edit does not reach the cache.
+	got.Annotations["x"] = "y"
+	got.Data["x"] = "y"
+	assert.NotContains(t, entry.configMap().Annotations, "x")
+	assert.NotContains(t, entry.configMap().Data, "x")
+
+	// The controller's own annotations on the ConfigMaps it manages are kept.
+	managed := busyConfigMap("ns", "app-ca-bundle", nil)
+	managed.Annotations = map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}
+	obj, err = TransformConfigMap(managed)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).Annotations)
+
+	// A ConfigMap without data, annotations or owner has nothing but its identity and hash.
+	obj, err = TransformConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}})
+	require.NoError(t, err)
+	empty := obj.(*configMapEntry).configMap()
+	assert.Nil(t, empty.Data)
+	assert.Nil(t, empty.BinaryData)
+	assert.Equal(t, map[string]string{cacheHashAnnotation: hashData(nil, nil)}, empty.Annotations)
+
+	// The copy the informers may make is a deep one.
+	cp := entry.DeepCopyObject().(*configMapEntry)
+	assert.Equal(t, entry, cp)
+	cp.dataKeys[0] = "changed"
+	cp.OwnerReferences[0].Name = "changed"
+	assert.NotEqual(t, "changed", entry.dataKeys[0])
+	assert.Equal(t, "app", entry.OwnerReferences[0].Name)
+}
+
+func TestCachedConfigMap(t *testing.T) {
+	f := newFixture(t, busyConfigMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 1"}))
+	cm, err := f.c.cachedConfigMap(testNamespace, "cfg")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"config.yaml": ""}, cm.Data)
+	assert.Empty(t, cm.Labels)
+	assert.Empty(t, cm.ManagedFields)
+
+	_, err = f.c.cachedConfigMap(testNamespace, "missing")
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+
+	// A cache filled without the transform is read as it is.
+	plain := configMap(testNamespace, "plain", map[string]string{"k": "v"}, nil)
+	require.NoError(t, f.c.configMapCache.Add(plain))
+	cm, err = f.c.cachedConfigMap(testNamespace, "plain")
+	require.NoError(t, err)
+	assert.Same(t, plain, cm)
+}
+
+// BenchmarkConfigMapCache measures what the ConfigMap cache keeps per ConfigMap of
+// 100 KiB (one key, created by a client as the benchmark's unrelated ConfigMaps are):
+// decoded from protobuf as the informer receives it, transformed, and added to an
+// indexer with the namespace index. retained-B/ConfigMap is the heap still in use after
+// a GC, per ConfigMap, the store's own keys and index included.
+func BenchmarkConfigMapCache(b *testing.B) {
+	const n = 1000
+	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	payload := strings.Repeat("0123456789abcdef", (100<<10)/16)
+	raws := make([][]byte, n)
+	for i := range raws {
+		name := fmt.Sprintf("unrelated-%04d", i)
+		cm := &corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: fmt.Sprintf("unrelated-%d", i%10), Name: name,
+				UID: types.UID(fmt.Sprintf("6f1c2a9e-0d4b-4c55-9a3e-%012d", i)), ResourceVersion: fmt.Sprint(100000 + i),
+				CreationTimestamp: metav1.Now(), Labels: map[string]string{"app": "unrelated"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate,
+					APIVersion: "v1", Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:payload":{}},"f:metadata":{"f:labels":{".":{},"f:app":{}}}}`)}}},
+			},
+			Data: map[string]string{"payload": name + payload[len(name):]},
+		}
+		var buf bytes.Buffer
+		if err := ser.Encode(cm, &buf); err != nil {
+			b.Fatal(err)
+		}
+		raws[i] = buf.Bytes()
+	}
+	var retained float64
+	for b.Loop() {
+		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		before := liveHeap()
+		for _, raw := range raws {
+			decoded, _, err := ser.Decode(raw, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			obj, err := TransformConfigMap(decoded)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := indexer.Add(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		retained = float64(liveHeap()-before) / n
+		runtime.KeepAlive(indexer)
+	}
+	b.ReportMetric(retained, "retained-B/ConfigMap")
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}

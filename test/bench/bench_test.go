@@ -1,0 +1,422 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llamastack/llama-stack-controller/test/localcluster"
+)
+
+// settings are the loads and windows of a run; the defaults are the issue's.
+type settings struct {
+	quick bool
+	// sizes are the numbers of CRs, each converged from empty on a cluster of its own.
+	sizes []int
+	// tail is how long requests are still counted after the last CR is Ready.
+	tail time.Duration
+	// idle is the window with nothing changing, measured at the largest size.
+	idle time.Duration
+	// resync is the controller's informer resync period in the bench (short, so that
+	// the idle window spans several resyncs).
+	resync time.Duration
+	// Unrelated objects of the heap measurement.
+	configMaps, configMapBytes, deployments int
+	// nodes is the number of kwok nodes: each server pod requests one CPU by default,
+	// and a fake node has 32.
+	nodes   int
+	workers int
+	// limits are the controller's client limits to converge with, each on a cluster of
+	// its own; the whole scenario (unchanged syncs, idle, heap) runs with the first.
+	limits []limits
+	// benchCount is -count of the Go benchmarks; 0 skips them.
+	benchCount int
+	// convergeOnly skips the unchanged syncs, the idle window and the heap.
+	convergeOnly bool
+}
+
+func loadSettings(t *testing.T) settings {
+	s := settings{
+		sizes: []int{50, 200}, tail: 30 * time.Second, idle: 6 * time.Minute, resync: time.Minute,
+		configMaps: 2000, configMapBytes: 100 << 10, deployments: 1000,
+		nodes: 10, workers: 4, benchCount: 5,
+		limits: []limits{defaultLimits, unlimitedLimits},
+	}
+	if os.Getenv("LLSC_BENCH_QUICK") != "" {
+		s.quick = true
+		s.sizes = []int{20, 50}
+		s.tail, s.idle, s.resync = 10*time.Second, time.Minute, 20*time.Second
+		s.configMaps, s.deployments = 200, 100
+		s.benchCount = 1
+	}
+	if v := os.Getenv("LLSC_BENCH_SIZES"); v != "" {
+		s.sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				t.Fatalf("LLSC_BENCH_SIZES=%q: want a comma-separated list of positive numbers", v)
+			}
+			s.sizes = append(s.sizes, n)
+		}
+	}
+	if v := os.Getenv("LLSC_BENCH_LIMITS"); v != "" {
+		s.limits = nil
+		for _, f := range strings.Split(v, ",") {
+			lim, err := parseLimits(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("LLSC_BENCH_LIMITS=%q: %v", v, err)
+			}
+			s.limits = append(s.limits, lim)
+		}
+	}
+	if v := os.Getenv("LLSC_BENCH_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LLSC_BENCH_WORKERS=%q: want a positive number", v)
+		}
+		s.workers = n
+	}
+	if os.Getenv("LLSC_BENCH_SKIP_GO") != "" {
+		s.benchCount = 0
+	}
+	s.convergeOnly = os.Getenv("LLSC_BENCH_CONVERGE_ONLY") != ""
+	if v := os.Getenv("LLSC_BENCH_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LLSC_BENCH_IDLE=%q: %v", v, err)
+		}
+		s.idle = d
+	}
+	return s
+}
+
+// benchEnv is what every run shares.
+type benchEnv struct {
+	s      settings
+	root   string
+	out    string
+	binDir string
+	stages string
+}
+
+// limits are the controller's client rate limits of a run.
+type limits struct {
+	label string
+	short string
+	qps   float64
+	burst int
+}
+
+var (
+	// defaultLimits are cmd/controller's defaults (--kube-api-qps, --kube-api-burst);
+	// keep them in step.
+	defaultLimits = limits{label: "QPS 50, burst 100 (default)", short: "default", qps: 50, burst: 100}
+	// unlimitedLimits are so high that the client never waits.
+	unlimitedLimits = limits{label: "unlimited QPS", short: "unlimited", qps: 1e6, burst: 1e6}
+)
+
+// parseLimits reads "unlimited" or "<qps>/<burst>".
+func parseLimits(s string) (limits, error) {
+	if s == unlimitedLimits.short {
+		return unlimitedLimits, nil
+	}
+	q, b, ok := strings.Cut(s, "/")
+	qps, err1 := strconv.ParseFloat(q, 64)
+	burst, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || qps <= 0 || burst < 1 {
+		return limits{}, fmt.Errorf("%q is not unlimited or <qps>/<burst>", s)
+	}
+	if qps == defaultLimits.qps && burst == defaultLimits.burst {
+		return defaultLimits, nil
+	}
+	return limits{label: fmt.Sprintf("QPS %g, burst %d", qps, burst), short: fmt.Sprintf("qps%g", qps), qps: qps, burst: burst}, nil
+}
+
+// runResult is what one run (one cluster, one size, one set of limits) measured.
+type runResult struct {
+	n   int
+	lim limits
+	// createTook is how long the driver took to create the CRs; toReady is from the
+	// first create to the last CR Ready; written from the first create to the last
+	// write of a child by the controller.
+	createTook, toReady, written time.Duration
+	children, expected           map[string]int
+	converge                     requestCounts
+	convergeSyncs                float64
+	unchanged                    *unchangedResult
+	idle                         *idleResult
+	heap                         *heapResult
+}
+
+type unchangedResult struct {
+	syncs    float64
+	requests requestCounts
+}
+
+type idleResult struct {
+	took       time.Duration
+	resyncs    int
+	requests   requestCounts
+	syncs, cpu float64
+}
+
+type heapResult struct {
+	before, after heapStats
+	// during are the controller's requests while the unrelated objects were created.
+	during requestCounts
+}
+
+func TestBench(t *testing.T) {
+	ctx := context.Background()
+	s := loadSettings(t)
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &benchEnv{s: s, root: root, out: os.Getenv("LLSC_BENCH_OUT")}
+	if env.out == "" {
+		env.out = filepath.Join(root, "bin", "bench")
+	}
+	if err := cleanOut(env.out); err != nil {
+		t.Fatal(err)
+	}
+	rep := &report{started: time.Now(), s: s, loadBefore: loadAverage()}
+
+	// The Go benchmarks first, while no control plane competes for the CPU.
+	if s.benchCount > 0 {
+		t.Log("Go benchmarks of pkg/controller")
+		if rep.goBench, err = runGoBenchmarks(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Log("building (or finding) the local control plane")
+	if env.binDir, env.stages, err = localcluster.BuildBinaries(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep.versions = clusterVersions(root)
+	largest := slices.Max(s.sizes)
+	for i, lim := range s.limits {
+		for _, n := range s.sizes {
+			whole := i == 0 && !s.convergeOnly
+			r, err := runLoad(ctx, t, env, n, lim, whole, whole && n == largest)
+			if err != nil {
+				t.Fatalf("N=%d, %s: %v", n, lim.label, err)
+			}
+			rep.runs = append(rep.runs, r)
+		}
+	}
+	rep.finished, rep.loadAfter = time.Now(), loadAverage()
+	table := rep.render()
+	if err := os.WriteFile(filepath.Join(env.out, "results.md"), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Print("\n" + table)
+	t.Logf("results, controller logs, heap profiles and cluster logs: %s", env.out)
+}
+
+// cleanOut makes the output directory, removing what an earlier run left there (and
+// nothing else).
+func cleanOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	old, err := filepath.Glob(filepath.Join(dir, "n*-*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range append(old, filepath.Join(dir, "results.md"), filepath.Join(dir, "go-bench.txt")) {
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runLoad converges n CRs from empty on a fresh cluster with the controller at lim, and
+// counts its requests until tail after the last CR is Ready. With resync it then
+// re-syncs every (unchanged) CR once; full adds the idle window and the heap.
+func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits, resync, full bool) (*runResult, error) {
+	s := env.s
+	name := fmt.Sprintf("n%d-%s", n, lim.short)
+	dir := filepath.Join(env.out, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	t.Logf("%s: starting a control plane with %d kwok nodes", name, s.nodes)
+	bc, err := startCluster(ctx, env, name, s.nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := bc.stop(); err != nil {
+			t.Logf("%s: stopping the control plane: %v", name, err)
+		}
+	}()
+	// The driver's watch ends before the control plane stops, or the API server waits
+	// for it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := prepare(ctx, bc.kube, n); err != nil {
+		return nil, err
+	}
+	proc, err := startController(ctx, childSpec{
+		Kubeconfig: bc.lc.Kubeconfig(), Workers: s.workers, QPS: lim.qps, Burst: lim.burst,
+		Resync: s.resync, LogFile: filepath.Join(dir, "controller.log"), Verbosity: 2,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := proc.stop(); err != nil {
+			t.Logf("%s: stopping the controller: %v", name, err)
+		}
+	}()
+	if err := proc.waitStarted(ctx); err != nil {
+		return nil, err
+	}
+	ready, err := watchReady(ctx, bc.client, n)
+	if err != nil {
+		return nil, err
+	}
+	r := &runResult{n: n, lim: lim, expected: expectedChildren(n)}
+
+	// Converge from empty.
+	s0, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.Logf("%s: creating %d CRs", name, n)
+	start := time.Now()
+	if err := createCRs(ctx, bc.client, n); err != nil {
+		return nil, err
+	}
+	r.createTook = time.Since(start)
+	last, err := ready.wait(ctx, 15*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	r.toReady = last.Sub(start)
+	t.Logf("%s: all %d Ready after %s; counting for %s more", name, n, r.toReady.Round(100*time.Millisecond), s.tail)
+	time.Sleep(time.Until(last.Add(s.tail)))
+	s1, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.converge, r.convergeSyncs = s1.requests.minus(s0.requests), s1.syncs-s0.syncs
+	r.written = s1.lastChildWrite.Sub(start)
+	if r.children, err = countChildren(ctx, bc.kube); err != nil {
+		return nil, err
+	}
+	if !resync {
+		return r, nil
+	}
+
+	// One sync of every CR, none of which changed.
+	t.Logf("%s: re-syncing every CR through the operator ConfigMap", name)
+	if err := touchOperatorConfig(ctx, bc.kube); err != nil {
+		return nil, err
+	}
+	s2, err := waitSyncs(ctx, proc, s1.syncs+float64(n))
+	if err != nil {
+		return nil, err
+	}
+	r.unchanged = &unchangedResult{syncs: s2.syncs - s1.syncs, requests: s2.requests.minus(s1.requests).filter(notWatch)}
+	if !full {
+		return r, nil
+	}
+
+	// Idle: nothing changes for s.idle, spanning several resyncs.
+	t.Logf("%s: idle for %s (informer resync every %s)", name, s.idle, s.resync)
+	time.Sleep(s.idle)
+	s3, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.idle = &idleResult{
+		took: s3.at.Sub(s2.at), resyncs: int(s3.at.Sub(s2.at) / s.resync),
+		requests: s3.requests.minus(s2.requests), syncs: s3.syncs - s2.syncs, cpu: s3.cpuSeconds - s2.cpuSeconds,
+	}
+
+	// Heap with n CRs, then with the unrelated objects.
+	hr := &heapResult{}
+	if hr.before, err = steadyHeap(ctx, proc); err != nil {
+		return nil, err
+	}
+	if err := proc.heapProfile(ctx, filepath.Join(dir, "heap-before.pprof")); err != nil {
+		return nil, err
+	}
+	t.Logf("%s: heap %.2f MiB; creating %d unrelated ConfigMaps of %d KiB and %d Deployments", name,
+		mib(hr.before.HeapAlloc), s.configMaps, s.configMapBytes>>10, s.deployments)
+	s4, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := createUnrelated(ctx, bc.kube, s.configMaps, s.configMapBytes, s.deployments); err != nil {
+		return nil, err
+	}
+	// Let the watches deliver everything and the controller's handlers see it.
+	time.Sleep(30 * time.Second)
+	if hr.after, err = steadyHeap(ctx, proc); err != nil {
+		return nil, err
+	}
+	if err := proc.heapProfile(ctx, filepath.Join(dir, "heap-after.pprof")); err != nil {
+		return nil, err
+	}
+	s5, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hr.during = s5.requests.minus(s4.requests).filter(notWatch)
+	r.heap = hr
+	t.Logf("%s: heap %.2f MiB", name, mib(hr.after.HeapAlloc))
+	return r, nil
+}
+
+func notWatch(q request) bool { return !q.watch() }
+
+// waitSyncs waits until the controller has made at least syncs syncs in all and its
+// queue is empty, then a little longer, and returns the counters then.
+func waitSyncs(ctx context.Context, proc *controllerProc, syncs float64) (snapshot, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		s, err := proc.snapshot(ctx)
+		if err != nil {
+			return s, err
+		}
+		if s.syncs >= syncs && s.queueDepth == 0 {
+			time.Sleep(3 * time.Second)
+			return proc.snapshot(ctx)
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("%.0f of %.0f syncs after 3 minutes (queue depth %.0f)", s.syncs, syncs, s.queueDepth)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// steadyHeap is the median of three readings of the heap after GC, a second apart.
+func steadyHeap(ctx context.Context, proc *controllerProc) (heapStats, error) {
+	var hs []heapStats
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		h, err := proc.heap(ctx)
+		if err != nil {
+			return h, err
+		}
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b heapStats) int { return int(int64(a.HeapAlloc) - int64(b.HeapAlloc)) })
+	return hs[1], nil
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
