@@ -347,9 +347,8 @@ func (c *Controller) wireChildKinds(
 		apply: func(ctx context.Context, ns string, ac *coreac.ConfigMapApplyConfiguration, o metav1.ApplyOptions) (*corev1.ConfigMap, error) {
 			return k.CoreV1().ConfigMaps(ns).Apply(ctx, ac, o)
 		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*corev1.ConfigMap, error) {
-			return k.CoreV1().ConfigMaps(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
+		// The managed ConfigMaps are compared by content hash and written whole (see
+		// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
 		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
 			return k.CoreV1().ConfigMaps(ns).Delete(ctx, n, o)
 		},
