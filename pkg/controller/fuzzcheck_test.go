@@ -39,7 +39,7 @@ var (
 	containerPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	namespaceEntry   = regexp.MustCompile(`^(\*|[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$`)
 	budgetPercent    = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
-	noSpace          = regexp.MustCompile(`^\S+$`)
+	noSpace          = regexp.MustCompile(`^[^\s\v\x{85}\p{Z}]+$`)
 	// quantityPattern is the schema's pattern of a resource.Quantity given as a string.
 	quantityPattern    = regexp.MustCompile(`^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`)
 	ingressHostPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)

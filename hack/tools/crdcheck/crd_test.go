@@ -618,6 +618,12 @@ server:
 		"image with a space": {`
 server:
   distribution: {image: " quay.io/x:1"}`, []string{"spec.server.distribution.image", "should match"}},
+		"image ending in a vertical tab": {`
+server:
+  distribution: {image: "quay.io/x:1\v"}`, []string{"spec.server.distribution.image", "should match"}},
+		"image with a no-break space": {`
+server:
+  distribution: {image: "quay.io/x:1\u00a0"}`, []string{"spec.server.distribution.image", "should match"}},
 		"serviceAccountName not a DNS subdomain": {validSpec + `
   podOverrides: {serviceAccountName: My_SA}`, []string{"spec.server.podOverrides.serviceAccountName", "should match"}},
 		"storage size zero": {validSpec + `

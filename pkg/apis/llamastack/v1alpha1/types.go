@@ -192,11 +192,12 @@ type DistributionType struct {
 	// +optional
 	Name string `json:"name,omitempty"`
 
-	// Image is the direct container image reference to use.
+	// Image is the direct container image reference to use, without whitespace.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:Pattern=`^\S+$`
+	// +kubebuilder:validation:Pattern=`^[^\s\v\x{85}\p{Z}]+$`
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty"` // the pattern is unicode.IsSpace: \s alone misses \v, U+0085 and U+00A0
+
 }
 
 // ContainerSpec defines the llama-stack server container configuration.

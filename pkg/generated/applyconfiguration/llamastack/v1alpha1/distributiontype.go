@@ -26,7 +26,7 @@ package v1alpha1
 type DistributionTypeApplyConfiguration struct {
 	// Name is the distribution name that maps to supported distributions.
 	Name *string `json:"name,omitempty"`
-	// Image is the direct container image reference to use.
+	// Image is the direct container image reference to use, without whitespace.
 	Image *string `json:"image,omitempty"`
 }
 
