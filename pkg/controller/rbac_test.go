@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
@@ -31,7 +30,6 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
-	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
 
 // clusterRoleFile is the controller's ClusterRole, as deployed.
@@ -135,25 +133,8 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
-	// The informer factories as cmd/controller/app makes them (selectors and namespaces
-	// change what is listed, not which permissions are needed).
-	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
-	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
-	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
-	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
-	c, err := NewController(ctx, Config{
-		KubeClient: kubeclient, Client: client,
-		LLSDInformers: llsdInformers, ChildInformers: childInformers,
-		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
-		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
-		// No Recorder: the controller records Events through the API, as in a cluster.
-	})
-	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
-		f.Start(ctx.Done())
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
+	// No recorder: the controller records Events through the API, as in a cluster.
+	c, done := runController(ctx, t, client, kubeclient, nil)
 
 	// The test reads and writes through the fakes' trackers, which record no action:
 	// only the controller's requests are recorded.

@@ -13,12 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -39,23 +41,7 @@ func TestRun(t *testing.T) {
 	// resources through its field-managed tracker (there is no OpenAPI schema for them).
 	client := fake.NewClientset(l)
 	kubeclient := k8sfake.NewClientset(configMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 1"}, nil))
-	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
-	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
-	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
-	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
-	c, err := NewController(ctx, Config{
-		KubeClient: kubeclient, Client: client,
-		LLSDInformers: llsdInformers, ChildInformers: childInformers,
-		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
-		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
-		Recorder: record.NewFakeRecorder(1000),
-	})
-	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
-		f.Start(ctx.Done())
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 2) }()
+	c, done := runController(ctx, t, client, kubeclient, record.NewFakeRecorder(1000))
 
 	hash := func() string {
 		d, err := kubeclient.AppsV1().Deployments(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
@@ -72,7 +58,7 @@ func TestRun(t *testing.T) {
 	}
 	waitFor("the Deployment is created", func() bool { return hash() != "" })
 	first := hash()
-	_, err = kubeclient.CoreV1().Services(testNamespace).Get(ctx, "demo-service", metav1.GetOptions{})
+	_, err := kubeclient.CoreV1().Services(testNamespace).Get(ctx, "demo-service", metav1.GetOptions{})
 	require.NoError(t, err)
 	waitFor("the status is written", func() bool {
 		got, err := client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
@@ -166,4 +152,30 @@ func TestRunStopBeforeCachesSynced(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 	assert.True(t, f.c.queue.ShuttingDown())
+}
+
+// runController builds the controller on fake clients, with informer factories made as
+// cmd/controller/app makes them (selectors and namespaces aside), starts the informers
+// and runs it with two workers until ctx ends. The channel receives Run's result. A nil
+// recorder records Events through the API, as in a cluster.
+func runController(ctx context.Context, t *testing.T, client clientset.Interface, kubeclient kubernetes.Interface, recorder record.EventRecorder) (*Controller, <-chan error) {
+	t.Helper()
+	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
+	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
+	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
+	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
+	c, err := NewController(ctx, Config{
+		KubeClient: kubeclient, Client: client,
+		LLSDInformers: llsdInformers, ChildInformers: childInformers,
+		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
+		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
+		Recorder: recorder,
+	})
+	require.NoError(t, err)
+	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
+		f.Start(ctx.Done())
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 2) }()
+	return c, done
 }
