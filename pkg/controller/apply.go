@@ -50,9 +50,25 @@ type childKind[T metav1.Object, AC any] struct {
 // notOwnedError reports an object bearing a child's name that the CR does not control.
 type notOwnedError struct {
 	kind, namespace, name string
+	// orphaned is set when the object is controlled by an earlier LlamaStackDistribution
+	// of the same name, deleted since: the garbage collector is about to delete it.
+	orphaned bool
+}
+
+// newNotOwnedError describes obj, which l does not control.
+func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha1.LlamaStackDistribution) *notOwnedError {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return &notOwnedError{
+		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
+		orphaned: ref != nil && ref.Kind == controllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
+	}
 }
 
 func (e *notOwnedError) Error() string {
+	if e.orphaned {
+		return fmt.Sprintf("%s %s/%s belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it",
+			e.kind, e.namespace, e.name)
+	}
 	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own",
 		e.kind, e.namespace, e.name)
 }
@@ -87,50 +103,94 @@ func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) 
 // manager would apply. It returns the resulting object; a *notOwnedError when an object
 // of that name belongs to someone else.
 func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object) (T, error) {
-	return k.ensureObject(ctx, c, l, desired, false)
+	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
 }
 
 // ensureObject is ensure; with precondition, an apply to an existing object carries the
 // cached resourceVersion, so it fails with a conflict (and a quiet retry) instead of
 // writing values computed from a stale cache.
 func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
+	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired), precondition: precondition})
+}
+
+// ensureOptions are what differs between children in the one ensure path: how the
+// object to apply is made from what exists (a claim that only grows; a ConfigMap copied
+// from a source read live), and how an existing object is found up to date.
+type ensureOptions[T metav1.Object] struct {
+	name string
+	// build returns the object to apply, given the existing one (found is false when
+	// there is none); nil means nothing to write. It runs only for an object that is
+	// absent or controlled by the CR, after any take-over.
+	build func(ctx context.Context, cur T, found bool) (metav1.Object, error)
+	// upToDate, when set, tells whether an existing object needs no write before build
+	// runs, in place of comparing build's result with the fields our manager owns (for
+	// the managed ConfigMaps, whose data the cache keeps only as a hash).
+	upToDate func(cur T) bool
+	// precondition makes an apply to an existing object carry its resourceVersion.
+	precondition bool
+}
+
+// fixed is a build function that always returns desired.
+func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool) (metav1.Object, error) {
+	return func(context.Context, T, bool) (metav1.Object, error) { return desired, nil }
+}
+
+// ensureWith is the one path by which a child is written. It looks the object up
+// (cache, then live), refuses one the CR does not control, takes over one made by the
+// upstream operator, skips the write when nothing we own would change, and applies
+// otherwise. It returns the existing object when nothing was written, and the existing
+// object together with the error when the apply failed.
+func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
 	var zero T
-	namespace, name := desired.GetNamespace(), desired.GetName()
+	namespace, name := l.Namespace, o.name
 	cur, found, err := k.current(ctx, namespace, name)
 	if err != nil {
 		return zero, err
 	}
 	if found && !isControlledBy(cur, l) {
-		return cur, &notOwnedError{kind: k.kind, namespace: namespace, name: name}
+		return cur, newNotOwnedError(k.kind, cur, l)
 	}
 	if found && k.patch != nil && !hasManager(cur, FieldManager) {
 		if cur, err = k.takeOver(ctx, c, l, cur); err != nil {
 			return zero, err
 		}
 	}
+	if found && o.upToDate != nil && o.upToDate(cur) {
+		return cur, nil
+	}
+	desired, err := o.build(ctx, cur, found)
+	if err != nil || desired == nil {
+		return cur, err
+	}
 	ac, err := toApplyConfiguration[AC](desired)
 	if err != nil {
 		return zero, fmt.Errorf("converting %s %s/%s to an apply configuration: %w", k.kind, namespace, name, err)
 	}
 	if found {
-		owned, err := k.extract(cur, FieldManager)
-		if err != nil {
-			return zero, fmt.Errorf("extracting our fields of %s %s/%s: %w", k.kind, namespace, name, err)
+		if o.upToDate == nil {
+			owned, err := k.extract(cur, FieldManager)
+			if err != nil {
+				return zero, fmt.Errorf("extracting our fields of %s %s/%s: %w", k.kind, namespace, name, err)
+			}
+			if equality.Semantic.DeepEqual(owned, ac) {
+				return cur, nil
+			}
+			if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
+				logger.V(5).Info("Fields differ", "kind", k.kind, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
+			}
 		}
-		if equality.Semantic.DeepEqual(owned, ac) {
-			return cur, nil
-		}
-		if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
-			logger.V(5).Info("Fields differ", "kind", k.kind, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
-		}
-		if precondition {
+		if o.precondition {
 			desired.SetResourceVersion(cur.GetResourceVersion())
 			if ac, err = toApplyConfiguration[AC](desired); err != nil {
 				return zero, err
 			}
 		}
 	}
-	return k.write(ctx, c, l, ac, namespace, name, found)
+	obj, err := k.write(ctx, c, l, ac, namespace, name, found)
+	if err != nil {
+		return cur, err
+	}
+	return obj, nil
 }
 
 // takeOver runs once for a child that this CR controls but that our field manager has
@@ -147,7 +207,7 @@ func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alp
 		return cur, fmt.Errorf("getting %s %s/%s: %w", k.kind, namespace, name, err)
 	}
 	if !isControlledBy(live, l) {
-		return live, &notOwnedError{kind: k.kind, namespace: namespace, name: name}
+		return live, newNotOwnedError(k.kind, live, l)
 	}
 	patch, from, err := takeOverPatch(live, l.Name)
 	if err != nil || patch == nil {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -118,11 +117,11 @@ func newCABundleConfigMap(l *v1alpha1.LlamaStackDistribution, bundle, sourcesHas
 // ensureCABundle keeps the managed CA bundle ConfigMap in step with its sources and
 // returns the content hash to mount ("" when there is no certificate to mount). The
 // sources are read live only when their cached hashes changed, or when the managed
-// ConfigMap was edited. Without sources the managed ConfigMap is deleted.
+// ConfigMap was edited. Without sources nothing is done here: deleteUnneededConfigMaps
+// deletes the ConfigMap once the Deployment no longer mounts it.
 func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackDistribution, refs []caRef) (string, *userError, error) {
-	name := caBundleConfigMapName(l)
 	if len(refs) == 0 {
-		return "", nil, c.configMapCopies.deleteIfOwned(ctx, c, l, name)
+		return "", nil, nil
 	}
 	sourcesHash := caSourcesHash(refs)
 	// A bundle that could not be built is not read again until a source changes.
@@ -133,45 +132,45 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackD
 			return "", &problem, nil
 		}
 	}
-	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
-	if err != nil {
-		return "", nil, err
+	var problem *userError
+	var desired *corev1.ConfigMap
+	cur, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+		name: caBundleConfigMapName(l),
+		upToDate: func(cur *corev1.ConfigMap) bool {
+			return cur.Annotations[annotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]
+		},
+		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
+			sources := make([]caSource, 0, len(refs))
+			for _, r := range refs {
+				src, err := c.kubeclient.CoreV1().ConfigMaps(r.cm.Namespace).Get(ctx, r.cm.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, fmt.Errorf("reading CA bundle ConfigMap %s/%s: %w", r.cm.Namespace, r.cm.Name, err)
+				}
+				if src.Namespace != l.Namespace && !allowsNamespace(src, l.Namespace) {
+					problem = notAllowed(src.Namespace, src.Name, l.Namespace)
+					return nil, nil
+				}
+				sources = append(sources, caSource{Namespace: src.Namespace, Name: src.Name, Data: src.Data, Keys: r.keys, Optional: r.optional})
+			}
+			bundle, _, warnings, err := buildCABundle(sources)
+			for _, w := range warnings {
+				c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
+			}
+			if err != nil {
+				problem = &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
+				c.caFailures.Store(key, caFailure{uid: l.UID, sourcesHash: sourcesHash, problem: *problem})
+				return nil, nil
+			}
+			c.caFailures.Delete(key)
+			desired = newCABundleConfigMap(l, bundle, sourcesHash)
+			return desired, nil
+		},
+	})
+	if err != nil || problem != nil {
+		return "", problem, err
 	}
-	if found && !isControlledBy(cur, l) {
-		return "", nil, &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
+	if desired != nil {
+		return caBundleMountHash(desired), nil, nil
 	}
-	if found && cur.Annotations[annotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash] {
-		return caBundleMountHash(cur), nil, nil
-	}
-
-	sources := make([]caSource, 0, len(refs))
-	for _, r := range refs {
-		src, err := c.kubeclient.CoreV1().ConfigMaps(r.cm.Namespace).Get(ctx, r.cm.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", nil, fmt.Errorf("reading CA bundle ConfigMap %s/%s: %w", r.cm.Namespace, r.cm.Name, err)
-		}
-		if src.Namespace != l.Namespace && !allowsNamespace(src, l.Namespace) {
-			return "", notAllowed(src.Namespace, src.Name, l.Namespace), nil
-		}
-		sources = append(sources, caSource{Namespace: src.Namespace, Name: src.Name, Data: src.Data, Keys: r.keys, Optional: r.optional})
-	}
-	bundle, _, warnings, err := buildCABundle(sources)
-	for _, w := range warnings {
-		c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
-	}
-	if err != nil {
-		problem := userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
-		c.caFailures.Store(key, caFailure{uid: l.UID, sourcesHash: sourcesHash, problem: problem})
-		return "", &problem, nil
-	}
-	c.caFailures.Delete(key)
-	desired := newCABundleConfigMap(l, bundle, sourcesHash)
-	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](desired)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found); err != nil {
-		return "", nil, err
-	}
-	return caBundleMountHash(desired), nil, nil
+	return caBundleMountHash(cur), nil, nil
 }

@@ -479,7 +479,7 @@ func (c *Controller) ownedHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.handleOwned,
 		UpdateFunc: unlessResync(c.handleOwned),
-		DeleteFunc: c.handleOwned,
+		DeleteFunc: c.handleOwnedDelete,
 	}
 }
 
@@ -513,6 +513,26 @@ func (c *Controller) handleOwned(obj any) {
 		return // owner gone, or a new CR that merely reuses the name
 	}
 	c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
+}
+
+// handleOwnedDelete enqueues the CR that controlled a deleted child and, when the child
+// was left by an earlier CR of the same name (deleted, then created again), the CR that
+// now bears that name: it has been waiting for the garbage collector to delete it.
+func (c *Controller) handleOwnedDelete(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return
+	}
+	if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
+		c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
+	}
 }
 
 // configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of

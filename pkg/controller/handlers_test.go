@@ -76,7 +76,13 @@ func TestOwnedHandlerResolvesTheOwnerByKindAndUID(t *testing.T) {
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued())
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "demo/app", Obj: childDeployment("LlamaStackDistribution", "uid-app", "2")})
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued())
+	// A child of an earlier CR of the same name going away wakes the CR that now bears
+	// the name: it waits for the garbage collector to delete it.
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "demo/app", Obj: childDeployment("LlamaStackDistribution", "uid-x", "2")})
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued())
+	gone := childDeployment("LlamaStackDistribution", "uid-x", "2")
+	gone.OwnerReferences[0].Name = "no-such-cr"
+	h.OnDelete(gone)
 	assert.Zero(t, f.c.queue.Len())
 }
 

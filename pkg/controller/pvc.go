@@ -8,11 +8,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -69,71 +67,36 @@ type storageSync struct {
 // class and access modes never change, and the controller never deletes it (it holds the
 // user's data). What cannot be applied is reported in the StorageInSync condition.
 // previous is the CR's current StorageInSync condition: an expansion the API server
-// refused is not tried again until the requested size changes.
+// refused is not tried again until the CR's spec changes.
 func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
 	ok := storageSync{inSync: true, reason: v1alpha1.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
-	name := pvcName(l)
-	cur, found, err := c.pvcs.current(ctx, l.Namespace, name)
-	if err != nil {
-		return nil, ok, err
-	}
-	desired := newPVC(l)
-	if !found {
-		ac, err := toApplyConfiguration[coreac.PersistentVolumeClaimApplyConfiguration](desired)
-		if err != nil {
-			return nil, ok, err
-		}
-		pvc, err := c.pvcs.write(ctx, c, l, ac, l.Namespace, name, false)
-		return pvc, ok, err
-	}
-	if !isControlledBy(cur, l) {
-		return cur, ok, &notOwnedError{kind: "PersistentVolumeClaim", namespace: l.Namespace, name: name}
-	}
-	owned, err := c.pvcs.extract(cur, FieldManager)
-	if err != nil {
-		return nil, ok, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", l.Namespace, name, err)
-	}
-
 	state := ok
-	// Class and access modes are immutable: keep what the claim was made with.
-	var ownedClass *string
-	var ownedModes []corev1.PersistentVolumeAccessMode
-	if owned.Spec != nil {
-		ownedClass, ownedModes = owned.Spec.StorageClassName, owned.Spec.AccessModes
+	refused := false
+	pvc, err := c.pvcs.ensureWith(ctx, c, l, ensureOptions[*corev1.PersistentVolumeClaim]{
+		name: pvcName(l),
+		build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
+			desired := newPVC(l)
+			if !found {
+				return desired, nil
+			}
+			owned, err := c.pvcs.extract(cur, FieldManager)
+			if err != nil {
+				return nil, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+			state = fitPVC(l, desired, cur, owned.Spec != nil && owned.Spec.StorageClassName != nil)
+			if previous != nil && previous.Reason == v1alpha1.ReasonResizeRefused && previous.ObservedGeneration == l.Generation &&
+				!pvcRequestFits(desired, cur) {
+				// Refused for this very spec: not asked again until it changes.
+				refused = true
+				state = storageSync{reason: previous.Reason, message: previous.Message}
+				return nil, nil
+			}
+			return desired, nil
+		},
+	})
+	if refused {
+		return pvc, state, nil
 	}
-	if !slices.Equal(ownedModes, desired.Spec.AccessModes) ||
-		desired.Spec.StorageClassName != nil && ptr.Deref(cur.Spec.StorageClassName, "") != *desired.Spec.StorageClassName {
-		state = storageSync{reason: v1alpha1.ReasonStorageFieldImmutable, message: fmt.Sprintf(
-			"storageClassName and accessModes cannot change once the claim exists; PersistentVolumeClaim %s keeps class %q and access modes %v (delete it to make a new one, which loses its data)",
-			name, ptr.Deref(cur.Spec.StorageClassName, ""), cur.Spec.AccessModes)}
-	}
-	desired.Spec.StorageClassName, desired.Spec.AccessModes = ownedClass, ownedModes
-	if len(ownedModes) == 0 {
-		desired.Spec.AccessModes = cur.Spec.AccessModes
-	}
-
-	// The size only grows.
-	want := storageSize(l)
-	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
-	if want.Cmp(have) < 0 {
-		state = storageSync{reason: v1alpha1.ReasonShrinkRefused, message: fmt.Sprintf(
-			"storage.size %s is smaller than PersistentVolumeClaim %s (%s): a claim cannot shrink, so it keeps %s",
-			want.String(), name, have.String(), have.String())}
-		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
-	}
-
-	ac, err := toApplyConfiguration[coreac.PersistentVolumeClaimApplyConfiguration](desired)
-	if err != nil {
-		return nil, ok, err
-	}
-	if equality.Semantic.DeepEqual(owned, ac) {
-		return cur, resizeState(cur, state), nil
-	}
-	refusedPrefix := fmt.Sprintf("Expanding PersistentVolumeClaim %s to %s was refused", name, want.String())
-	if previous != nil && previous.Reason == v1alpha1.ReasonResizeRefused && strings.HasPrefix(previous.Message, refusedPrefix) {
-		return cur, storageSync{reason: previous.Reason, message: previous.Message}, nil
-	}
-	pvc, err := c.pvcs.write(ctx, c, l, ac, l.Namespace, name, true)
 	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 		// The API server's own words only, not our wrapping of them.
 		why := err.Error()
@@ -145,13 +108,58 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 		if strings.Contains(why, "exceeded quota") {
 			hint = " (a ResourceQuota)"
 		}
-		return cur, storageSync{reason: v1alpha1.ReasonResizeRefused, message: fmt.Sprintf(
-			"%s%s: %s", refusedPrefix, hint, why)}, nil
+		want := storageSize(l)
+		return pvc, storageSync{reason: v1alpha1.ReasonResizeRefused, message: fmt.Sprintf(
+			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", pvcName(l), want.String(), hint, why)}, nil
 	}
 	if err != nil {
-		return nil, ok, err
+		return pvc, ok, err
 	}
 	return pvc, resizeState(pvc, state), nil
+}
+
+// fitPVC makes desired applicable to the existing claim cur: its class and access modes
+// are immutable, so desired keeps cur's, and its size only grows. It returns the
+// StorageInSync state: what of the spec could not be applied.
+func fitPVC(l *v1alpha1.LlamaStackDistribution, desired, cur *corev1.PersistentVolumeClaim, ownClass bool) storageSync {
+	name := cur.Name
+	state := storageSync{inSync: true, reason: v1alpha1.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
+	// Compared with the claim itself, not with what our manager owns: a claim made by
+	// another manager (the upstream operator) with the same class and modes is in sync.
+	if !slices.Equal(cur.Spec.AccessModes, desired.Spec.AccessModes) ||
+		desired.Spec.StorageClassName != nil && ptr.Deref(cur.Spec.StorageClassName, "") != *desired.Spec.StorageClassName {
+		state = storageSync{reason: v1alpha1.ReasonStorageFieldImmutable, message: fmt.Sprintf(
+			"storageClassName and accessModes cannot change once the claim exists; PersistentVolumeClaim %s keeps class %q and access modes %v (delete it to make a new one, which loses its data)",
+			name, ptr.Deref(cur.Spec.StorageClassName, ""), cur.Spec.AccessModes)}
+	}
+	// Applying the claim's own values changes nothing, whoever set them. The class is
+	// applied only when asked for or already ours: one we stopped applying would be
+	// removed, which the API server refuses; one the default StorageClass admission set
+	// is left to it.
+	desired.Spec.AccessModes = slices.Clone(cur.Spec.AccessModes)
+	if desired.Spec.StorageClassName != nil || ownClass {
+		desired.Spec.StorageClassName = nil
+		if cur.Spec.StorageClassName != nil {
+			desired.Spec.StorageClassName = ptr.To(*cur.Spec.StorageClassName)
+		}
+	}
+
+	want := storageSize(l)
+	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
+	if want.Cmp(have) < 0 {
+		state = storageSync{reason: v1alpha1.ReasonShrinkRefused, message: fmt.Sprintf(
+			"storage.size %s is smaller than PersistentVolumeClaim %s (%s): a claim cannot shrink, so it keeps %s",
+			want.String(), name, have.String(), have.String())}
+		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
+	}
+	return state
+}
+
+// pvcRequestFits tells whether the claim already requests the size desired asks for.
+func pvcRequestFits(desired, cur *corev1.PersistentVolumeClaim) bool {
+	want := desired.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
+	return want.Cmp(have) <= 0
 }
 
 // resizeState reports an expansion still under way (requested above the capacity).

@@ -126,17 +126,21 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	}
 	if len(obs.problems) > 0 || len(errs) > 0 {
 		// Keep what runs: observe the children without changing them.
-		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
+		obs.deployment = c.controlledDeployment(l)
 		obs.service, _ = c.services.cached(l.Namespace, serviceName(l))
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
 		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
 		return obs, errors.Join(errs...)
 	}
 
+	// The Deployment mounts the claim: it is applied only once the claim is ours.
+	inputsReady := true
 	if l.Spec.Server.Storage != nil {
 		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionStorageInSync))
 		if !report(err) && err == nil {
 			obs.pvc, obs.storage = pvc, &state
+		} else {
+			inputsReady = false
 		}
 	}
 
@@ -155,14 +159,16 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	}
 
 	in := deploymentInputs{image: image, caBundleHash: caHash}
+	obs.deployment = c.controlledDeployment(l)
 	if conflict := podConflict(l, in, uc); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		obs.problems = append(obs.problems, *conflict)
-		obs.deployment, _ = c.deployments.cached(l.Namespace, deploymentName(l))
-	} else {
+	} else if inputsReady {
 		dep, err := c.ensureDeployment(ctx, l, in, uc)
 		if !report(err) && err == nil {
 			obs.deployment = dep
+			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
+			report(c.deleteUnneededConfigMaps(ctx, l, uc, caRefs, dep))
 		}
 	}
 
@@ -190,6 +196,56 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	}
 
 	return obs, errors.Join(errs...)
+}
+
+// controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
+// when the object of that name is not the CR's.
+func (c *Controller) controlledDeployment(l *v1alpha1.LlamaStackDistribution) *appsv1.Deployment {
+	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
+	if err != nil || !isControlledBy(d, l) {
+		return nil
+	}
+	return d
+}
+
+// deleteUnneededConfigMaps deletes the managed ConfigMaps (the user-config copy and
+// the CA bundle) that the CR no longer needs, once dep, the Deployment as the API server
+// has it, no longer mounts them: pods never lose a volume they still use.
+func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
+	var errs []error
+	for _, cm := range []struct {
+		name   string
+		needed bool
+	}{
+		{userConfigCopyName(l), uc != nil && uc.source != nil},
+		{caBundleConfigMapName(l), len(caRefs) > 0},
+	} {
+		if cm.needed || mountsConfigMap(dep, cm.name) {
+			continue
+		}
+		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, c, l, cm.name))
+	}
+	return errors.Join(errs...)
+}
+
+// mountsConfigMap tells whether d's pod template has a volume of the named ConfigMap.
+func mountsConfigMap(d *appsv1.Deployment, name string) bool {
+	if d == nil {
+		return false
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // resolveImage picks the server image: spec.server.distribution.image as given, or the

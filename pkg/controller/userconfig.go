@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -138,44 +137,38 @@ func newUserConfigCopy(l *v1alpha1.LlamaStackDistribution, source *corev1.Config
 }
 
 // ensureUserConfigCopy keeps the managed copy of a cross-namespace user ConfigMap in
-// step with its source, and deletes it when no longer needed. The cache holds only a
-// hash of ConfigMap data, so the source is read live, and only when the hashes differ.
-// uc.hash is set to the hash of what the copy holds, so the pods roll exactly when the
-// mounted content changes. A source that withdrew its opt-in since the cache saw it is a
-// user error.
+// step with its source (deleteUnneededConfigMaps deletes it once no longer mounted). The
+// cache holds only a hash of ConfigMap data, so the source is read live, and only when
+// the hashes differ. uc.hash is set to the hash of what the copy holds, so the pods roll
+// exactly when the mounted content changes. A source that withdrew its opt-in since the
+// cache saw it is a user error.
 func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig) (*userError, error) {
-	name := userConfigCopyName(l)
 	if uc == nil || uc.source == nil {
-		return nil, c.configMapCopies.deleteIfOwned(ctx, c, l, name)
+		return nil, nil
 	}
-	cur, found, err := c.configMapCopies.current(ctx, l.Namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	if found && !isControlledBy(cur, l) {
-		return nil, &notOwnedError{kind: "ConfigMap", namespace: l.Namespace, name: name}
-	}
-	if found && cur.Annotations[annotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash {
-		return nil, nil // the copy holds the source's content (an edit of the copy is repaired)
-	}
-	src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
-	if err != nil {
-		// Gone or unreadable since the cache saw it: the next event or retry settles it.
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", uc.source.Namespace, uc.source.Name, err)
-	}
-	if !allowsNamespace(src, l.Namespace) {
-		return notAllowed(src.Namespace, src.Name, l.Namespace), nil
-	}
-	desired := newUserConfigCopy(l, src)
-	ac, err := toApplyConfiguration[coreac.ConfigMapApplyConfiguration](desired)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.configMapCopies.write(ctx, c, l, ac, l.Namespace, name, found); err != nil {
-		return nil, err
-	}
-	uc.hash = desired.Annotations[annotationSourceHash]
-	return nil, nil
+	var problem *userError
+	_, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+		name: userConfigCopyName(l),
+		// The copy holds the source's content (an edit of the copy is repaired).
+		upToDate: func(cur *corev1.ConfigMap) bool {
+			return cur.Annotations[annotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash
+		},
+		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
+			src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
+			if err != nil {
+				// Gone or unreadable since the cache saw it: the next event or retry settles it.
+				return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", uc.source.Namespace, uc.source.Name, err)
+			}
+			if !allowsNamespace(src, l.Namespace) {
+				problem = notAllowed(src.Namespace, src.Name, l.Namespace)
+				return nil, nil
+			}
+			desired := newUserConfigCopy(l, src)
+			uc.hash = desired.Annotations[annotationSourceHash]
+			return desired, nil
+		},
+	})
+	return problem, err
 }
 
 // notAllowed reports a cross-namespace ConfigMap that is missing or has not opted in.
