@@ -81,7 +81,7 @@ func TestHealthCheckFromTheServer(t *testing.T) {
 	// Not ready: no probe, HealthCheck False as upstream.
 	c := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, "Deployment not ready", c.Message)
+	assert.Equal(t, v1alpha1.ReasonServerNotAvailable, c.Reason)
 	assert.Zero(t, srv.requests.Load())
 
 	// Ready: the first sync starts a probe without waiting for it.

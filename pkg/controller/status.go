@@ -70,12 +70,18 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	if len(obs.problems) > 0 {
 		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	} else {
-		ready, reason, message := deploymentReady(obs.deployment)
+		ready, reason, message := deploymentReady(l, obs.deployment)
 		status := metav1.ConditionFalse
 		if ready {
 			deploymentIsReady, status = true, metav1.ConditionTrue
 		}
 		set(v1alpha1.ConditionDeploymentReady, status, reason, message)
+	}
+	if obs.deployment == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionProgressing)
+	} else {
+		status, reason, message := rolloutProgress(obs.deployment)
+		set(v1alpha1.ConditionProgressing, status, reason, message)
 	}
 
 	// The server's own answer, asked while at least one replica serves.
@@ -84,9 +90,10 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	case c.prober == nil:
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionHealthCheck)
 	case !serving(obs.deployment):
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "Deployment not ready")
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonServerNotAvailable, "No replica of the server is available")
 		st.DistributionConfig.Providers = nil
-	case obs.probe == nil && previous != nil && previous.Message != "Deployment not ready":
+	case obs.probe == nil && previous != nil && previous.Reason != v1alpha1.ReasonServerNotAvailable &&
+		previous.Reason != v1alpha1.ReasonHealthCheckPending:
 		// No answer yet in this process (a restart): keep the last one reported.
 	case obs.probe == nil:
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending, "Waiting for the server's first health check")
@@ -185,23 +192,47 @@ func serving(d *appsv1.Deployment) bool {
 	return d != nil && d.Status.AvailableReplicas > 0
 }
 
-// deploymentReady tells whether the Deployment has rolled out and every replica it asks
-// for (its own spec.replicas, whoever set it: never compared with the CR's while an HPA
-// scales) is updated and available; with the reason and message of DeploymentReady.
-func deploymentReady(d *appsv1.Deployment) (bool, string, string) {
-	switch {
-	case d == nil:
+// deploymentReady tells whether the server is available at the desired count: as many
+// replicas available as the Deployment asks for (its own spec.replicas, whoever set it),
+// but never more than the CR asks for (spec.replicas, or the HPA's lower bound while
+// autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
+// keeps the replicas available leaves it ready (see rolloutProgress); with the reason
+// and message of DeploymentReady.
+func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (bool, string, string) {
+	if d == nil {
 		return false, v1alpha1.ReasonDeploymentPending, "Deployment is pending"
-	case d.Status.ObservedGeneration < d.Generation:
-		return false, v1alpha1.ReasonDeploymentPending, "Deployment rollout is pending"
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	if l.Spec.Server.Autoscaling != nil {
+		want = min(want, hpaMinReplicas(l))
+	} else {
+		want = min(want, l.Spec.Replicas)
+	}
+	if have := d.Status.AvailableReplicas; have < want {
+		return false, v1alpha1.ReasonDeploymentScaling,
+			fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+	}
+	return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
+}
+
+// rolloutProgress is the Progressing condition: whether the Deployment has rolled out
+// its current spec to every replica, as kubectl rollout status tells it.
+func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, string) {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
+			return metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
+		}
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
-	if s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > s.UpdatedReplicas {
-		return false, v1alpha1.ReasonDeploymentScaling,
-			fmt.Sprintf("Deployment is rolling out: %d/%d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, "Deployment rollout is starting"
+	case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas:
+		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut,
+			fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
 	}
-	return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
+	return metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete, "Deployment has rolled out"
 }
 
 // maxConditionMessage is the longest condition message the API accepts, in bytes.

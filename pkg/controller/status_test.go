@@ -71,16 +71,7 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 	assert.Zero(t, got.Status.AvailableReplicas)
 	f.events()
 
-	// The Deployment controller has not seen the latest spec yet.
-	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
-		d.Generation = 2
-		rolledOut(d)
-		d.Status.ObservedGeneration = 1
-	})
-	f.converge("app")
-	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase)
-	assert.Equal(t, v1alpha1.ReasonDeploymentPending, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.Equal(t, v1alpha1.ReasonRollingOut, cond(t, got, v1alpha1.ConditionProgressing).Reason)
 
 	f.setDeploymentStatus("app", rolledOut)
 	actions := f.sync("app")
@@ -102,6 +93,86 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase)
 	assert.Zero(t, got.Status.AvailableReplicas)
 	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+}
+
+// A spec change rolls the pods while the old ones keep serving: Ready and
+// DeploymentReady stay True (same lastTransitionTime), and Progressing shows the
+// rollout, from the Deployment's status lagging its new generation to its end.
+func TestRolloutKeepsReady(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	before := f.llsd("app")
+	readySince := cond(t, before, v1alpha1.ConditionReady).LastTransitionTime
+	assert.Equal(t, v1alpha1.ReasonRolloutComplete, cond(t, before, v1alpha1.ConditionProgressing).Reason)
+	f.events()
+
+	checkServing := func(step string) {
+		t.Helper()
+		got := f.llsd("app")
+		assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase, step)
+		for _, ct := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDeploymentReady} {
+			c := cond(t, got, ct)
+			assert.Equal(t, metav1.ConditionTrue, c.Status, "%s: %s %s", step, ct, c.Message)
+		}
+		assert.Equal(t, readySince, cond(t, got, v1alpha1.ConditionReady).LastTransitionTime, step)
+	}
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = append(l.Spec.Server.ContainerSpec.Env, corev1.EnvVar{Name: "X", Value: "1"})
+	})
+	f.converge("app")
+	// The fake API does not count generations: as the API server would for the new spec.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Generation = d.Status.ObservedGeneration + 1 })
+	f.converge("app")
+	d := f.deployment("app")
+	require.Less(t, d.Status.ObservedGeneration, d.Generation, "the Deployment's status lags its new spec")
+	checkServing("status lagging")
+	assert.Equal(t, v1alpha1.ReasonRollingOut, cond(t, f.llsd("app"), v1alpha1.ConditionProgressing).Reason)
+
+	// The new pod starts beside the old one (surge), then replaces it.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	})
+	f.converge("app")
+	checkServing("surge")
+	p := cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	assert.Equal(t, metav1.ConditionTrue, p.Status)
+	assert.Equal(t, v1alpha1.ReasonRollingOut, p.Reason)
+
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	checkServing("done")
+	assert.Equal(t, v1alpha1.ReasonRolloutComplete, cond(t, f.llsd("app"), v1alpha1.ConditionProgressing).Reason)
+	assert.Zero(t, countEvents(f.events(), "Normal Ready"), "no second Ready Event")
+
+	// A rollout that stopped making progress is False, with the Deployment's words.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "app-5d8" has timed out progressing.`}}
+	})
+	f.converge("app")
+	p = cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	assert.Equal(t, metav1.ConditionFalse, p.Status)
+	assert.Equal(t, v1alpha1.ReasonProgressDeadlineExceeded, p.Reason)
+	assert.Contains(t, p.Message, "has timed out progressing")
+}
+
+// An HPA scaling above what the CR asks for does not make a serving CR unready while
+// the new replicas start.
+func TestHPAScaleUpKeepsReady(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
+	}))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	f.updateDeployment("app", hpaManager, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(4)) })
+	f.converge("app")
+	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionReady).Status)
 }
 
 // findCondition is the CR's condition of that type, or nil.

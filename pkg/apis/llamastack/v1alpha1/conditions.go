@@ -6,6 +6,10 @@ const (
 	ConditionReady = "Ready"
 	// ConditionDeploymentReady reports the server Deployment, and every user error that keeps it from converging.
 	ConditionDeploymentReady = "DeploymentReady"
+	// ConditionProgressing reports a rollout of the server Deployment, as the Deployment's
+	// own condition of that name does: True while rolling out and once complete (by its
+	// reason), False when the rollout stopped making progress.
+	ConditionProgressing = "Progressing"
 	// ConditionStorageReady reports the PersistentVolumeClaim (present only with spec.server.storage).
 	ConditionStorageReady = "StorageReady"
 	// ConditionServiceReady reports the Service.
@@ -34,9 +38,15 @@ const (
 	ReasonNotReady          = "NotReady"
 	ReasonTerminating       = "Terminating"
 
+	ReasonRollingOut               = "RollingOut"
+	ReasonRolloutComplete          = "RolloutComplete"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+
 	ReasonHealthCheckPassed  = "HealthCheckPassed"
 	ReasonHealthCheckFailed  = "HealthCheckFailed"
 	ReasonHealthCheckPending = "HealthCheckPending"
+	// ReasonServerNotAvailable: no replica is available to ask.
+	ReasonServerNotAvailable = "ServerNotAvailable"
 
 	ReasonStorageInSync         = "InSync"
 	ReasonShrinkRefused         = "ShrinkRefused"
