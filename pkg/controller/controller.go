@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
@@ -114,6 +115,10 @@ type Controller struct {
 	prober *prober
 	// caFailures remembers, per CR, CA bundle sources that do not build (caFailure).
 	caFailures sync.Map
+	// failing holds, per CR, when its syncs started failing (failure).
+	failing sync.Map
+	// clock tells the time of failures; tests replace it.
+	clock clock.PassiveClock
 
 	operatorNamespace string
 	watchNamespace    string
@@ -160,6 +165,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: controllerName}),
 		recheck:   workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](2*time.Second, 5*time.Minute),
 		recheckAt: map[cache.ObjectName]time.Time{},
+		clock:     clock.RealClock{},
 	}
 	if c.distributions == nil {
 		c.distributions = builtinDistributions()
@@ -187,7 +193,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		{llsdInformer.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: c.updateLLSD,
-			DeleteFunc: func(obj any) {}, // children go with the CR (garbage collection)
+			// Its children go with it (garbage collection); the sync of a deleted CR
+			// drops what is kept for it.
+			DeleteFunc: c.enqueueDeleted,
 		}},
 		{deployInformer.Informer(), c.ownedHandler()},
 		{svcInformer.Informer(), c.ownedHandler()},
@@ -436,13 +444,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	if apierrors.IsConflict(err) {
+	if real := withoutConflicts(err); real == nil {
 		// The cache was behind a write (often our own status update): retry quietly.
 		observeSync(start, "conflict")
 		logger.V(4).Info("Conflict, requeuing", "err", err)
 	} else {
 		observeSync(start, "error")
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing; requeuing for later retry", "objectReference", key)
+		utilruntime.HandleErrorWithContext(ctx, real, "Error syncing; requeuing for later retry", "objectReference", key)
 	}
 	c.queue.AddRateLimited(key)
 	return true
@@ -451,6 +459,16 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // enqueue adds a CR to the queue.
 func (c *Controller) enqueue(obj any) {
 	key, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// enqueueDeleted adds a deleted CR to the queue, also when known only by its tombstone.
+func (c *Controller) enqueueDeleted(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return

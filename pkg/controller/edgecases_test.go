@@ -17,6 +17,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -91,20 +92,69 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 	assert.Equal(t, "x: 1", cp.Data["config.yaml"])
 }
 
-// An API error that is not the user's is retried, and meanwhile the CR says what is wrong.
+// An API error that is not the user's is retried; once it has persisted for 30 s the CR
+// says what is wrong, and a success clears it.
 func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	f.c.clock = clk
+	failing := true
 	f.kubeclient.PrependReactor("patch", "services", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("admission webhook denied the request")
+		if failing {
+			return true, nil, errors.New("admission webhook denied the request")
+		}
+		return false, nil, nil
 	})
-	err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: testNamespace, Name: "app"})
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 8080 })
+	start := clk.Now()
+	for _, after := range []time.Duration{0, 10 * time.Second, 29 * time.Second} {
+		clk.SetTime(start.Add(after))
+		err := f.c.syncHandler(f.ctx, key("app"))
+		require.ErrorContains(t, err, "admission webhook denied the request")
+		f.refreshCaches()
+		assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase, "a failure of %s is retried quietly", after)
+	}
+	clk.SetTime(start.Add(31 * time.Second))
+	err := f.c.syncHandler(f.ctx, key("app"))
 	require.ErrorContains(t, err, "admission webhook denied the request")
+	f.refreshCaches()
 	l := f.llsd("app")
 	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
 	c := cond(t, l, v1alpha1.ConditionDeploymentReady)
 	assert.Equal(t, v1alpha1.ReasonDeploymentFailed, c.Reason)
 	assert.Contains(t, c.Message, "Resource reconciliation failed:")
 	assert.Contains(t, c.Message, "admission webhook denied the request")
+
+	// Recovered: Ready again, and the clock starts afresh for the next failure.
+	failing = false
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	failing = true
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 8081 })
+	clk.SetTime(clk.Now().Add(time.Hour))
+	require.Error(t, f.c.syncHandler(f.ctx, key("app")))
+	f.refreshCaches()
+	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+}
+
+// Conflicts never become a DeploymentFailed, and a real error joined with a conflict
+// is what gets logged.
+func TestWithoutConflicts(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "x", errors.New("changed"))
+	real := errors.New("etcdserver: request timed out")
+	assert.Nil(t, withoutConflicts(conflict))
+	assert.Nil(t, withoutConflicts(errors.Join(conflict, fmt.Errorf("applying: %w", conflict))))
+	got := withoutConflicts(errors.Join(conflict, real))
+	require.Error(t, got)
+	assert.Equal(t, real.Error(), got.Error())
+	assert.Equal(t, real, withoutConflicts(real))
+	assert.Nil(t, withoutConflicts(nil))
 }
 
 func TestNamespaceTerminating(t *testing.T) {

@@ -113,3 +113,24 @@ func TestDisablingAutoscalingReturnsToSpecReplicas(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, int32(3), f.replicas("app"))
 }
+
+// A Deployment missing from the filtered cache (its managed-by label removed by hand)
+// is read live before replicas are chosen: the HPA's count is never lowered.
+func TestHPACountKeptOnACacheMiss(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
+	}))
+	f.converge("app")
+	f.scaleAsHPA("app", 4)
+	f.converge("app")
+	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, labelManagedBy) })
+	_, err := f.c.deployments.cached(testNamespace, "app")
+	require.Error(t, err, "the Deployment left the filtered cache")
+
+	actions := f.sync("app")
+	assert.Equal(t, int32(4), f.replicas("app"), "replicas went from the HPA's 4 down")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"), "the label is put back")
+	assert.Equal(t, ManagedByValue, f.deployment("app").Labels[labelManagedBy])
+	f.converge("app")
+	assert.Equal(t, int32(4), f.replicas("app"))
+}

@@ -45,7 +45,10 @@ type prober struct {
 	mu       sync.Mutex
 	results  map[cache.ObjectName]probeResult
 	inFlight map[cache.ObjectName]bool
-	wg       sync.WaitGroup
+	// stale marks probes in flight whose CR was forgotten meanwhile: their answers are
+	// dropped.
+	stale map[cache.ObjectName]bool
+	wg    sync.WaitGroup
 }
 
 func newProber(cfg ServerProbe, enqueue func(cache.ObjectName)) *prober {
@@ -57,7 +60,7 @@ func newProber(cfg ServerProbe, enqueue func(cache.ObjectName)) *prober {
 	}
 	return &prober{
 		cfg: cfg, enqueue: enqueue, client: &serverClient{http: cfg.HTTPClient, timeout: cfg.Timeout},
-		results: map[cache.ObjectName]probeResult{}, inFlight: map[cache.ObjectName]bool{},
+		results: map[cache.ObjectName]probeResult{}, inFlight: map[cache.ObjectName]bool{}, stale: map[cache.ObjectName]bool{},
 	}
 }
 
@@ -87,14 +90,19 @@ func (p *prober) run(ctx context.Context, key cache.ObjectName, uid types.UID, b
 	klog.FromContext(ctx).V(4).Info("Probed server", "url", baseURL, "healthy", info.healthy, "version", info.version)
 	p.mu.Lock()
 	delete(p.inFlight, key)
-	p.results[key] = probeResult{uid: uid, at: time.Now(), info: info}
+	if p.stale[key] {
+		delete(p.stale, key)
+	} else {
+		p.results[key] = probeResult{uid: uid, at: time.Now(), info: info}
+	}
 	p.mu.Unlock()
 	if ctx.Err() == nil {
 		p.enqueue(key)
 	}
 }
 
-// forget drops what is known of a CR (deleted, or its server not ready).
+// forget drops what is known of a CR (deleted, or its server not available), and the
+// answer of a probe still in flight for it.
 func (p *prober) forget(key cache.ObjectName) {
 	if p == nil {
 		return
@@ -102,6 +110,9 @@ func (p *prober) forget(key cache.ObjectName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.results, key)
+	if p.inFlight[key] {
+		p.stale[key] = true
+	}
 }
 
 // wait waits for the probes in flight (they end within their timeouts).

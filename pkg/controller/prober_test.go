@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -183,4 +184,92 @@ func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
 	assert.Equal(t, l.Status.DistributionConfig.Providers, st.DistributionConfig.Providers)
 	st = f.c.calculateStatus(l, observed{deployment: d, probe: &probeResult{info: serverInfo{healthy: true, providersKnown: true}}}, metav1.Now())
 	assert.Empty(t, st.DistributionConfig.Providers, "an answer with no providers clears them")
+}
+
+// A server that stops serving is probed afresh when it comes back: no HealthCheck=True
+// from before the outage.
+func TestHealthCheckAfterAnOutageIsFresh(t *testing.T) {
+	srv := newFakeLlamaStack(t)
+	f := newFixture(t, newLLSD("app"))
+	probed := f.withProber(srv, time.Second)
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.sync("app")
+	waitProbed(t, probed)
+	f.converge("app")
+	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+
+	// Outage: no replica available; the server comes back unhealthy.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 })
+	f.converge("app")
+	assert.Equal(t, v1alpha1.ReasonServerNotAvailable, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Reason)
+	srv.healthy.Store(false)
+	f.setDeploymentStatus("app", rolledOut)
+	f.sync("app")
+	c := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	assert.NotEqual(t, metav1.ConditionTrue, c.Status, "the answer from before the outage was reused")
+	waitProbed(t, probed)
+	f.sync("app")
+	c = cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, v1alpha1.ReasonHealthCheckFailed, c.Reason)
+}
+
+// A CR's delete clears everything kept for it: the prober's answers (also one still in
+// flight), the CA bundle failure memory, the recheck backoff, the failure clock and the
+// ready gauge series.
+func TestDeletedCRLeavesNoState(t *testing.T) {
+	RegisterMetrics()
+	for _, probing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("probing=%t", probing), func(t *testing.T) {
+			srv := newFakeLlamaStack(t)
+			f := newFixture(t, newLLSD("app"))
+			var probed chan cache.ObjectName
+			if probing {
+				probed = f.withProber(srv, time.Second)
+			}
+			f.converge("app")
+			f.setDeploymentStatus("app", rolledOut)
+			f.converge("app")
+			k := key("app")
+			labels := map[string]string{"namespace": testNamespace, "name": "app"}
+			require.Equal(t, 1.0, gauge(t, "llama_stack_controller_llamastackdistribution_ready", labels))
+			f.c.caFailures.Store(k, caFailure{})
+			f.c.failing.Store(k, failure{})
+			f.c.scheduleRecheck(k)
+			if probing {
+				waitProbed(t, probed)
+				srv.delay.Store(int64(300 * time.Millisecond))
+				f.c.prober.mu.Lock()
+				f.c.prober.results[k] = probeResult{at: time.Now().Add(-2 * time.Hour), uid: f.llsd("app").UID}
+				f.c.prober.mu.Unlock()
+				f.sync("app") // starts a probe that answers after the delete
+			}
+
+			require.NoError(t, f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Delete(f.ctx, "app", metav1.DeleteOptions{}))
+			gone := f.c.llsdLister.LlamaStackDistributions(testNamespace)
+			l, err := gone.Get("app")
+			require.NoError(t, err)
+			f.refreshCaches()
+			f.queued()
+			f.c.enqueueDeleted(cache.DeletedFinalStateUnknown{Key: "demo/app", Obj: l})
+			require.Equal(t, []cache.ObjectName{k}, f.queued(), "the delete is synced")
+			f.sync("app")
+			if probing {
+				waitProbed(t, probed)
+				f.c.prober.mu.Lock()
+				assert.Empty(t, f.c.prober.results, "prober results kept")
+				assert.Empty(t, f.c.prober.stale)
+				f.c.prober.mu.Unlock()
+			}
+			_, ok := f.c.caFailures.Load(k)
+			assert.False(t, ok, "CA failure memory kept")
+			_, ok = f.c.failing.Load(k)
+			assert.False(t, ok, "failure clock kept")
+			f.c.recheckMu.Lock()
+			assert.Empty(t, f.c.recheckAt, "recheck kept")
+			f.c.recheckMu.Unlock()
+			assert.Equal(t, -1.0, gauge(t, "llama_stack_controller_llamastackdistribution_ready", labels), "ready gauge series kept")
+		})
+	}
 }

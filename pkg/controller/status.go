@@ -271,12 +271,21 @@ func firstFalseMessage(conds []metav1.Condition) string {
 	return "not ready"
 }
 
-// updateStatus writes the status when it differs from the CR's, and records the Events
-// of a phase change and of each new problem.
+// updateStatus writes the status when it differs from the CR's, then records the Events
+// of a phase change and of each new problem: only once the write succeeded, so a
+// conflict and its retry cannot record them twice.
 func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDistribution, st v1alpha1.LlamaStackDistributionStatus, problems []userError) error {
 	if equality.Semantic.DeepEqual(l.Status, st) {
 		return nil
 	}
+	updated := l.DeepCopy()
+	updated.Status = st
+	_, err := c.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "phase", st.Phase)
+
 	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
 	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
 		for _, p := range problems {
@@ -296,12 +305,5 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {
 		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
 	}
-	updated := l.DeepCopy()
-	updated.Status = st
-	_, err := c.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	klog.FromContext(ctx).V(2).Info("Updated status", "phase", st.Phase)
 	return nil
 }

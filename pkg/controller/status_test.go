@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,7 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -421,4 +426,55 @@ func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
 	assertControlledChild(t, f.stored(kindService, "app-service"), got)
 	assert.Zero(t, f.c.recheck.NumRequeues(key("app")), "the backoff is reset once resolved")
+}
+
+// The Events of a status change are recorded once the status write succeeded: a
+// conflict and its retry record them once.
+func TestStatusEventsAfterTheWrite(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Distribution.Name = "no-such-distribution"
+	}))
+	conflicts := 1
+	f.client.PrependReactor("update", "llamastackdistributions", func(a core.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "llamastackdistributions"}, "app", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	err := f.c.syncHandler(f.ctx, key("app"))
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Empty(t, f.events(), "an Event for a status that was not written")
+	f.converge("app")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning DistributionNotSupported"))
+}
+
+// The ready gauge follows what the CR reports on every path, a failed sync included.
+func TestReadyGaugeOnEveryPath(t *testing.T) {
+	RegisterMetrics()
+	labels := map[string]string{"namespace": testNamespace, "name": "app"}
+	const name = "llama_stack_controller_llamastackdistribution_ready"
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.Equal(t, 1.0, gauge(t, name, labels))
+
+	readyGauge.DeleteLabelValues(testNamespace, "app") // as in a new process
+	f.kubeclient.PrependReactor("get", "deployments", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("try later")
+	})
+	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, labelManagedBy) })
+	require.Error(t, f.c.syncHandler(f.ctx, key("app")))
+	assert.Equal(t, 1.0, gauge(t, name, labels), "a failed sync left the gauge unset")
+
+	// Being deleted: not ready.
+	l := f.llsd("app")
+	l.DeletionTimestamp = ptr.To(metav1.Now())
+	l.Finalizers = []string{"example.com/hold"}
+	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.sync("app")
+	assert.Equal(t, 0.0, gauge(t, name, labels))
 }

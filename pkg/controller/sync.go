@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -29,10 +30,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	cached, err := c.llsdLister.LlamaStackDistributions(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.forgetRecheck(key)
-		c.prober.forget(key)
-		c.caFailures.Delete(key)
-		readyGauge.DeleteLabelValues(key.Namespace, key.Name)
+		c.forget(key)
 		return nil // deleted: its children go with it (garbage collection)
 	}
 	if err != nil {
@@ -40,44 +38,118 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	l := cached.DeepCopy()
 	now := metav1.Now()
+	// The ready gauge follows what the CR reports, whichever way the sync ends.
+	reported := l.Status
+	defer func() { setReadyGauge(key, reported) }()
+	write := func(st v1alpha1.LlamaStackDistributionStatus, problems []userError) error {
+		if err := c.updateStatus(ctx, l, st, problems); err != nil {
+			return err
+		}
+		reported = st
+		return nil
+	}
 
 	if l.DeletionTimestamp != nil {
-		return c.updateStatus(ctx, l, c.calculateStatus(l, observed{}, now), nil)
+		return write(c.calculateStatus(l, observed{}, now), nil)
 	}
 
 	obs, err := c.ensureChildren(ctx, l)
 	if err != nil {
-		if !apierrors.IsConflict(err) && !namespaceTerminating(err) && ctx.Err() == nil {
-			// Retried with backoff; meanwhile the CR says what is wrong, as upstream did.
-			obs.problems = append(obs.problems, userError{v1alpha1.ReasonDeploymentFailed, "Resource reconciliation failed: " + err.Error()})
-			if serr := c.updateStatus(ctx, l, c.calculateStatus(l, obs, now), obs.problems); serr != nil {
-				klog.FromContext(ctx).V(2).Info("Could not report the failure in status", "err", serr)
+		if real := withoutConflicts(err); real != nil && !namespaceTerminating(err) && ctx.Err() == nil {
+			// One failed request is retried quietly; one that keeps failing is reported,
+			// as upstream did, while the retries go on.
+			if c.failingFor(key, l.UID, c.clock.Now()) >= persistentErrorAfter {
+				obs.problems = append(obs.problems, userError{v1alpha1.ReasonDeploymentFailed, "Resource reconciliation failed: " + real.Error()})
+				if serr := write(c.calculateStatus(l, obs, now), obs.problems); serr != nil {
+					logger.V(2).Info("Could not report the failure in status", "err", serr)
+				}
 			}
 		}
 		return err
 	}
+	c.failing.Delete(key)
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha1.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
 	} else {
 		c.forgetRecheck(key)
 	}
-	if c.prober.enabled() && serving(obs.deployment) {
-		// The server answers for itself; asked again every interval, off the workers.
-		next := c.prober.cfg.Interval
-		if res, ok := c.prober.result(ctx, key, l); ok {
-			obs.probe = &res
-			next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
+	if c.prober.enabled() {
+		if serving(obs.deployment) {
+			// The server answers for itself; asked again every interval, off the workers.
+			next := c.prober.cfg.Interval
+			if res, ok := c.prober.result(ctx, key, l); ok {
+				obs.probe = &res
+				next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
+			}
+			c.queue.AddAfter(key, next)
+		} else {
+			// Answers from before an outage say nothing of the server that comes back.
+			c.prober.forget(key)
 		}
-		c.queue.AddAfter(key, next)
 	}
-	st := c.calculateStatus(l, obs, now)
+	return write(c.calculateStatus(l, obs, now), obs.problems)
+}
+
+// persistentErrorAfter is how long a child's writes keep failing before the CR reports
+// it: a single 500, timeout or 429 does not flip Ready.
+const persistentErrorAfter = 30 * time.Second
+
+// failure is when the syncs of one CR (by UID) started failing.
+type failure struct {
+	uid   types.UID
+	since time.Time
+}
+
+// failingFor records that the sync of key failed at now and returns for how long it has
+// been failing without a success in between.
+func (c *Controller) failingFor(key cache.ObjectName, uid types.UID, now time.Time) time.Duration {
+	v, loaded := c.failing.LoadOrStore(key, failure{uid: uid, since: now})
+	if f := v.(failure); loaded && f.uid == uid {
+		return now.Sub(f.since)
+	}
+	c.failing.Store(key, failure{uid: uid, since: now})
+	return 0
+}
+
+// forget drops everything kept for a CR that is gone: the recheck backoff, the server's
+// answers, the CA bundle failure memory, the failure clock and its ready gauge series.
+func (c *Controller) forget(key cache.ObjectName) {
+	c.forgetRecheck(key)
+	c.prober.forget(key)
+	c.caFailures.Delete(key)
+	c.failing.Delete(key)
+	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// setReadyGauge sets the CR's ready gauge from its reported status.
+func setReadyGauge(key cache.ObjectName, st v1alpha1.LlamaStackDistributionStatus) {
 	ready := 0.0
 	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 		ready = 1
 	}
 	readyGauge.WithLabelValues(key.Namespace, key.Name).Set(ready)
-	return c.updateStatus(ctx, l, st, obs.problems)
+}
+
+// withoutConflicts returns err without the conflicts joined in it (nil when it held
+// only conflicts): a conflict is a quiet retry, and must not hide a real error.
+func withoutConflicts(err error) error {
+	if err == nil {
+		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range joined.Unwrap() {
+			if r := withoutConflicts(e); r != nil {
+				rest = append(rest, r)
+			}
+		}
+		return errors.Join(rest...)
+	}
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // ensureChildren resolves the CR's inputs and ensures each child. A user error in the
@@ -308,12 +380,14 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStac
 	if l.Spec.Server.Autoscaling == nil {
 		in.replicas = &l.Spec.Replicas
 	} else {
-		cur, err := c.deployments.cached(l.Namespace, deploymentName(l))
+		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
+		// choosing replicas without the running count would scale it down.
+		cur, found, err := c.deployments.current(ctx, l.Namespace, deploymentName(l))
 		switch {
-		case apierrors.IsNotFound(err):
-			in.replicas = ptr.To(hpaMinReplicas(l))
 		case err != nil:
 			return nil, err
+		case !found:
+			in.replicas = ptr.To(hpaMinReplicas(l))
 		case isControlledBy(cur, l):
 			owned, err := c.deployments.extract(cur, FieldManager)
 			if err != nil {
