@@ -69,7 +69,7 @@ type serverClient struct {
 func (s *serverClient) probe(ctx context.Context, baseURL string) serverInfo {
 	base := strings.TrimRight(baseURL, "/")
 	healthy, msg := s.health(ctx, base)
-	info := serverInfo{healthy: healthy, healthMsg: shorten(msg, maxHealthMessage)}
+	info := serverInfo{healthy: healthy, healthMsg: truncate(msg, maxHealthMessage, ellipsis)}
 	if !healthy {
 		return info
 	}
@@ -97,7 +97,7 @@ func (s *serverClient) health(ctx context.Context, base string) (bool, string) {
 		return false, "health endpoint returned JSON without a status"
 	}
 	if !strings.EqualFold(strings.TrimSpace(*reply.Status), serverHealthStatusOK) {
-		return false, "server reported health status " + strconv.Quote(shorten(*reply.Status, 64))
+		return false, "server reported health status " + strconv.Quote(truncate(*reply.Status, 64, ellipsis))
 	}
 	return true, healthPassedMessage
 }
@@ -153,7 +153,7 @@ func (s *serverClient) providers(ctx context.Context, base string) ([]v1alpha1.P
 		} else {
 			info.Health = v1alpha1.ProviderHealthStatus{
 				Status:  p.Health.Status,
-				Message: shorten(p.Health.Message, maxProviderMessage),
+				Message: truncate(p.Health.Message, maxProviderMessage, ellipsis),
 			}
 		}
 		out = append(out, info)
@@ -235,16 +235,4 @@ func (s *serverClient) describeError(err error) string {
 		err = urlErr.Err
 	}
 	return "server unreachable: " + err.Error()
-}
-
-// shorten cuts s to at most n bytes on a rune boundary, marking a cut with "...".
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -442,11 +442,3 @@ func TestProbeProviderMessageIsCut(t *testing.T) {
 	assert.True(t, strings.HasSuffix(msg, "..."))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(msg, "...")))
 }
-
-func TestShorten(t *testing.T) {
-	assert.Equal(t, "abc", shorten("abc", 3))
-	assert.Equal(t, "a...", shorten("abcde", 4))
-	// "é" is two bytes: the cut must not split it.
-	assert.Equal(t, "ééé", shorten("ééé", 6))
-	assert.Equal(t, "é...", shorten("éééé", 6))
-}
