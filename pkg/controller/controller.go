@@ -164,7 +164,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	}
 	c.syncHandler = c.sync
-	if cfg.ServerProbe.HTTPClient != nil && cfg.ServerProbe.BaseURL != nil {
+	if cfg.ServerProbe.Endpoint != nil {
 		c.prober = newProber(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
 	}
 	c.wireChildKinds(deployInformer.Lister(), svcInformer.Lister(), pvcInformer.Lister(), hpaInformer.Lister(),
