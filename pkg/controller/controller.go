@@ -16,7 +16,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,7 +39,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -129,9 +127,6 @@ type Controller struct {
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
-// configMapIndex indexes CRs by the "<namespace>/<name>" of every ConfigMap they reference.
-const configMapIndex = "configMapRef"
-
 // NewController wires the informers' handlers and returns the controller.
 func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
@@ -175,7 +170,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	}
 	c.syncHandler = c.sync
-	if cfg.ServerProbe.HTTPClient != nil && cfg.ServerProbe.BaseURL != nil {
+	if cfg.ServerProbe.Endpoint != nil {
 		c.prober = newProber(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
 	}
 	c.wireChildKinds(deployInformer.Lister(), svcInformer.Lister(), pvcInformer.Lister(), hpaInformer.Lister(),
@@ -223,144 +218,84 @@ func (c *Controller) wireChildKinds(
 	nps networkinglisters.NetworkPolicyLister,
 ) {
 	k := c.kubeclient
-	c.deployments = &childKind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]{
-		kind:   "Deployment",
-		cached: func(ns, n string) (*appsv1.Deployment, error) { return deployments.Deployments(ns).Get(n) },
-		live: func(ctx context.Context, ns, n string) (*appsv1.Deployment, error) {
-			return k.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{})
+	c.deployments = newChildKind("Deployment", fromLister(deployments.Deployments),
+		k.AppsV1().Deployments, appsac.ExtractDeployment, 0)
+	c.services = newChildKind("Service", fromLister(services.Services),
+		k.CoreV1().Services, coreac.ExtractService, 0)
+	// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
+	// Nor takes over its fields from a previous manager: its spec is all but immutable,
+	// and dropping a field from it would be refused.
+	c.pvcs = newChildKind("PersistentVolumeClaim", fromLister(pvcs.PersistentVolumeClaims),
+		k.CoreV1().PersistentVolumeClaims, coreac.ExtractPersistentVolumeClaim, neverDelete|neverTakeOver)
+	c.hpas = newChildKind("HorizontalPodAutoscaler", fromLister(hpas.HorizontalPodAutoscalers),
+		k.AutoscalingV2().HorizontalPodAutoscalers, autoscalingac.ExtractHorizontalPodAutoscaler, 0)
+	c.pdbs = newChildKind("PodDisruptionBudget", fromLister(pdbs.PodDisruptionBudgets),
+		k.PolicyV1().PodDisruptionBudgets, policyac.ExtractPodDisruptionBudget, 0)
+	c.ingresses = newChildKind("Ingress", fromLister(ingresses.Ingresses),
+		k.NetworkingV1().Ingresses, networkingac.ExtractIngress, 0)
+	c.networkPolicies = newChildKind("NetworkPolicy", fromLister(nps.NetworkPolicies),
+		k.NetworkingV1().NetworkPolicies, networkingac.ExtractNetworkPolicy, 0)
+	// The managed ConfigMaps are compared by content hash and written whole (see
+	// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
+	c.configMapCopies = newChildKind("ConfigMap", c.cachedConfigMap,
+		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, neverTakeOver)
+}
+
+// childKindFlags leave out what the controller never does to a kind.
+type childKindFlags uint8
+
+const (
+	// neverDelete leaves childKind.delete nil.
+	neverDelete childKindFlags = 1 << iota
+	// neverTakeOver leaves childKind.patch nil: objects are never taken over from
+	// another manager.
+	neverTakeOver
+)
+
+// typedClient is the part of a client-go typed client for one kind, in one namespace,
+// that childKind calls. Every generated client has these methods with these shapes.
+type typedClient[T any, AC any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Apply(ctx context.Context, ac *AC, opts metav1.ApplyOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// newChildKind binds one kind: cached reads the informer cache, client gives the typed
+// client of a namespace (such as kubeClient.AppsV1().Deployments), and extract is the
+// kind's Extract<Kind> function.
+func newChildKind[T metav1.Object, AC any, C typedClient[T, AC]](
+	kind string, cached func(namespace, name string) (T, error), client func(namespace string) C,
+	extract func(obj T, fieldManager string) (*AC, error), flags childKindFlags,
+) *childKind[T, AC] {
+	k := &childKind[T, AC]{
+		kind:   kind,
+		cached: cached,
+		live: func(ctx context.Context, ns, n string) (T, error) {
+			return client(ns).Get(ctx, n, metav1.GetOptions{})
 		},
-		extract: appsac.ExtractDeployment,
-		apply: func(ctx context.Context, ns string, ac *appsac.DeploymentApplyConfiguration, o metav1.ApplyOptions) (*appsv1.Deployment, error) {
-			return k.AppsV1().Deployments(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*appsv1.Deployment, error) {
-			return k.AppsV1().Deployments(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.AppsV1().Deployments(ns).Delete(ctx, n, o)
-		},
-	}
-	c.services = &childKind[*corev1.Service, coreac.ServiceApplyConfiguration]{
-		kind:   "Service",
-		cached: func(ns, n string) (*corev1.Service, error) { return services.Services(ns).Get(n) },
-		live: func(ctx context.Context, ns, n string) (*corev1.Service, error) {
-			return k.CoreV1().Services(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: coreac.ExtractService,
-		apply: func(ctx context.Context, ns string, ac *coreac.ServiceApplyConfiguration, o metav1.ApplyOptions) (*corev1.Service, error) {
-			return k.CoreV1().Services(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*corev1.Service, error) {
-			return k.CoreV1().Services(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.CoreV1().Services(ns).Delete(ctx, n, o)
-		},
-	}
-	c.pvcs = &childKind[*corev1.PersistentVolumeClaim, coreac.PersistentVolumeClaimApplyConfiguration]{
-		kind: "PersistentVolumeClaim",
-		cached: func(ns, n string) (*corev1.PersistentVolumeClaim, error) {
-			return pvcs.PersistentVolumeClaims(ns).Get(n)
-		},
-		live: func(ctx context.Context, ns, n string) (*corev1.PersistentVolumeClaim, error) {
-			return k.CoreV1().PersistentVolumeClaims(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: coreac.ExtractPersistentVolumeClaim,
-		apply: func(ctx context.Context, ns string, ac *coreac.PersistentVolumeClaimApplyConfiguration, o metav1.ApplyOptions) (*corev1.PersistentVolumeClaim, error) {
-			return k.CoreV1().PersistentVolumeClaims(ns).Apply(ctx, ac, o)
-		},
-		// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
-		delete: nil,
-		// Nor takes over its fields from a previous manager: its spec is all but
-		// immutable, and dropping a field from it would be refused.
-		patch: nil,
-	}
-	c.hpas = &childKind[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{
-		kind: "HorizontalPodAutoscaler",
-		cached: func(ns, n string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-			return hpas.HorizontalPodAutoscalers(ns).Get(n)
-		},
-		live: func(ctx context.Context, ns, n string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: autoscalingac.ExtractHorizontalPodAutoscaler,
-		apply: func(ctx context.Context, ns string, ac *autoscalingac.HorizontalPodAutoscalerApplyConfiguration, o metav1.ApplyOptions) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, n, o)
+		extract: extract,
+		apply: func(ctx context.Context, ns string, ac *AC, o metav1.ApplyOptions) (T, error) {
+			return client(ns).Apply(ctx, ac, o)
 		},
 	}
-	c.pdbs = &childKind[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{
-		kind:   "PodDisruptionBudget",
-		cached: func(ns, n string) (*policyv1.PodDisruptionBudget, error) { return pdbs.PodDisruptionBudgets(ns).Get(n) },
-		live: func(ctx context.Context, ns, n string) (*policyv1.PodDisruptionBudget, error) {
-			return k.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: policyac.ExtractPodDisruptionBudget,
-		apply: func(ctx context.Context, ns string, ac *policyac.PodDisruptionBudgetApplyConfiguration, o metav1.ApplyOptions) (*policyv1.PodDisruptionBudget, error) {
-			return k.PolicyV1().PodDisruptionBudgets(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*policyv1.PodDisruptionBudget, error) {
-			return k.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, n, o)
-		},
+	if flags&neverTakeOver == 0 {
+		k.patch = func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (T, error) {
+			return client(ns).Patch(ctx, n, types.JSONPatchType, data, o)
+		}
 	}
-	c.ingresses = &childKind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{
-		kind:   "Ingress",
-		cached: func(ns, n string) (*networkingv1.Ingress, error) { return ingresses.Ingresses(ns).Get(n) },
-		live: func(ctx context.Context, ns, n string) (*networkingv1.Ingress, error) {
-			return k.NetworkingV1().Ingresses(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: networkingac.ExtractIngress,
-		apply: func(ctx context.Context, ns string, ac *networkingac.IngressApplyConfiguration, o metav1.ApplyOptions) (*networkingv1.Ingress, error) {
-			return k.NetworkingV1().Ingresses(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*networkingv1.Ingress, error) {
-			return k.NetworkingV1().Ingresses(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.NetworkingV1().Ingresses(ns).Delete(ctx, n, o)
-		},
+	if flags&neverDelete == 0 {
+		k.delete = func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
+			return client(ns).Delete(ctx, n, o)
+		}
 	}
-	c.networkPolicies = &childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{
-		kind:   "NetworkPolicy",
-		cached: func(ns, n string) (*networkingv1.NetworkPolicy, error) { return nps.NetworkPolicies(ns).Get(n) },
-		live: func(ctx context.Context, ns, n string) (*networkingv1.NetworkPolicy, error) {
-			return k.NetworkingV1().NetworkPolicies(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: networkingac.ExtractNetworkPolicy,
-		apply: func(ctx context.Context, ns string, ac *networkingac.NetworkPolicyApplyConfiguration, o metav1.ApplyOptions) (*networkingv1.NetworkPolicy, error) {
-			return k.NetworkingV1().NetworkPolicies(ns).Apply(ctx, ac, o)
-		},
-		patch: func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (*networkingv1.NetworkPolicy, error) {
-			return k.NetworkingV1().NetworkPolicies(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		},
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.NetworkingV1().NetworkPolicies(ns).Delete(ctx, n, o)
-		},
-	}
-	c.configMapCopies = &childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]{
-		kind:   "ConfigMap",
-		cached: c.cachedConfigMap,
-		live: func(ctx context.Context, ns, n string) (*corev1.ConfigMap, error) {
-			return k.CoreV1().ConfigMaps(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: coreac.ExtractConfigMap,
-		apply: func(ctx context.Context, ns string, ac *coreac.ConfigMapApplyConfiguration, o metav1.ApplyOptions) (*corev1.ConfigMap, error) {
-			return k.CoreV1().ConfigMaps(ns).Apply(ctx, ac, o)
-		},
-		// The managed ConfigMaps are compared by content hash and written whole (see
-		// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
-		delete: func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return k.CoreV1().ConfigMaps(ns).Delete(ctx, n, o)
-		},
-	}
+	return k
+}
+
+// fromLister turns a lister's namespaced getter (such as DeploymentLister.Deployments)
+// into childKind's cached function.
+func fromLister[T any, L interface{ Get(name string) (T, error) }](namespaced func(namespace string) L) func(namespace, name string) (T, error) {
+	return func(ns, n string) (T, error) { return namespaced(ns).Get(n) }
 }
 
 // Run starts the workers and blocks until ctx is cancelled; then it stops taking new
@@ -454,164 +389,6 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	c.queue.AddRateLimited(key)
 	return true
-}
-
-// enqueue adds a CR to the queue.
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.ObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-// enqueueDeleted adds a deleted CR to the queue, also when known only by its tombstone.
-func (c *Controller) enqueueDeleted(obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-// updateLLSD enqueues a CR when something the sync reads changed: the spec (generation),
-// metadata the controller acts on, or a deletion. Status-only updates, among them the
-// controller's own, and resyncs are skipped.
-func (c *Controller) updateLLSD(oldObj, newObj any) {
-	o, ok1 := oldObj.(*v1alpha1.LlamaStackDistribution)
-	n, ok2 := newObj.(*v1alpha1.LlamaStackDistribution)
-	if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
-		return
-	}
-	if o.Generation == n.Generation && o.UID == n.UID &&
-		(o.DeletionTimestamp == nil) == (n.DeletionTimestamp == nil) {
-		return
-	}
-	c.enqueue(n)
-}
-
-// ownedHandler enqueues the CR that controls a changed child, resolved by Kind and UID.
-func (c *Controller) ownedHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.handleOwned,
-		UpdateFunc: unlessResync(c.handleOwned),
-		DeleteFunc: c.handleOwnedDelete,
-	}
-}
-
-// unlessResync makes an UpdateFunc that calls handle with the new object, except on a
-// resync, where the resourceVersion is unchanged and so is everything else.
-func unlessResync(handle func(obj any)) func(oldObj, newObj any) {
-	return func(oldObj, newObj any) {
-		o, ok1 := oldObj.(metav1.Object)
-		n, ok2 := newObj.(metav1.Object)
-		if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
-			return
-		}
-		handle(newObj)
-	}
-}
-
-func (c *Controller) handleOwned(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return
-	}
-	l, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name)
-	if err != nil || l.UID != ref.UID {
-		return // owner gone, or a new CR that merely reuses the name
-	}
-	c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
-}
-
-// handleOwnedDelete enqueues the CR that controlled a deleted child and, when the child
-// was left by an earlier CR of the same name (deleted, then created again), the CR that
-// now bears that name: it has been waiting for the garbage collector to delete it.
-func (c *Controller) handleOwnedDelete(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return
-	}
-	if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
-		c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
-	}
-}
-
-// configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of
-// a managed copy.
-func (c *Controller) configMapHandler() cache.ResourceEventHandler {
-	handle := func(obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		cm, ok := obj.(metav1.Object) // a configMapEntry (see TransformConfigMap)
-		if !ok {
-			return
-		}
-		c.handleOwned(cm)
-		objs, err := c.llsdIndexer.ByIndex(configMapIndex, cm.GetNamespace()+"/"+cm.GetName())
-		if err != nil {
-			utilruntime.HandleError(err)
-			return
-		}
-		for _, o := range objs {
-			c.enqueue(o)
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: unlessResync(handle),
-		DeleteFunc: handle,
-	}
-}
-
-// indexByConfigMap lists the ConfigMaps a CR references, as "<namespace>/<name>".
-func indexByConfigMap(obj any) ([]string, error) {
-	l, ok := obj.(*v1alpha1.LlamaStackDistribution)
-	if !ok {
-		return nil, nil
-	}
-	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
-	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
-	if uc := l.Spec.Server.UserConfig; uc != nil {
-		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
-	}
-	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
-		ns := tls.CABundle.ConfigMapNamespace
-		if ns == "" {
-			ns = l.Namespace
-		}
-		keys = append(keys, ns+"/"+tls.CABundle.ConfigMapName)
-	}
-	return keys, nil
-}
-
-// enqueueAll adds every CR to the queue.
-func (c *Controller) enqueueAll() {
-	all, err := c.llsdLister.List(labels.Everything())
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	for _, l := range all {
-		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
-	}
 }
 
 // namespaceTerminating reports whether err, or one of the errors joined in it, is the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,15 +76,6 @@ func envValue(t *testing.T, env []corev1.EnvVar, name string) string {
 	return ""
 }
 
-func assertQuantity(t *testing.T, list corev1.ResourceList, name corev1.ResourceName, want string) {
-	t.Helper()
-	got, ok := list[name]
-	if !assert.Truef(t, ok, "%s not set", name) {
-		return
-	}
-	assert.Truef(t, got.Equal(resource.MustParse(want)), "%s = %s, want %s", name, got.String(), want)
-}
-
 func volumeNames(vs []corev1.Volume) []string {
 	names := make([]string, 0, len(vs))
 	for _, v := range vs {
@@ -125,130 +117,158 @@ func defaultAntiAffinity() *corev1.Affinity {
 	}}
 }
 
+// wantDeployment is the Deployment newDeployment builds for testLLSD(nil) and
+// defaultInputs(), spelled out, then changed by each edit (c is its server container).
+func wantDeployment(edits ...func(d *appsv1.Deployment, c *corev1.Container)) *appsv1.Deployment {
+	quarter := intstr.FromString("25%")
+	d := &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "demo",
+			Namespace: "team-a",
+			Labels: map[string]string{
+				"app":                          "llama-stack",
+				"app.kubernetes.io/instance":   "demo",
+				"app.kubernetes.io/managed-by": "llama-stack-operator",
+				"app.kubernetes.io/part-of":    "llama-stack",
+			},
+			Annotations: map[string]string{"llamastack.io/distribution": "starter"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         "llamastack.io/v1alpha1",
+				Kind:               "LlamaStackDistribution",
+				Name:               "demo",
+				UID:                "uid-1",
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "demo"}},
+			Strategy: appsv1.DeploymentStrategy{
+				Type:          appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &quarter, MaxSurge: &quarter},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "demo"},
+				},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To(int64(1001)),
+						FSGroup:        ptr.To(int64(1001)),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Volumes: []corev1.Volume{{
+						Name:         "lls-storage",
+						VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+					}},
+					Containers: []corev1.Container{{
+						Name:  "llama-stack",
+						Image: testImage,
+						Ports: []corev1.ContainerPort{{ContainerPort: 8321, Protocol: corev1.ProtocolTCP}},
+						Env: []corev1.EnvVar{
+							{Name: "HF_HOME", Value: "/.llama"},
+							{Name: "LLS_WORKERS", Value: "1"},
+							{Name: "LLS_PORT", Value: "8321"},
+							{Name: "LLAMA_STACK_CONFIG", Value: "/etc/llama-stack/config.yaml"},
+						},
+						StartupProbe: &corev1.Probe{
+							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/v1/health",
+								Port: intstr.FromInt32(8321),
+							}},
+							InitialDelaySeconds: 15,
+							TimeoutSeconds:      30,
+							FailureThreshold:    3,
+							SuccessThreshold:    1,
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    resource.MustParse("1"),
+							corev1.ResourceMemory: resource.MustParse("1Gi"),
+						}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/.llama"}},
+					}},
+				},
+			},
+		},
+	}
+	for _, edit := range edits {
+		edit(d, &d.Spec.Template.Spec.Containers[0])
+	}
+	return d
+}
+
+// setEnv sets the value of a variable the container already has.
+func setEnv(c *corev1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i].Value = value
+			return
+		}
+	}
+	panic("env " + name + " not set")
+}
+
+// wantUserConfig is what withUserConfig's inputs add: the hash annotation, the startup
+// script and the ConfigMap's volume and mount.
+func wantUserConfig(d *appsv1.Deployment, c *corev1.Container) {
+	d.Spec.Template.Annotations = map[string]string{"configmap.hash/user-config": "sha256:abc"}
+	c.Command = []string{"/bin/sh", "-c", startupScript}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "user-config", MountPath: "/etc/llama-stack/", ReadOnly: true})
+	d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{
+		Name: "user-config",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "my-config"},
+		}},
+	})
+}
+
+// storageVolume is the server's volume when storage is asked for: the CR's claim.
+var storageVolume = corev1.Volume{
+	Name: "lls-storage",
+	VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+		ClaimName: "demo-pvc",
+	}},
+}
+
 func TestNewDeployment(t *testing.T) {
 	tests := map[string]struct {
 		mutate func(*v1alpha1.LlamaStackDistribution)
 		in     deploymentInputs
-		check  func(t *testing.T, d *appsv1.Deployment)
+		want   *appsv1.Deployment
 	}{
 		"default CR": {
-			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, d.TypeMeta)
-				assert.Equal(t, "demo", d.Name)
-				assert.Equal(t, "team-a", d.Namespace)
-				assert.Equal(t, map[string]string{
-					"app":                          "llama-stack",
-					"app.kubernetes.io/instance":   "demo",
-					"app.kubernetes.io/managed-by": "llama-stack-operator",
-					"app.kubernetes.io/part-of":    "llama-stack",
-				}, d.Labels)
-				assert.Equal(t, []metav1.OwnerReference{{
-					APIVersion:         "llamastack.io/v1alpha1",
-					Kind:               "LlamaStackDistribution",
-					Name:               "demo",
-					UID:                "uid-1",
-					Controller:         ptr.To(true),
-					BlockOwnerDeletion: ptr.To(true),
-				}}, d.OwnerReferences)
-				assert.Equal(t, appsv1.DeploymentStatus{}, d.Status)
-
-				selector := map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "demo"}
-				assert.Equal(t, &metav1.LabelSelector{MatchLabels: selector}, d.Spec.Selector)
-				assert.Equal(t, selector, d.Spec.Template.Labels)
-				assert.Nil(t, d.Spec.Template.Annotations)
-				assert.Equal(t, ptr.To(int32(1)), d.Spec.Replicas)
-				quarter := intstr.FromString("25%")
-				assert.Equal(t, appsv1.DeploymentStrategy{
-					Type:          appsv1.RollingUpdateDeploymentStrategyType,
-					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &quarter, MaxSurge: &quarter},
-				}, d.Spec.Strategy)
-
-				pod := d.Spec.Template.Spec
-				assert.Empty(t, pod.ServiceAccountName)
-				assert.Equal(t, ptr.To(false), pod.AutomountServiceAccountToken)
-				assert.Nil(t, pod.TerminationGracePeriodSeconds)
-				assert.Equal(t, &corev1.PodSecurityContext{
-					RunAsNonRoot:   ptr.To(true),
-					RunAsUser:      ptr.To(int64(1001)),
-					FSGroup:        ptr.To(int64(1001)),
-					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				}, pod.SecurityContext)
-				assert.Empty(t, pod.TopologySpreadConstraints)
-				assert.Nil(t, pod.Affinity)
-				assert.Equal(t, []corev1.Volume{{
-					Name:         "lls-storage",
-					VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
-				}}, pod.Volumes)
-
-				c := serverOf(t, d)
-				assert.Equal(t, "llama-stack", c.Name)
-				assert.Equal(t, testImage, c.Image)
-				assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 8321, Protocol: corev1.ProtocolTCP}}, c.Ports)
-				assert.Equal(t, []corev1.EnvVar{
-					{Name: "HF_HOME", Value: "/.llama"},
-					{Name: "LLS_WORKERS", Value: "1"},
-					{Name: "LLS_PORT", Value: "8321"},
-					{Name: "LLAMA_STACK_CONFIG", Value: "/etc/llama-stack/config.yaml"},
-				}, c.Env)
-				assert.Nil(t, c.Command)
-				assert.Nil(t, c.Args)
-				assert.Equal(t, &corev1.Probe{
-					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-						Path: "/v1/health",
-						Port: intstr.FromInt32(8321),
-					}},
-					InitialDelaySeconds: 15,
-					TimeoutSeconds:      30,
-					FailureThreshold:    3,
-					SuccessThreshold:    1,
-				}, c.StartupProbe)
-				assert.Nil(t, c.ReadinessProbe)
-				assert.Nil(t, c.LivenessProbe)
-				assert.Len(t, c.Resources.Requests, 2)
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceCPU, "1")
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceMemory, "1Gi")
-				assert.Empty(t, c.Resources.Limits)
-				assert.Equal(t, &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				}, c.SecurityContext)
-				assert.Equal(t, []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/.llama"}}, c.VolumeMounts)
-				assert.Empty(t, c.ImagePullPolicy)
-			},
+			in:   defaultInputs(),
+			want: wantDeployment(),
 		},
 		"custom port": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 9000 },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}, c.Ports)
-				assert.Equal(t, "9000", envValue(t, c.Env, "LLS_PORT"))
-				assert.Equal(t, intstr.FromInt32(9000), c.StartupProbe.HTTPGet.Port)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Ports = []corev1.ContainerPort{{ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}
+				setEnv(c, "LLS_PORT", "9000")
+				c.StartupProbe.HTTPGet.Port = intstr.FromInt32(9000)
+			}),
 		},
 		"custom container name": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Name = "server" },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, "server", serverOf(t, d).Name)
-			},
+			want:   wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { c.Name = "server" }),
 		},
 		"storage with the default mount path": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = &v1alpha1.StorageSpec{} },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}, d.Spec.Strategy)
-				assert.Equal(t, []corev1.Volume{{
-					Name: "lls-storage",
-					VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-						ClaimName: "demo-pvc",
-					}},
-				}}, d.Spec.Template.Spec.Volumes)
-				c := serverOf(t, d)
-				assert.Equal(t, "/.llama", envValue(t, c.Env, "HF_HOME"))
-				assert.Equal(t, []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/.llama"}}, c.VolumeMounts)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+				d.Spec.Template.Spec.Volumes = []corev1.Volume{storageVolume}
+			}),
 		},
 		"storage with a custom mount path": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -256,26 +276,23 @@ func TestNewDeployment(t *testing.T) {
 				l.Spec.Server.Storage = &v1alpha1.StorageSpec{Size: &size, MountPath: "/data"}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, appsv1.RecreateDeploymentStrategyType, d.Spec.Strategy.Type)
-				require.Len(t, d.Spec.Template.Spec.Volumes, 1)
-				assert.Equal(t, "demo-pvc", d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName)
-				c := serverOf(t, d)
-				assert.Equal(t, "/data", envValue(t, c.Env, "HF_HOME"))
-				assert.Equal(t, []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/data"}}, c.VolumeMounts)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+				d.Spec.Template.Spec.Volumes = []corev1.Volume{storageVolume}
+				setEnv(c, "HF_HOME", "/data")
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/data"}}
+			}),
 		},
 		"four workers": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Workers = ptr.To(int32(4)) },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, "4", envValue(t, c.Env, "LLS_WORKERS"))
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceCPU, "4")
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceMemory, "1Gi")
-				assertQuantity(t, c.Resources.Limits, corev1.ResourceCPU, "4")
-				assertQuantity(t, c.Resources.Limits, corev1.ResourceMemory, "1Gi")
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				setEnv(c, "LLS_WORKERS", "4")
+				c.Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				}
+			}),
 		},
 		"user resources kept": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -288,13 +305,12 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceCPU, "500m")
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceMemory, "4Gi")
-				assert.Len(t, c.Resources.Limits, 1)
-				assertQuantity(t, c.Resources.Limits, corev1.ResourceMemory, "8Gi")
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("4Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")},
+				}
+			}),
 		},
 		"user resources with workers: zero request defaulted, missing limit follows the request": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -308,33 +324,17 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceCPU, "2")
-				assertQuantity(t, c.Resources.Requests, corev1.ResourceMemory, "2Gi")
-				assertQuantity(t, c.Resources.Limits, corev1.ResourceCPU, "3")
-				assertQuantity(t, c.Resources.Limits, corev1.ResourceMemory, "2Gi")
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				setEnv(c, "LLS_WORKERS", "2")
+				c.Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+				}
+			}),
 		},
 		"user config": {
-			in: withUserConfig(defaultInputs()),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, map[string]string{"configmap.hash/user-config": "sha256:abc"}, d.Spec.Template.Annotations)
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, c.Command)
-				assert.Nil(t, c.Args)
-				assert.Equal(t, []corev1.VolumeMount{
-					{Name: "lls-storage", MountPath: "/.llama"},
-					{Name: "user-config", MountPath: "/etc/llama-stack/", ReadOnly: true},
-				}, c.VolumeMounts)
-				assert.Equal(t, []corev1.Volume{
-					{Name: "lls-storage", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					{Name: "user-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: "my-config"},
-					}}},
-				}, d.Spec.Template.Spec.Volumes)
-				assert.Equal(t, "/etc/llama-stack/config.yaml", envValue(t, c.Env, "LLAMA_STACK_CONFIG"))
-			},
+			in:   withUserConfig(defaultInputs()),
+			want: wantDeployment(wantUserConfig),
 		},
 		"command and args without user config": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -342,41 +342,29 @@ func TestNewDeployment(t *testing.T) {
 				l.Spec.Server.ContainerSpec.Args = []string{"--verbose"}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"my-server"}, c.Command)
-				assert.Equal(t, []string{"--verbose"}, c.Args)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Command = []string{"my-server"}
+				c.Args = []string{"--verbose"}
+			}),
 		},
 		"args only without user config keep the image entrypoint": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Args = []string{"--verbose"} },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Nil(t, c.Command)
-				assert.Equal(t, []string{"--verbose"}, c.Args)
-			},
+			want:   wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { c.Args = []string{"--verbose"} }),
 		},
 		"command replaces the startup script with user config": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.ContainerSpec.Command = []string{"python3", "-m", "custom"}
 			},
 			in: withUserConfig(defaultInputs()),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"python3", "-m", "custom"}, c.Command)
-				assert.Nil(t, c.Args)
-				assert.Contains(t, mountNames(c.VolumeMounts), "user-config")
-			},
+			want: wantDeployment(wantUserConfig, func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Command = []string{"python3", "-m", "custom"}
+			}),
 		},
 		"args with user config keep the startup script": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Args = []string{"--x"} },
 			in:     withUserConfig(defaultInputs()),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, c.Command)
-				assert.Equal(t, []string{"--x"}, c.Args)
-			},
+			want:   wantDeployment(wantUserConfig, func(d *appsv1.Deployment, c *corev1.Container) { c.Args = []string{"--x"} }),
 		},
 		"user env follows the controller's": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -388,11 +376,13 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"HF_HOME", "LLS_WORKERS", "LLS_PORT", "LLAMA_STACK_CONFIG", "OLLAMA_URL", "TOKEN"}, envNames(c.Env))
-				assert.Equal(t, "s", c.Env[5].ValueFrom.SecretKeyRef.Name)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Env = append(c.Env,
+					corev1.EnvVar{Name: "OLLAMA_URL", Value: "http://ollama:11434"},
+					corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "token",
+					}}})
+			}),
 		},
 		"user HF_HOME replaces the controller's": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -402,16 +392,15 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []corev1.EnvVar{
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Env = []corev1.EnvVar{
 					{Name: "LLS_WORKERS", Value: "1"},
 					{Name: "LLS_PORT", Value: "8321"},
 					{Name: "LLAMA_STACK_CONFIG", Value: "/etc/llama-stack/config.yaml"},
 					{Name: "A", Value: "a"},
 					{Name: "HF_HOME", Value: "/models"},
-				}, c.Env)
-			},
+				}
+			}),
 		},
 		"repeated user variable keeps the last value once": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -424,53 +413,50 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				c := serverOf(t, d)
-				assert.Equal(t, []corev1.EnvVar{
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.Env = []corev1.EnvVar{
 					{Name: "HF_HOME", Value: "/.llama"},
 					{Name: "LLS_WORKERS", Value: "1"},
 					{Name: "LLAMA_STACK_CONFIG", Value: "/etc/llama-stack/config.yaml"},
 					{Name: "A", Value: "last"},
 					{Name: "B", Value: "b"},
 					{Name: "LLS_PORT", Value: "2"},
-				}, c.Env)
-			},
+				}
+			}),
 		},
 		"service account keeps the token mount default": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{ServiceAccountName: "llama-sa"}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, "llama-sa", d.Spec.Template.Spec.ServiceAccountName)
-				assert.Nil(t, d.Spec.Template.Spec.AutomountServiceAccountToken)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.ServiceAccountName = "llama-sa"
+				d.Spec.Template.Spec.DeprecatedServiceAccount = "llama-sa"
+				d.Spec.Template.Spec.AutomountServiceAccountToken = nil
+			}),
 		},
 		"termination grace period zero": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{TerminationGracePeriodSeconds: ptr.To(int64(0))}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, ptr.To(int64(0)), d.Spec.Template.Spec.TerminationGracePeriodSeconds)
-				assert.Equal(t, ptr.To(false), d.Spec.Template.Spec.AutomountServiceAccountToken)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(0))
+			}),
 		},
 		"termination grace period set": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{TerminationGracePeriodSeconds: ptr.To(int64(120))}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, ptr.To(int64(120)), d.Spec.Template.Spec.TerminationGracePeriodSeconds)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(120))
+			}),
 		},
 		"empty pod overrides change nothing": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{} },
 			in:     defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, newDeployment(testLLSD(nil), defaultInputs()), d)
-			},
+			want:   wantDeployment(),
 		},
 		"override volumes and mounts follow the controller's": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -483,13 +469,13 @@ func TestNewDeployment(t *testing.T) {
 				}
 			},
 			in: withUserConfig(defaultInputs()),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, []string{"lls-storage", "user-config", "models"}, volumeNames(d.Spec.Template.Spec.Volumes))
-				assert.Equal(t, corev1.StorageMediumMemory, d.Spec.Template.Spec.Volumes[2].EmptyDir.Medium)
-				c := serverOf(t, d)
-				assert.Equal(t, []string{"lls-storage", "user-config", "models"}, mountNames(c.VolumeMounts))
-				assert.Equal(t, "/models", c.VolumeMounts[2].MountPath)
-			},
+			want: wantDeployment(wantUserConfig, func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{
+					Name:         "models",
+					VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
+				})
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "models", MountPath: "/models"})
+			}),
 		},
 		"security context overrides": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -499,26 +485,23 @@ func TestNewDeployment(t *testing.T) {
 				l.Spec.Server.ContainerSpec.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(2000))}, d.Spec.Template.Spec.SecurityContext)
-				assert.Equal(t, &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}, serverOf(t, d).SecurityContext)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(2000))}
+				c.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+			}),
 		},
 		"more than one replica spreads the pods": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 },
 			in:     deploymentInputs{image: testImage, replicas: ptr.To(int32(3))},
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, ptr.To(int32(3)), d.Spec.Replicas)
-				assert.Equal(t, defaultSpread(), d.Spec.Template.Spec.TopologySpreadConstraints)
-				assert.Equal(t, defaultAntiAffinity(), d.Spec.Template.Spec.Affinity)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Replicas = ptr.To(int32(3))
+				d.Spec.Template.Spec.TopologySpreadConstraints = defaultSpread()
+				d.Spec.Template.Spec.Affinity = defaultAntiAffinity()
+			}),
 		},
 		"one replica is not spread": {
-			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Nil(t, d.Spec.Template.Spec.TopologySpreadConstraints)
-				assert.Nil(t, d.Spec.Template.Spec.Affinity)
-			},
+			in:   defaultInputs(),
+			want: wantDeployment(),
 		},
 		"custom spread with one replica": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -527,12 +510,11 @@ func TestNewDeployment(t *testing.T) {
 				}}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, []corev1.TopologySpreadConstraint{{
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 					MaxSkew: 2, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule,
-				}}, d.Spec.Template.Spec.TopologySpreadConstraints)
-				assert.Nil(t, d.Spec.Template.Spec.Affinity)
-			},
+				}}
+			}),
 		},
 		"custom spread with more than one replica": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
@@ -542,26 +524,23 @@ func TestNewDeployment(t *testing.T) {
 				}}
 			},
 			in: defaultInputs(),
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				require.Len(t, d.Spec.Template.Spec.TopologySpreadConstraints, 1)
-				assert.Equal(t, "rack", d.Spec.Template.Spec.TopologySpreadConstraints[0].TopologyKey)
-				assert.Equal(t, defaultAntiAffinity(), d.Spec.Template.Spec.Affinity)
-			},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+					MaxSkew: 2, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule,
+				}}
+				d.Spec.Template.Spec.Affinity = defaultAntiAffinity()
+			}),
 		},
 		"replicas left to an autoscaler": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 			},
-			in: deploymentInputs{image: testImage},
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Nil(t, d.Spec.Replicas)
-			},
+			in:   deploymentInputs{image: testImage},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = nil }),
 		},
 		"replicas set from the inputs": {
-			in: deploymentInputs{image: testImage, replicas: ptr.To(int32(0))},
-			check: func(t *testing.T, d *appsv1.Deployment) {
-				assert.Equal(t, ptr.To(int32(0)), d.Spec.Replicas)
-			},
+			in:   deploymentInputs{image: testImage, replicas: ptr.To(int32(0))},
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = ptr.To(int32(0)) }),
 		},
 	}
 	for name, tc := range tests {
@@ -575,7 +554,9 @@ func TestNewDeployment(t *testing.T) {
 				assert.Falsef(t, seen[n], "env %s appears twice in %v", n, names)
 				seen[n] = true
 			}
-			tc.check(t, d)
+			if diff := cmp.Diff(tc.want, d); diff != "" {
+				t.Errorf("newDeployment() mismatch (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

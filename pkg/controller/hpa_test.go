@@ -3,9 +3,11 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -113,17 +115,21 @@ func TestNewHPA(t *testing.T) {
 
 			got := newHPA(l)
 
-			assert.Equal(t, wantChildMeta("demo-hpa"), got.ObjectMeta)
-			assert.Equal(t, "demo", got.Labels["app.kubernetes.io/instance"], "upstream left the instance label empty")
-			assert.Equal(t, autoscalingv2.HorizontalPodAutoscalerSpec{
-				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "demo"},
-				MinReplicas:    ptr.To(tc.wantMin),
-				MaxReplicas:    tc.wantMax,
-				Metrics:        tc.wantMetrics,
-			}, got.Spec)
+			// No behavior, and the instance label set (upstream left it empty).
+			want := &autoscalingv2.HorizontalPodAutoscaler{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
+				ObjectMeta: wantChildMeta("demo-hpa"),
+				Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+					ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "demo"},
+					MinReplicas:    ptr.To(tc.wantMin),
+					MaxReplicas:    tc.wantMax,
+					Metrics:        tc.wantMetrics,
+				},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newHPA() mismatch (-want +got):\n%s", d)
+			}
 			assert.LessOrEqual(t, *got.Spec.MinReplicas, got.Spec.MaxReplicas, "the HPA must be valid")
-			assert.Nil(t, got.Spec.Behavior)
-			assert.Zero(t, got.Status)
 			assert.Equal(t, tc.wantMin, hpaMinReplicas(l))
 
 			// Pointers in the child are its own.

@@ -3,12 +3,41 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
+
+// wantIngress is the Ingress of childTestCR exposed without ingress options: one
+// catch-all rule to the Service's port.
+func wantIngress(port int32) *networkingv1.Ingress {
+	return &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: wantChildMeta("demo-ingress"),
+		Spec: networkingv1.IngressSpec{
+			Rules: []networkingv1.IngressRule{{
+				IngressRuleValue: networkingv1.IngressRuleValue{
+					HTTP: &networkingv1.HTTPIngressRuleValue{
+						Paths: []networkingv1.HTTPIngressPath{{
+							Path:     "/",
+							PathType: ptr.To(networkingv1.PathTypePrefix),
+							Backend: networkingv1.IngressBackend{
+								Service: &networkingv1.IngressServiceBackend{
+									Name: "demo-service",
+									Port: networkingv1.ServiceBackendPort{Number: port},
+								},
+							},
+						}},
+					},
+				},
+			}},
+		},
+	}
+}
 
 func TestNewIngress(t *testing.T) {
 	tests := map[string]struct {
@@ -34,27 +63,11 @@ func TestNewIngress(t *testing.T) {
 
 			got := newIngress(l)
 
-			assert.Equal(t, wantChildMeta("demo-ingress"), got.ObjectMeta)
 			// No class, default backend, host or TLS: exactly one catch-all rule.
-			assert.Equal(t, networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{{
-					IngressRuleValue: networkingv1.IngressRuleValue{
-						HTTP: &networkingv1.HTTPIngressRuleValue{
-							Paths: []networkingv1.HTTPIngressPath{{
-								Path:     "/",
-								PathType: ptr.To(networkingv1.PathTypePrefix),
-								Backend: networkingv1.IngressBackend{
-									Service: &networkingv1.IngressServiceBackend{
-										Name: "demo-service",
-										Port: networkingv1.ServiceBackendPort{Number: tc.wantPort},
-									},
-								},
-							}},
-						},
-					},
-				}},
-			}, got.Spec)
-			assert.Zero(t, got.Status)
+			want := wantIngress(tc.wantPort)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newIngress() mismatch (-want +got):\n%s", d)
+			}
 			assert.Equal(t, before, l, "the CR must not be mutated")
 		})
 	}
@@ -169,10 +182,14 @@ func TestNewIngressOptions(t *testing.T) {
 	}}
 	before := l.DeepCopy()
 	ing := newIngress(l)
-	assert.Equal(t, ptr.To("nginx"), ing.Spec.IngressClassName)
-	assert.Equal(t, "llama.example.com", ing.Spec.Rules[0].Host)
-	assert.Equal(t, []networkingv1.IngressTLS{{Hosts: []string{"llama.example.com"}, SecretName: "llama-tls"}}, ing.Spec.TLS)
-	assert.Equal(t, map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}, ing.Annotations)
+	want := wantIngress(8321)
+	want.Annotations = map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}
+	want.Spec.IngressClassName = ptr.To("nginx")
+	want.Spec.Rules[0].Host = "llama.example.com"
+	want.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"llama.example.com"}, SecretName: "llama-tls"}}
+	if d := cmp.Diff(want, ing); d != "" {
+		t.Errorf("newIngress() mismatch (-want +got):\n%s", d)
+	}
 	assert.Equal(t, "https://llama.example.com", ingressURL(ing))
 	ing.Annotations["x"] = "y"
 	*ing.Spec.IngressClassName = "other"
@@ -180,11 +197,13 @@ func TestNewIngressOptions(t *testing.T) {
 
 	// TLS without a host covers every host; exposeRoute alone stays as upstream.
 	l.Spec.Network.Ingress = &v1alpha1.IngressSpec{TLSSecretName: "wild"}
-	assert.Equal(t, []networkingv1.IngressTLS{{SecretName: "wild"}}, newIngress(l).Spec.TLS)
+	want = wantIngress(8321)
+	want.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "wild"}}
+	if d := cmp.Diff(want, newIngress(l)); d != "" {
+		t.Errorf("newIngress() with TLS and no host mismatch (-want +got):\n%s", d)
+	}
 	l.Spec.Network.Ingress = nil
-	plain := newIngress(l)
-	assert.Nil(t, plain.Spec.IngressClassName)
-	assert.Empty(t, plain.Spec.TLS)
-	assert.Empty(t, plain.Annotations)
-	assert.Empty(t, plain.Spec.Rules[0].Host)
+	if d := cmp.Diff(wantIngress(8321), newIngress(l)); d != "" {
+		t.Errorf("newIngress() without options mismatch (-want +got):\n%s", d)
+	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -117,18 +118,24 @@ func TestNewNetworkPolicy(t *testing.T) {
 
 			got := newNetworkPolicy(l, testOperatorNamespace)
 
-			assert.Equal(t, wantChildMeta("demo-network-policy"), got.ObjectMeta)
-			assert.Equal(t, networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: childTestSelector()},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-				Ingress: []networkingv1.NetworkPolicyIngressRule{{
-					Ports: []networkingv1.NetworkPolicyPort{{
-						Protocol: ptr.To(corev1.ProtocolTCP),
-						Port:     ptr.To(intstr.FromInt32(tc.wantPort)),
+			want := &networkingv1.NetworkPolicy{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+				ObjectMeta: wantChildMeta("demo-network-policy"),
+				Spec: networkingv1.NetworkPolicySpec{
+					PodSelector: metav1.LabelSelector{MatchLabels: childTestSelector()},
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress: []networkingv1.NetworkPolicyIngressRule{{
+						Ports: []networkingv1.NetworkPolicyPort{{
+							Protocol: ptr.To(corev1.ProtocolTCP),
+							Port:     ptr.To(intstr.FromInt32(tc.wantPort)),
+						}},
+						From: tc.wantFrom,
 					}},
-					From: tc.wantFrom,
-				}},
-			}, got.Spec)
+				},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newNetworkPolicy() mismatch (-want +got):\n%s", d)
+			}
 
 			// Spelled out: empty selectors are present (they select everything), and only the
 			// first peer has a pod selector (host-network routers have no matching pods).

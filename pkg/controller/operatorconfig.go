@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -117,29 +114,4 @@ func (c *Controller) currentOperatorConfig() operatorConfig {
 		return parseOperatorConfig(nil)
 	}
 	return parseOperatorConfig(cm)
-}
-
-// operatorConfigHandler re-syncs every CR when the operator ConfigMap changes, and
-// reports a ConfigMap that does not parse once per change, on the ConfigMap.
-func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEventHandler {
-	logger := klog.FromContext(ctx)
-	handle := func(obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || cm.Name != OperatorConfigMapName || cm.Namespace != c.operatorNamespace {
-			return
-		}
-		for _, p := range parseOperatorConfig(cm).problems {
-			logger.Error(nil, "Operator ConfigMap is invalid", "configMap", klog.KObj(cm), "problem", p)
-			c.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfiguration", "%s", p)
-		}
-		c.enqueueAll()
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: unlessResync(handle),
-		DeleteFunc: func(obj any) { c.enqueueAll() },
-	}
 }

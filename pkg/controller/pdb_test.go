@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,14 +61,19 @@ func TestNewPDB(t *testing.T) {
 
 			got := newPDB(l)
 
-			assert.Equal(t, wantChildMeta("demo-pdb"), got.ObjectMeta)
-			assert.Equal(t, "demo", got.Labels["app.kubernetes.io/instance"], "upstream left the instance label empty")
-			assert.Equal(t, policyv1.PodDisruptionBudgetSpec{
-				Selector:       &metav1.LabelSelector{MatchLabels: childTestSelector()},
-				MinAvailable:   tc.wantMinAvailable,
-				MaxUnavailable: tc.wantMaxUnavailable,
-			}, got.Spec)
-			assert.Zero(t, got.Status)
+			// The instance label is set (upstream left it empty).
+			want := &policyv1.PodDisruptionBudget{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+				ObjectMeta: wantChildMeta("demo-pdb"),
+				Spec: policyv1.PodDisruptionBudgetSpec{
+					Selector:       &metav1.LabelSelector{MatchLabels: childTestSelector()},
+					MinAvailable:   tc.wantMinAvailable,
+					MaxUnavailable: tc.wantMaxUnavailable,
+				},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newPDB() mismatch (-want +got):\n%s", d)
+			}
 
 			// The budgets are copies: changing the child's leaves the CR's as it was.
 			if u := l.Spec.Server.PodDisruptionBudget; u != nil {

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -17,13 +15,12 @@ import (
 // ServerProbe configures how the controller reaches running llama-stack servers to read
 // their health, version and providers.
 type ServerProbe struct {
-	// HTTPClient calls the servers; nil disables probing (HealthCheck is then not reported).
-	HTTPClient *http.Client
+	// Endpoint returns how to reach a CR's server: ServiceEndpoints when the controller
+	// runs in the cluster, ProxyEndpoints outside it. nil disables probing (HealthCheck is
+	// then not reported).
+	Endpoint func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint
 	// Timeout of each request (default 5s).
 	Timeout time.Duration
-	// BaseURL returns the base URL of a CR's server: its Service's cluster DNS name when
-	// the controller runs in the cluster, or the API server's service proxy outside it.
-	BaseURL func(l *v1alpha1.LlamaStackDistribution) string
 	// Interval between probes of a ready server (default 1 minute).
 	Interval time.Duration
 }
@@ -59,12 +56,12 @@ func newProber(cfg ServerProbe, enqueue func(cache.ObjectName)) *prober {
 		cfg.Timeout = 5 * time.Second
 	}
 	return &prober{
-		cfg: cfg, enqueue: enqueue, client: &serverClient{http: cfg.HTTPClient, timeout: cfg.Timeout},
+		cfg: cfg, enqueue: enqueue, client: &serverClient{timeout: cfg.Timeout},
 		results: map[cache.ObjectName]probeResult{}, inFlight: map[cache.ObjectName]bool{}, stale: map[cache.ObjectName]bool{},
 	}
 }
 
-func (p *prober) enabled() bool { return p != nil && p.cfg.HTTPClient != nil && p.cfg.BaseURL != nil }
+func (p *prober) enabled() bool { return p != nil && p.cfg.Endpoint != nil }
 
 // result returns the last probe of this CR (same UID), and whether it is due again: when
 // there is none or it is older than the interval. A due probe is started unless one is
@@ -79,15 +76,15 @@ func (p *prober) result(ctx context.Context, key cache.ObjectName, l *v1alpha1.L
 	if (!ok || time.Since(res.at) >= p.cfg.Interval) && !p.inFlight[key] {
 		p.inFlight[key] = true
 		p.wg.Add(1)
-		go p.run(ctx, key, l.UID, p.cfg.BaseURL(l))
+		go p.run(ctx, key, l.UID, p.cfg.Endpoint(l))
 	}
 	return res, ok
 }
 
-func (p *prober) run(ctx context.Context, key cache.ObjectName, uid types.UID, baseURL string) {
+func (p *prober) run(ctx context.Context, key cache.ObjectName, uid types.UID, ep ServerEndpoint) {
 	defer p.wg.Done()
-	info := p.client.probe(ctx, baseURL)
-	klog.FromContext(ctx).V(4).Info("Probed server", "url", baseURL, "healthy", info.healthy, "version", info.version)
+	info := p.client.probe(ctx, ep)
+	klog.FromContext(ctx).V(4).Info("Probed server", "server", ep, "healthy", info.healthy, "version", info.version)
 	p.mu.Lock()
 	delete(p.inFlight, key)
 	if p.stale[key] {
@@ -119,20 +116,5 @@ func (p *prober) forget(key cache.ObjectName) {
 func (p *prober) wait() {
 	if p != nil {
 		p.wg.Wait()
-	}
-}
-
-// ServiceBaseURL is the in-cluster address of a CR's server: its Service's DNS name,
-// without the cluster domain, so clusters with another domain than cluster.local work.
-func ServiceBaseURL(l *v1alpha1.LlamaStackDistribution) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l))
-}
-
-// ProxyBaseURL returns a BaseURL function that reaches servers through the API server's
-// service proxy at host (the controller's rest.Config Host), for a controller running
-// outside the cluster.
-func ProxyBaseURL(host string) func(l *v1alpha1.LlamaStackDistribution) string {
-	return func(l *v1alpha1.LlamaStackDistribution) string {
-		return fmt.Sprintf("%s/api/v1/namespaces/%s/services/%s:%d/proxy", host, l.Namespace, serviceName(l), port(l))
 	}
 }

@@ -56,10 +56,9 @@ func newFakeLlamaStack(t *testing.T) *fakeLlamaStack {
 func (f *fixture) withProber(srv *fakeLlamaStack, timeout time.Duration) chan cache.ObjectName {
 	probed := make(chan cache.ObjectName, 10)
 	f.c.prober = newProber(ServerProbe{
-		HTTPClient: srv.Client(),
-		BaseURL:    func(*v1alpha1.LlamaStackDistribution) string { return srv.URL },
-		Interval:   time.Hour,
-		Timeout:    timeout,
+		Endpoint: func(*v1alpha1.LlamaStackDistribution) ServerEndpoint { return newHTTPEndpoint(srv.Client(), srv.URL) },
+		Interval: time.Hour,
+		Timeout:  timeout,
 	}, func(key cache.ObjectName) { probed <- key })
 	return probed
 }

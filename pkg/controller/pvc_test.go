@@ -3,10 +3,11 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -41,19 +42,23 @@ func TestNewPVC(t *testing.T) {
 
 			got := newPVC(l)
 
-			assert.Equal(t, wantChildMeta("demo-pvc"), got.ObjectMeta)
-			require.Len(t, got.Spec.Resources.Requests, 1)
+			// Exactly: the size, ReadWriteOnce, no class, mode, selector or limits.
+			want := &corev1.PersistentVolumeClaim{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+				ObjectMeta: wantChildMeta("demo-pvc"),
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(tc.wantSize)},
+					},
+				},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newPVC() mismatch (-want +got):\n%s", d)
+			}
+			// cmp compares quantities by value (Quantity.Equal): the size keeps its format too.
 			size := got.Spec.Resources.Requests[corev1.ResourceStorage]
-			assert.Equal(t, 0, size.Cmp(resource.MustParse(tc.wantSize)), "size %s, want %s", size.String(), tc.wantSize)
 			assert.Equal(t, tc.wantSize, size.String())
-
-			// Everything else is exactly: ReadWriteOnce, no class, mode, selector or limits.
-			spec := got.Spec.DeepCopy()
-			spec.Resources.Requests = nil
-			assert.Equal(t, &corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			}, spec)
-			assert.Zero(t, got.Status)
 
 			// The size is a copy: growing the child's leaves the CR's as it was.
 			size.Add(resource.MustParse("1Gi"))

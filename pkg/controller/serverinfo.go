@@ -56,31 +56,27 @@ type serverInfo struct {
 	providersKnown bool
 }
 
-// serverClient calls a llama-stack server. baseURL is like "http://name-service.ns.svc.cluster.local:8321"
-// (or an API-server service-proxy URL ending in "/proxy"); the http.Client carries the transport (tests and the
-// API-server proxy supply their own).
+// serverClient calls llama-stack servers, each through its ServerEndpoint.
 type serverClient struct {
-	http    *http.Client
 	timeout time.Duration // per request, default 5s
 }
 
 // probe checks the server's health and, only when it is healthy, reads its version and providers.
 // Version and providers are best effort: an error leaves version "" and providers nil.
-func (s *serverClient) probe(ctx context.Context, baseURL string) serverInfo {
-	base := strings.TrimRight(baseURL, "/")
-	healthy, msg := s.health(ctx, base)
-	info := serverInfo{healthy: healthy, healthMsg: shorten(msg, maxHealthMessage)}
+func (s *serverClient) probe(ctx context.Context, ep ServerEndpoint) serverInfo {
+	healthy, msg := s.health(ctx, ep)
+	info := serverInfo{healthy: healthy, healthMsg: truncate(msg, maxHealthMessage, ellipsis)}
 	if !healthy {
 		return info
 	}
-	info.version = s.version(ctx, base)
-	info.providers, info.providersKnown = s.providers(ctx, base)
+	info.version = s.version(ctx, ep)
+	info.providers, info.providersKnown = s.providers(ctx, ep)
 	return info
 }
 
 // health calls /v1/health and says whether the server is healthy, and if not, why.
-func (s *serverClient) health(ctx context.Context, base string) (bool, string) {
-	code, body, err := s.get(ctx, base+serverHealthPath)
+func (s *serverClient) health(ctx context.Context, ep ServerEndpoint) (bool, string) {
+	code, body, err := s.get(ctx, ep, serverHealthPath)
 	if err != nil {
 		return false, s.describeError(err)
 	}
@@ -97,14 +93,14 @@ func (s *serverClient) health(ctx context.Context, base string) (bool, string) {
 		return false, "health endpoint returned JSON without a status"
 	}
 	if !strings.EqualFold(strings.TrimSpace(*reply.Status), serverHealthStatusOK) {
-		return false, "server reported health status " + strconv.Quote(shorten(*reply.Status, 64))
+		return false, "server reported health status " + strconv.Quote(truncate(*reply.Status, 64, ellipsis))
 	}
 	return true, healthPassedMessage
 }
 
 // version calls /v1/version; "" on any error.
-func (s *serverClient) version(ctx context.Context, base string) string {
-	code, body, err := s.get(ctx, base+serverVersionPath)
+func (s *serverClient) version(ctx context.Context, ep ServerEndpoint) string {
+	code, body, err := s.get(ctx, ep, serverVersionPath)
 	if err != nil || code != http.StatusOK {
 		return ""
 	}
@@ -134,8 +130,8 @@ type serverProvider struct {
 
 // providers calls /v1/providers; nil and false on any error. The result is sorted by
 // (API, ProviderID, ProviderType).
-func (s *serverClient) providers(ctx context.Context, base string) ([]v1alpha1.ProviderInfo, bool) {
-	code, body, err := s.get(ctx, base+serverProvidersPath)
+func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1alpha1.ProviderInfo, bool) {
+	code, body, err := s.get(ctx, ep, serverProvidersPath)
 	if err != nil || code != http.StatusOK {
 		return nil, false
 	}
@@ -153,7 +149,7 @@ func (s *serverClient) providers(ctx context.Context, base string) ([]v1alpha1.P
 		} else {
 			info.Health = v1alpha1.ProviderHealthStatus{
 				Status:  p.Health.Status,
-				Message: shorten(p.Health.Message, maxProviderMessage),
+				Message: truncate(p.Health.Message, maxProviderMessage, ellipsis),
 			}
 		}
 		out = append(out, info)
@@ -165,33 +161,11 @@ func (s *serverClient) providers(ctx context.Context, base string) ([]v1alpha1.P
 	return out, true
 }
 
-// get does one GET with its own timeout and returns the status code and at most maxServerBody bytes of body.
-// A longer body is errBodyTooLarge.
-func (s *serverClient) get(ctx context.Context, rawURL string) (int, []byte, error) {
+// get does one GET of path with its own timeout.
+func (s *serverClient) get(ctx context.Context, ep ServerEndpoint, path string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", serverRequestAcceptValue)
-	client := s.http
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxServerBody+1))
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	if len(body) > maxServerBody {
-		return resp.StatusCode, nil, errBodyTooLarge
-	}
-	return resp.StatusCode, body, nil
+	return ep.Get(ctx, path)
 }
 
 func (s *serverClient) requestTimeout() time.Duration {
@@ -211,6 +185,8 @@ func (s *serverClient) describeError(err error) string {
 		return fmt.Sprintf("health check timed out (limit %s)", s.requestTimeout())
 	case errors.Is(err, context.Canceled):
 		return "health check canceled"
+	case errors.Is(err, errRateLimited):
+		return "health check not sent: the controller's API client rate limit would delay it past the timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
@@ -235,16 +211,4 @@ func (s *serverClient) describeError(err error) string {
 		err = urlErr.Err
 	}
 	return "server unreachable: " + err.Error()
-}
-
-// shorten cuts s to at most n bytes on a rune boundary, marking a cut with "...".
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

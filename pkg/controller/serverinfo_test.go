@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -88,12 +91,58 @@ func (f *fakeServer) acceptHeader(path string) string {
 	return f.accept[path]
 }
 
-// start runs f behind httptest and returns a client for it.
-func (f *fakeServer) start(t *testing.T) (*httptest.Server, *serverClient) {
+// proxyPrefix is where the fake API server serves the service proxy of proxiedLLSD's server.
+const proxyPrefix = "/api/v1/namespaces/ns/services/demo-service:8321/proxy"
+
+// proxiedLLSD is the CR whose server the fake API server proxies.
+var proxiedLLSD = &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+
+// probeModes are the two ways of reaching a server: each serves h and returns an
+// endpoint for it.
+var probeModes = []struct {
+	name  string
+	serve func(t *testing.T, h http.Handler) ServerEndpoint
+}{
+	{"direct", func(t *testing.T, h http.Handler) ServerEndpoint {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return newHTTPEndpoint(srv.Client(), srv.URL)
+	}},
+	{"service proxy", func(t *testing.T, h http.Handler) ServerEndpoint {
+		return proxyEndpointFor(t, h, nil)
+	}},
+}
+
+// proxyEndpointFor serves h as the API server's service proxy of proxiedLLSD's server
+// and returns the endpoint ProxyEndpoints makes for it, whose client waits on limiter
+// (nil: its own).
+func proxyEndpointFor(t *testing.T, h http.Handler, limiter flowcontrol.RateLimiter) ServerEndpoint {
 	t.Helper()
-	srv := httptest.NewServer(f)
+	mux := http.NewServeMux()
+	mux.Handle(proxyPrefix+"/", http.StripPrefix(proxyPrefix, h))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, &serverClient{http: srv.Client(), timeout: 2 * time.Second}
+	endpoints, err := ProxyEndpoints(&rest.Config{Host: srv.URL, QPS: -1}, limiter)
+	require.NoError(t, err)
+	return endpoints(proxiedLLSD)
+}
+
+// forEachMode runs test in each probe mode with a serverClient and f's endpoint.
+func (f *fakeServer) forEachMode(t *testing.T, timeout time.Duration, test func(t *testing.T, client *serverClient, ep ServerEndpoint)) {
+	for _, m := range probeModes {
+		t.Run(m.name, func(t *testing.T) {
+			f.reset()
+			test(t, &serverClient{timeout: timeout}, m.serve(t, f))
+		})
+	}
+}
+
+// reset forgets the requests seen.
+func (f *fakeServer) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = map[string]int{}
+	f.accept = map[string]string{}
 }
 
 func wantProviders() []v1alpha1.ProviderInfo {
@@ -115,11 +164,25 @@ func wantProviders() []v1alpha1.ProviderInfo {
 
 func TestProbeHealthyServer(t *testing.T) {
 	f := healthyServer(nil)
-	srv, client := f.start(t)
+	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+		info := client.probe(context.Background(), ep)
+		checkHealthyProbe(t, f, info)
+	})
+}
+
+func TestProbeBaseURLWithTrailingSlash(t *testing.T) {
+	f := healthyServer(nil)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
 
 	// A trailing slash on the base URL must not double the slash.
-	info := client.probe(context.Background(), srv.URL+"/")
+	info := (&serverClient{}).probe(context.Background(), newHTTPEndpoint(srv.Client(), srv.URL+"/"))
 
+	checkHealthyProbe(t, f, info)
+}
+
+func checkHealthyProbe(t *testing.T, f *fakeServer, info serverInfo) {
+	t.Helper()
 	assert.True(t, info.healthy)
 	assert.Equal(t, healthPassedMessage, info.healthMsg)
 	assert.Equal(t, "0.2.23", info.version)
@@ -131,22 +194,6 @@ func TestProbeHealthyServer(t *testing.T) {
 		assert.Equal(t, 1, f.count(path), path)
 		assert.Equal(t, "application/json", f.acceptHeader(path), path)
 	}
-}
-
-func TestProbeBehindProxyPrefix(t *testing.T) {
-	f := healthyServer(nil)
-	mux := http.NewServeMux()
-	mux.Handle("/api/v1/namespaces/ns/services/demo-service:8321/proxy/",
-		http.StripPrefix("/api/v1/namespaces/ns/services/demo-service:8321/proxy", f))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	client := &serverClient{http: srv.Client()}
-
-	info := client.probe(context.Background(), srv.URL+"/api/v1/namespaces/ns/services/demo-service:8321/proxy")
-
-	assert.True(t, info.healthy)
-	assert.Equal(t, "0.2.23", info.version)
-	assert.Len(t, info.providers, 3)
 }
 
 func TestProbeUnhealthy(t *testing.T) {
@@ -218,17 +265,17 @@ func TestProbeUnhealthy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := healthyServer(map[string]http.HandlerFunc{"/v1/health": tt.health})
-			srv, client := f.start(t)
+			f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+				info := client.probe(context.Background(), ep)
 
-			info := client.probe(context.Background(), srv.URL)
-
-			assert.False(t, info.healthy)
-			assert.Equal(t, tt.wantMsg, info.healthMsg)
-			assert.LessOrEqual(t, len(info.healthMsg), maxHealthMessage)
-			assert.Empty(t, info.version)
-			assert.Nil(t, info.providers)
-			assert.Zero(t, f.count("/v1/version"), "version must not be asked of an unhealthy server")
-			assert.Zero(t, f.count("/v1/providers"), "providers must not be asked of an unhealthy server")
+				assert.False(t, info.healthy)
+				assert.Equal(t, tt.wantMsg, info.healthMsg)
+				assert.LessOrEqual(t, len(info.healthMsg), maxHealthMessage)
+				assert.Empty(t, info.version)
+				assert.Nil(t, info.providers)
+				assert.Zero(t, f.count("/v1/version"), "version must not be asked of an unhealthy server")
+				assert.Zero(t, f.count("/v1/providers"), "providers must not be asked of an unhealthy server")
+			})
 		})
 	}
 }
@@ -238,10 +285,11 @@ func TestProbeHealthStatusIsCaseInsensitive(t *testing.T) {
 		f := healthyServer(map[string]http.HandlerFunc{
 			"/v1/health": reply(http.StatusOK, `{"status":"`+status+`","extra":{"a":[1,2]}}`),
 		})
-		srv, client := f.start(t)
-		info := client.probe(context.Background(), srv.URL)
-		assert.True(t, info.healthy, "status %q", status)
-		assert.Equal(t, healthPassedMessage, info.healthMsg)
+		f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+			info := client.probe(context.Background(), ep)
+			assert.True(t, info.healthy, "status %q", status)
+			assert.Equal(t, healthPassedMessage, info.healthMsg)
+		})
 	}
 }
 
@@ -263,53 +311,59 @@ func TestProbeTimeout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			release := make(chan struct{})
 			f := healthyServer(map[string]http.HandlerFunc{"/v1/health": stall(release, flushFirst)})
-			srv := httptest.NewServer(f)
-			t.Cleanup(srv.Close)
-			// Cleanups run last-in first-out: the handler is released before the server closes.
+			// Cleanups run last-in first-out: the handler is released before the servers close.
 			t.Cleanup(func() { close(release) })
-			client := &serverClient{http: srv.Client(), timeout: 100 * time.Millisecond}
+			f.forEachMode(t, 100*time.Millisecond, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+				start := time.Now()
+				info := client.probe(context.Background(), ep)
+				elapsed := time.Since(start)
 
-			start := time.Now()
-			info := client.probe(context.Background(), srv.URL)
-			elapsed := time.Since(start)
-
-			assert.Less(t, elapsed, time.Second)
-			assert.False(t, info.healthy)
-			assert.Equal(t, "health check timed out (limit 100ms)", info.healthMsg)
+				assert.Less(t, elapsed, time.Second)
+				assert.False(t, info.healthy)
+				assert.Equal(t, "health check timed out (limit 100ms)", info.healthMsg)
+			})
 		})
 	}
 }
 
 func TestProbeCanceledContext(t *testing.T) {
 	f := healthyServer(nil)
-	srv, client := f.start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+		info := client.probe(ctx, ep)
 
-	info := client.probe(ctx, srv.URL)
-
-	assert.False(t, info.healthy)
-	assert.Equal(t, "health check canceled", info.healthMsg)
+		assert.False(t, info.healthy)
+		assert.Equal(t, "health check canceled", info.healthMsg)
+	})
 }
 
 func TestProbeConnectionRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close()
-	client := &serverClient{http: &http.Client{}, timeout: time.Second}
+	proxied, err := ProxyEndpoints(&rest.Config{Host: base, QPS: -1}, nil)
+	require.NoError(t, err)
+	// The server, or through the proxy, the API server, is not listening.
+	for name, ep := range map[string]ServerEndpoint{
+		"direct":        newHTTPEndpoint(&http.Client{}, base),
+		"service proxy": proxied(proxiedLLSD),
+	} {
+		t.Run(name, func(t *testing.T) {
+			info := (&serverClient{timeout: time.Second}).probe(context.Background(), ep)
 
-	info := client.probe(context.Background(), base)
-
-	assert.False(t, info.healthy)
-	assert.Equal(t, "connection refused", info.healthMsg)
-	assert.Empty(t, info.version)
-	assert.Nil(t, info.providers)
+			assert.False(t, info.healthy)
+			assert.Equal(t, "connection refused", info.healthMsg)
+			assert.Empty(t, info.version)
+			assert.Nil(t, info.providers)
+		})
+	}
 }
 
 func TestProbeRequestErrorHidesURL(t *testing.T) {
-	client := &serverClient{http: &http.Client{}, timeout: time.Second}
+	client := &serverClient{timeout: time.Second}
 
-	info := client.probe(context.Background(), "ftp://example.invalid:8321")
+	info := client.probe(context.Background(), newHTTPEndpoint(&http.Client{}, "ftp://example.invalid:8321"))
 
 	assert.False(t, info.healthy)
 	assert.True(t, strings.HasPrefix(info.healthMsg, "server unreachable: "), info.healthMsg)
@@ -411,42 +465,36 @@ func TestProbeBestEffortDetails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, client := healthyServer(tt.overrides).start(t)
+			healthyServer(tt.overrides).forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+				info := client.probe(context.Background(), ep)
 
-			info := client.probe(context.Background(), srv.URL)
-
-			assert.True(t, info.healthy)
-			assert.Equal(t, healthPassedMessage, info.healthMsg)
-			assert.Equal(t, tt.wantVersion, info.version)
-			if tt.wantProviders == nil {
-				assert.Nil(t, info.providers)
-			} else {
-				assert.Equal(t, tt.wantProviders, info.providers)
-			}
+				assert.True(t, info.healthy)
+				assert.Equal(t, healthPassedMessage, info.healthMsg)
+				assert.Equal(t, tt.wantVersion, info.version)
+				if tt.wantProviders == nil {
+					assert.Nil(t, info.providers)
+				} else {
+					assert.Equal(t, tt.wantProviders, info.providers)
+				}
+			})
 		})
 	}
 }
 
 func TestProbeProviderMessageIsCut(t *testing.T) {
 	long := strings.Repeat("é", 400)
-	srv, client := healthyServer(map[string]http.HandlerFunc{
+	f := healthyServer(map[string]http.HandlerFunc{
 		"/v1/providers": reply(http.StatusOK,
 			`{"data":[{"api":"a","provider_id":"b","provider_type":"c","health":{"status":"Error","message":"`+long+`"}}]}`),
-	}).start(t)
+	})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
 
-	info := client.probe(context.Background(), srv.URL)
+	info := (&serverClient{}).probe(context.Background(), newHTTPEndpoint(srv.Client(), srv.URL))
 
 	require.Len(t, info.providers, 1)
 	msg := info.providers[0].Health.Message
 	assert.LessOrEqual(t, len(msg), maxProviderMessage)
 	assert.True(t, strings.HasSuffix(msg, "..."))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(msg, "...")))
-}
-
-func TestShorten(t *testing.T) {
-	assert.Equal(t, "abc", shorten("abc", 3))
-	assert.Equal(t, "a...", shorten("abcde", 4))
-	// "é" is two bytes: the cut must not split it.
-	assert.Equal(t, "ééé", shorten("ééé", 6))
-	assert.Equal(t, "é...", shorten("éééé", 6))
 }

@@ -3,8 +3,10 @@ package controller
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -38,19 +40,23 @@ func TestNewService(t *testing.T) {
 
 			got := newService(l)
 
-			assert.Equal(t, "demo-service", got.Name)
-			assert.Equal(t, wantChildMeta("demo-service"), got.ObjectMeta)
-			assert.Equal(t, corev1.ServiceSpec{
-				Type:     corev1.ServiceTypeClusterIP,
-				Selector: childTestSelector(),
-				Ports: []corev1.ServicePort{{
-					Name:       "http",
-					Port:       tc.wantPort,
-					TargetPort: intstr.FromInt32(tc.wantPort),
-					Protocol:   corev1.ProtocolTCP,
-				}},
-			}, got.Spec)
-			assert.Zero(t, got.Status)
+			want := &corev1.Service{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+				ObjectMeta: wantChildMeta("demo-service"),
+				Spec: corev1.ServiceSpec{
+					Type:     corev1.ServiceTypeClusterIP,
+					Selector: childTestSelector(),
+					Ports: []corev1.ServicePort{{
+						Name:       "http",
+						Port:       tc.wantPort,
+						TargetPort: intstr.FromInt32(tc.wantPort),
+						Protocol:   corev1.ProtocolTCP,
+					}},
+				},
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("newService() mismatch (-want +got):\n%s", d)
+			}
 			assert.Equal(t, before, l, "the CR must not be mutated")
 		})
 	}

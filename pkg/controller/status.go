@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +53,7 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 
 	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: condType, Status: status, Reason: reason, Message: truncateMessage(message, maxConditionMessage),
+			Type: condType, Status: status, Reason: reason, Message: truncate(message, maxConditionMessage, truncatedMark),
 			ObservedGeneration: l.Generation, LastTransitionTime: now,
 		})
 	}
@@ -237,21 +236,6 @@ func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, stri
 
 // maxConditionMessage is the longest condition message the API accepts, in bytes.
 const maxConditionMessage = 32768
-
-// truncateMessage shortens s to at most n bytes, cutting at a character boundary and
-// marking the cut; a message quoting a long user value (a distribution name, an API
-// error) would otherwise make every status write fail.
-func truncateMessage(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " [truncated]"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
 
 func problemsMessage(problems []userError) string {
 	msgs := make([]string, 0, len(problems))

@@ -271,7 +271,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		}),
 		kubeinformers.WithTransform(controller.TransformStripManagedFields))
 
-	probe, err := serverProbe(cfg, o)
+	probe, err := serverProbe(cfg, kubeClient, o)
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 }
 
 // serverProbe picks how the controller reaches the servers it runs.
-func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
+func serverProbe(cfg *rest.Config, kubeClient kubernetes.Interface, o Options) (controller.ServerProbe, error) {
 	mode := o.ServerProbe
 	if mode == "" || mode == "auto" {
 		mode = "proxy"
@@ -322,14 +322,15 @@ func serverProbe(cfg *rest.Config, o Options) (controller.ServerProbe, error) {
 		return controller.ServerProbe{}, nil
 	case "service":
 		// Straight to the Service: never through an HTTP(S)_PROXY of the environment.
-		probe.HTTPClient = &http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}}
-		probe.BaseURL = controller.ServiceBaseURL
+		probe.Endpoint = controller.ServiceEndpoints(&http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}})
 	case "proxy":
-		client, err := rest.HTTPClientFor(cfg)
+		// Through the API server: the probes wait on the Kubernetes client's rate limiter,
+		// like every other request of the controller.
+		endpoint, err := controller.ProxyEndpoints(cfg, kubeClient.CoreV1().RESTClient().GetRateLimiter())
 		if err != nil {
 			return probe, fmt.Errorf("building the API server proxy client: %w", err)
 		}
-		probe.HTTPClient, probe.BaseURL = client, controller.ProxyBaseURL(strings.TrimSuffix(cfg.Host, "/"))
+		probe.Endpoint = endpoint
 	}
 	return probe, nil
 }

@@ -1,14 +1,19 @@
 package app
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/controller"
 )
 
 func TestOperatorNamespace(t *testing.T) {
@@ -87,22 +92,46 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestServerProbeMode(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443/"}
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
 	l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
+	name := func(p controller.ServerProbe) string { return fmt.Sprint(p.Endpoint(l)) }
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	p, err := serverProbe(cfg, Options{})
+	p, err := serverProbe(cfg, kubeClient, Options{})
 	assert.NoError(t, err)
-	assert.NotNil(t, p.HTTPClient)
-	assert.Equal(t, "https://127.0.0.1:6443/api/v1/namespaces/demo/services/app-service:8321/proxy", p.BaseURL(l), "outside a cluster: the API server's service proxy")
+	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy", name(p), "outside a cluster: the API server's service proxy")
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-	p, err = serverProbe(cfg, Options{ServerProbe: "auto"})
+	p, err = serverProbe(cfg, kubeClient, Options{ServerProbe: "auto"})
 	assert.NoError(t, err)
-	assert.Equal(t, "http://app-service.demo.svc:8321", p.BaseURL(l), "in a cluster: the Service's DNS name")
+	assert.Equal(t, "http://app-service.demo.svc:8321", name(p), "in a cluster: the Service's DNS name")
 
-	p, err = serverProbe(cfg, Options{ServerProbe: "off"})
+	p, err = serverProbe(cfg, kubeClient, Options{ServerProbe: "proxy"})
 	assert.NoError(t, err)
-	assert.Nil(t, p.HTTPClient)
+	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy", name(p), "proxy, chosen in a cluster")
+
+	p, err = serverProbe(cfg, kubeClient, Options{ServerProbe: "off"})
+	assert.NoError(t, err)
+	assert.Nil(t, p.Endpoint)
 
 	assert.ErrorContains(t, Options{Workers: 1, QPS: 1, Burst: 1, ServerProbe: "sometimes"}.Validate(), "--server-probe")
+}
+
+// Probes through the proxy wait on the Kubernetes client's own rate limiter: with its
+// only token taken, a probe is not sent.
+func TestProxyProbesShareTheClientRateLimit(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", QPS: 1.0 / 60, Burst: 1}
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	require.True(t, kubeClient.CoreV1().RESTClient().GetRateLimiter().TryAccept())
+	p, err := serverProbe(cfg, kubeClient, Options{ServerProbe: "proxy"})
+	require.NoError(t, err)
+	l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+
+	_, _, err = p.Endpoint(l).Get(ctx, "/v1/health")
+
+	assert.ErrorContains(t, err, "rate limit")
 }

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+)
+
+// TestChildKindWiring checks that each kind's functions reach that kind's resource
+// with the expected verb, and that the kinds the controller never deletes or takes
+// over have no delete or patch function.
+func TestChildKindWiring(t *testing.T) {
+	f := newFixture(t)
+	c := f.c
+	cases := []struct {
+		resource   string
+		check      func(t *testing.T, resource string, wantPatch, wantDelete bool)
+		wantPatch  bool
+		wantDelete bool
+	}{
+		{"deployments", wiringCheck(f, c.deployments), true, true},
+		{"services", wiringCheck(f, c.services), true, true},
+		{"persistentvolumeclaims", wiringCheck(f, c.pvcs), false, false},
+		{"horizontalpodautoscalers", wiringCheck(f, c.hpas), true, true},
+		{"poddisruptionbudgets", wiringCheck(f, c.pdbs), true, true},
+		{"ingresses", wiringCheck(f, c.ingresses), true, true},
+		{"networkpolicies", wiringCheck(f, c.networkPolicies), true, true},
+		{"configmaps", wiringCheck(f, c.configMapCopies), false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.resource, func(t *testing.T) {
+			tc.check(t, tc.resource, tc.wantPatch, tc.wantDelete)
+		})
+	}
+}
+
+// wiringCheck calls every function of k for an object that does not exist and checks
+// the actions they send.
+func wiringCheck[T metav1.Object, AC any](f *fixture, k *childKind[T, AC]) func(t *testing.T, resource string, wantPatch, wantDelete bool) {
+	return func(t *testing.T, resource string, wantPatch, wantDelete bool) {
+		ctx := f.ctx
+		require.NotEmpty(t, k.kind)
+		require.NotNil(t, k.extract)
+		_, err := k.cached(testNamespace, "missing")
+		require.True(t, apierrors.IsNotFound(err), "cached: %v", err)
+
+		f.kubeclient.ClearActions()
+		_, err = k.live(ctx, testNamespace, "missing")
+		require.True(t, apierrors.IsNotFound(err), "live: %v", err)
+		if wantPatch {
+			require.NotNil(t, k.patch)
+			_, err = k.patch(ctx, testNamespace, "missing", []byte(`[]`), metav1.PatchOptions{FieldManager: FieldManager})
+			require.True(t, apierrors.IsNotFound(err), "patch: %v", err)
+		} else {
+			require.Nil(t, k.patch)
+		}
+		if wantDelete {
+			require.NotNil(t, k.delete)
+			err = k.delete(ctx, testNamespace, "missing", metav1.DeleteOptions{})
+			require.True(t, apierrors.IsNotFound(err), "delete: %v", err)
+		} else {
+			require.Nil(t, k.delete)
+		}
+
+		want := []string{"get"}
+		if wantPatch {
+			want = append(want, "patch")
+		}
+		if wantDelete {
+			want = append(want, "delete")
+		}
+		var got []string
+		for _, a := range f.kubeclient.Actions() {
+			require.Equal(t, resource, a.GetResource().Resource, "%s", a)
+			require.Equal(t, testNamespace, a.GetNamespace())
+			if p, ok := a.(core.PatchAction); ok {
+				require.Equal(t, types.JSONPatchType, p.GetPatchType())
+			}
+			got = append(got, a.GetVerb())
+		}
+		require.Equal(t, want, got)
+	}
+}

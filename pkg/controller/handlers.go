@@ -1,0 +1,202 @@
+package controller
+
+// Informer event handlers: each turns a change it is told of into the CRs to sync.
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// configMapIndex indexes CRs by the "<namespace>/<name>" of every ConfigMap they reference.
+const configMapIndex = "configMapRef"
+
+// enqueue adds a CR to the queue.
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// enqueueDeleted adds a deleted CR to the queue, also when known only by its tombstone.
+func (c *Controller) enqueueDeleted(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// updateLLSD enqueues a CR when something the sync reads changed: the spec (generation),
+// metadata the controller acts on, or a deletion. Status-only updates, among them the
+// controller's own, and resyncs are skipped.
+func (c *Controller) updateLLSD(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1alpha1.LlamaStackDistribution)
+	n, ok2 := newObj.(*v1alpha1.LlamaStackDistribution)
+	if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
+		return
+	}
+	if o.Generation == n.Generation && o.UID == n.UID &&
+		(o.DeletionTimestamp == nil) == (n.DeletionTimestamp == nil) {
+		return
+	}
+	c.enqueue(n)
+}
+
+// ownedHandler enqueues the CR that controls a changed child, resolved by Kind and UID.
+func (c *Controller) ownedHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.handleOwned,
+		UpdateFunc: unlessResync(c.handleOwned),
+		DeleteFunc: c.handleOwnedDelete,
+	}
+}
+
+// unlessResync makes an UpdateFunc that calls handle with the new object, except on a
+// resync, where the resourceVersion is unchanged and so is everything else.
+func unlessResync(handle func(obj any)) func(oldObj, newObj any) {
+	return func(oldObj, newObj any) {
+		o, ok1 := oldObj.(metav1.Object)
+		n, ok2 := newObj.(metav1.Object)
+		if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
+			return
+		}
+		handle(newObj)
+	}
+}
+
+func (c *Controller) handleOwned(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return
+	}
+	l, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name)
+	if err != nil || l.UID != ref.UID {
+		return // owner gone, or a new CR that merely reuses the name
+	}
+	c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
+}
+
+// handleOwnedDelete enqueues the CR that controlled a deleted child and, when the child
+// was left by an earlier CR of the same name (deleted, then created again), the CR that
+// now bears that name: it has been waiting for the garbage collector to delete it.
+func (c *Controller) handleOwnedDelete(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return
+	}
+	if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
+		c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
+	}
+}
+
+// configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of
+// a managed copy.
+func (c *Controller) configMapHandler() cache.ResourceEventHandler {
+	handle := func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		cm, ok := obj.(metav1.Object) // a configMapEntry (see TransformConfigMap)
+		if !ok {
+			return
+		}
+		c.handleOwned(cm)
+		objs, err := c.llsdIndexer.ByIndex(configMapIndex, cm.GetNamespace()+"/"+cm.GetName())
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		for _, o := range objs {
+			c.enqueue(o)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: unlessResync(handle),
+		DeleteFunc: handle,
+	}
+}
+
+// indexByConfigMap lists the ConfigMaps a CR references, as "<namespace>/<name>".
+func indexByConfigMap(obj any) ([]string, error) {
+	l, ok := obj.(*v1alpha1.LlamaStackDistribution)
+	if !ok {
+		return nil, nil
+	}
+	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
+	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
+	if uc := l.Spec.Server.UserConfig; uc != nil {
+		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
+	}
+	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
+		ns := tls.CABundle.ConfigMapNamespace
+		if ns == "" {
+			ns = l.Namespace
+		}
+		keys = append(keys, ns+"/"+tls.CABundle.ConfigMapName)
+	}
+	return keys, nil
+}
+
+// enqueueAll adds every CR to the queue.
+func (c *Controller) enqueueAll() {
+	all, err := c.llsdLister.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, l := range all {
+		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
+	}
+}
+
+// operatorConfigHandler re-syncs every CR when the operator ConfigMap changes, and
+// reports a ConfigMap that does not parse once per change, on the ConfigMap.
+func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEventHandler {
+	logger := klog.FromContext(ctx)
+	handle := func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok || cm.Name != OperatorConfigMapName || cm.Namespace != c.operatorNamespace {
+			return
+		}
+		for _, p := range parseOperatorConfig(cm).problems {
+			logger.Error(nil, "Operator ConfigMap is invalid", "configMap", klog.KObj(cm), "problem", p)
+			c.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfiguration", "%s", p)
+		}
+		c.enqueueAll()
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: unlessResync(handle),
+		DeleteFunc: func(obj any) { c.enqueueAll() },
+	}
+}

@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// ServerEndpoint reaches one CR's llama-stack server.
+type ServerEndpoint interface {
+	// Get does one GET of path (such as "/v1/health") and returns the HTTP status code
+	// and at most maxServerBody bytes of body; a longer body is errBodyTooLarge. err is
+	// set only when no status code was received.
+	Get(ctx context.Context, path string) (code int, body []byte, err error)
+}
+
+// ServiceEndpoints returns an Endpoint function that reaches each server at its
+// Service's DNS name, without the cluster domain (so clusters with another domain than
+// cluster.local work), with client: for a controller running in the cluster.
+func ServiceEndpoints(client *http.Client) func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
+	return func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
+		return newHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
+	}
+}
+
+// httpEndpoint calls a server with a plain HTTP client.
+type httpEndpoint struct {
+	client *http.Client
+	base   string // no trailing slash
+}
+
+func newHTTPEndpoint(client *http.Client, baseURL string) *httpEndpoint {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &httpEndpoint{client: client, base: strings.TrimRight(baseURL, "/")}
+}
+
+func (e *httpEndpoint) String() string { return e.base }
+
+func (e *httpEndpoint) Get(ctx context.Context, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", serverRequestAcceptValue)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxServerBody+1))
+	if err != nil {
+		return resp.StatusCode, nil, err
+	}
+	if len(body) > maxServerBody {
+		return resp.StatusCode, nil, errBodyTooLarge
+	}
+	return resp.StatusCode, body, nil
+}
+
+// ProxyEndpoints returns an Endpoint function that reaches each server through the API
+// server's service proxy: for a controller running outside the cluster. The requests
+// are made by a client-go REST client built from cfg, so they are counted in
+// rest_client_requests_total, and wait on limiter: pass the Kubernetes client's
+// (RESTClient().GetRateLimiter()) so that probes share its QPS budget. The client reads
+// at most maxServerBody+1 bytes of each response.
+func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint, error) {
+	cfg = rest.CopyConfig(cfg)
+	if limiter != nil {
+		cfg.RateLimiter = probeLimiter{limiter}
+	}
+	cfg.Wrap(limitResponseBodies)
+	core, err := typedcorev1.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	client := core.RESTClient()
+	return func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
+		return &proxyEndpoint{client: client, namespace: l.Namespace, service: serviceName(l), port: port(l)}
+	}, nil
+}
+
+// errRateLimited reports a probe that the client's rate limiter would not let out
+// before its timeout.
+var errRateLimited = errors.New("the API client's rate limit would delay the request past its timeout")
+
+// probeLimiter waits on the shared rate limiter, and reports its refusal as errRateLimited.
+type probeLimiter struct {
+	flowcontrol.RateLimiter
+}
+
+func (l probeLimiter) Wait(ctx context.Context) error {
+	err := l.RateLimiter.Wait(ctx)
+	if err == nil || ctx.Err() != nil {
+		return err // a timeout or cancellation, reported as such
+	}
+	return fmt.Errorf("%w: %w", errRateLimited, err)
+}
+
+// proxyEndpoint calls a server through the API server's service proxy, with a REST
+// client of the core/v1 API.
+type proxyEndpoint struct {
+	client             rest.Interface
+	namespace, service string
+	port               int32
+}
+
+func (e *proxyEndpoint) String() string {
+	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%d/proxy", e.namespace, e.service, e.port)
+}
+
+func (e *proxyEndpoint) Get(ctx context.Context, path string) (int, []byte, error) {
+	res := e.client.Get().
+		Namespace(e.namespace).Resource("services").Name(e.service+":"+strconv.Itoa(int(e.port))).
+		SubResource("proxy").Suffix(path).
+		SetHeader("Accept", serverRequestAcceptValue).
+		// One request per call, as with the in-cluster client: the probe interval is the retry.
+		MaxRetries(0).
+		Do(ctx)
+	var code int
+	res.StatusCode(&code)
+	body, err := res.Raw()
+	if code == 0 && err != nil {
+		// client-go keeps no status code for an error response it cannot decode (such as
+		// text/plain); the error it makes of it carries the code.
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || status.Status().Code == 0 {
+			return 0, nil, err
+		}
+		return int(status.Status().Code), nil, nil
+	}
+	// Any other error is client-go's reading of a non-2xx answer: the code says it.
+	if len(body) > maxServerBody {
+		return code, nil, errBodyTooLarge
+	}
+	return code, body, nil
+}
+
+// limitResponseBodies cuts response bodies after maxServerBody+1 bytes, so that a
+// server cannot make the REST client, which reads whole bodies, hold more; Get reports
+// a body that long as errBodyTooLarge.
+func limitResponseBodies(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if resp != nil && resp.Body != nil {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(resp.Body, maxServerBody+1), resp.Body}
+		}
+		return resp, err
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
