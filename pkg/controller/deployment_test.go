@@ -203,8 +203,28 @@ func TestNewDeployment(t *testing.T) {
 					FailureThreshold:    3,
 					SuccessThreshold:    1,
 				}, c.StartupProbe)
-				assert.Nil(t, c.ReadinessProbe)
-				assert.Nil(t, c.LivenessProbe)
+				// Readiness and liveness start once the startup probe passed; both are
+				// lenient, liveness most (about 2.5 minutes without an answer).
+				assert.Equal(t, &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/v1/health",
+						Port: intstr.FromInt32(8321),
+					}},
+					PeriodSeconds:    10,
+					TimeoutSeconds:   5,
+					FailureThreshold: 3,
+					SuccessThreshold: 1,
+				}, c.ReadinessProbe)
+				assert.Equal(t, &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/v1/health",
+						Port: intstr.FromInt32(8321),
+					}},
+					PeriodSeconds:    30,
+					TimeoutSeconds:   10,
+					FailureThreshold: 5,
+					SuccessThreshold: 1,
+				}, c.LivenessProbe)
 				assert.Len(t, c.Resources.Requests, 2)
 				assertQuantity(t, c.Resources.Requests, corev1.ResourceCPU, "1")
 				assertQuantity(t, c.Resources.Requests, corev1.ResourceMemory, "1Gi")
@@ -225,6 +245,8 @@ func TestNewDeployment(t *testing.T) {
 				assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}, c.Ports)
 				assert.Equal(t, "9000", envValue(t, c.Env, "LLS_PORT"))
 				assert.Equal(t, intstr.FromInt32(9000), c.StartupProbe.HTTPGet.Port)
+				assert.Equal(t, intstr.FromInt32(9000), c.ReadinessProbe.HTTPGet.Port)
+				assert.Equal(t, intstr.FromInt32(9000), c.LivenessProbe.HTTPGet.Port)
 			},
 		},
 		"custom container name": {
