@@ -19,13 +19,10 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "latest"
-
 func main() {
 	klog.InitFlags(nil)
 	var kubeconfig, master string
-	o := app.Options{Version: version}
+	o := app.Options{Version: app.Version()}
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
 	flag.StringVar(&master, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
 	flag.StringVar(&o.Namespace, "namespace", "", "Watch LlamaStackDistributions and their children in this namespace only (default: all namespaces).")

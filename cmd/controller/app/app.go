@@ -48,7 +48,7 @@ type Options struct {
 	Burst             int
 	// ResyncPeriod of the informers; 0 means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
-	// Version is reported in status.version.operatorVersion.
+	// Version is reported in status.version.operatorVersion; "" means Version().
 	Version string
 	// ServerProbe is how the servers' health, version and providers are read: "auto" (the
 	// Service's DNS name in a cluster, the API server's service proxy outside), "service",
@@ -88,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseName == "" {
 		o.LeaseName = DefaultLeaseName
+	}
+	if o.Version == "" {
+		o.Version = Version()
 	}
 	return o
 }

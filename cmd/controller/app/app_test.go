@@ -81,8 +81,10 @@ func TestOptionsValidate(t *testing.T) {
 	off := good
 	off.RenewDeadline = time.Hour
 	assert.NoError(t, off.Validate(), "leader election off")
+	t.Setenv(OperatorVersionEnv, "v1.2.3")
 	assert.Equal(t, Options{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		LeaseName: "llama-stack-controller"}, Options{}.withDefaults())
+		LeaseName: "llama-stack-controller", Version: "v1.2.3"}, Options{}.withDefaults())
+	assert.Equal(t, "given", Options{Version: "given"}.withDefaults().Version, "a version given is kept")
 }
 
 func TestServerProbeMode(t *testing.T) {
