@@ -1,5 +1,7 @@
 # The controller image: a static binary on distroless, running as a non-root user.
-#   docker build -t llama-stack-controller:latest .
+#   docker build --build-arg VERSION=v0.1.0 -t llama-stack-controller:v0.1.0 .
+# VERSION is reported in status.version.operatorVersion (`make image` passes the output
+# of `git describe`; the build context has no .git to derive it from).
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -10,8 +12,11 @@ COPY . .
 # Set by BuildKit for the platform being built; empty means the build host's.
 ARG TARGETOS
 ARG TARGETARCH
+ARG VERSION=
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/llama-stack-controller ./cmd/controller
+    go build -trimpath \
+      -ldflags="-s -w -X github.com/llamastack/llama-stack-controller/cmd/controller/app.version=${VERSION}" \
+      -o /out/llama-stack-controller ./cmd/controller
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/llama-stack-controller /llama-stack-controller

@@ -5,6 +5,10 @@ BIN_DIR ?= bin
 IMAGE ?= llama-stack-controller:latest
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
+# The version stamped into the binary and the image (status.version.operatorVersion;
+# $OPERATOR_VERSION at run time wins over it). Outside a git checkout: the binary's default.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/llamastack/llama-stack-controller/cmd/controller/app.version=$(VERSION)
 
 .PHONY: all generate verify build test test-unit test-e2e fuzz bench cluster vet run image clean
 
@@ -22,7 +26,7 @@ verify:
 
 ## build: build the controller binary (and the local control plane launcher) into bin/
 build:
-	$(GO) build -o $(BIN_DIR)/llama-stack-controller ./cmd/controller
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/llama-stack-controller ./cmd/controller
 	$(GO) build -o $(BIN_DIR)/localcluster ./test/localcluster/cmd/localcluster
 
 vet:
@@ -66,7 +70,7 @@ run: build
 
 ## image: build the controller image (needs a container engine)
 image:
-	docker build -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 clean:
 	rm -rf $(BIN_DIR)

@@ -19,13 +19,10 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "latest"
-
 func main() {
 	klog.InitFlags(nil)
 	var kubeconfig, master string
-	o := app.Options{Version: version}
+	o := app.Options{Version: app.Version()}
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Only required if out-of-cluster.")
 	flag.StringVar(&master, "master", "", "The address of the Kubernetes API server. Overrides any value in kubeconfig. Only required if out-of-cluster.")
 	flag.StringVar(&o.Namespace, "namespace", "", "Watch LlamaStackDistributions and their children in this namespace only (default: all namespaces).")
@@ -33,6 +30,8 @@ func main() {
 	flag.IntVar(&o.Workers, "workers", 4, "Number of LlamaStackDistributions synced concurrently.")
 	flag.Float64Var(&o.QPS, "kube-api-qps", 50, "Queries per second to the Kubernetes API server.")
 	flag.IntVar(&o.Burst, "kube-api-burst", 100, "Burst of queries to the Kubernetes API server.")
+	flag.Float64Var(&o.EventQPS, "kube-api-events-qps", app.DefaultEventQPS, "Queries per second of the client that writes Events, which has its own limit (0: the default).")
+	flag.IntVar(&o.EventBurst, "kube-api-events-burst", app.DefaultEventBurst, "Burst of the client that writes Events (0: the default).")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 turns it off.")
 	flag.StringVar(&o.ServerProbe, "server-probe", "auto", "How to read the servers' /v1/health, /v1/version and /v1/providers: auto (the Service in a cluster, the API server's service proxy outside), service, proxy, or off.")
 	flag.DurationVar(&o.ServerProbeInterval, "server-probe-interval", time.Minute, "Time between probes of a ready server.")

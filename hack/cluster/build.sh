@@ -10,7 +10,8 @@
 #     kwok-stages.yaml   Stage objects for kwok's --config
 # where <hash> covers both tool modules' go.mod/go.sum, versions.env and
 # `go version`. When that directory is complete the script only checks it and
-# returns. The first build takes about 8-10 minutes on two cores.
+# returns. The first build takes about 10 minutes on two cores, and says so;
+# it prints a line per binary, and one a minute while a binary builds.
 #
 # Logs go to stderr; the last line on stdout is the bin directory.
 set -euo pipefail
@@ -70,24 +71,6 @@ require_version "${tools_dir}/go.mod" k8s.io/kubernetes "${KUBE_VERSION}"
 require_version "${tools_dir}/go.mod" go.etcd.io/etcd/server/v3 "${ETCD_VERSION}"
 require_version "${kwok_dir}/go.mod" sigs.k8s.io/kwok "${KWOK_VERSION}"
 
-# The staging replaces must be exactly those of k8s.io/kubernetes' own go.mod,
-# each pointing at the matching published release.
-kube_gomod="$(cd "${tools_dir}" && go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" |
-	sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-[[ -f "${kube_gomod}" ]] || die "cannot find the go.mod of k8s.io/kubernetes@${KUBE_VERSION}"
-want_replaces="$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "${kube_gomod}" | sort)"
-have_replaces="$(awk -v v="${staging_version}" '
-	$2 == "=>" && $3 == $1 && $4 == v { print $1 }
-	$3 == "=>" && $4 == $2 && $5 == v { print $2 }' "${tools_dir}/go.mod" | sort)"
-if [[ "${want_replaces}" != "${have_replaces}" ]]; then
-	diff <(echo "${want_replaces}") <(echo "${have_replaces}") || true
-	die "${tools_dir}/go.mod must replace each staging module of k8s.io/kubernetes ${KUBE_VERSION} with its ${staging_version} release"
-fi
-# etcd must be the version kubernetes itself requires, or the build graph moves.
-kube_etcd="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "${kube_gomod}")"
-[[ "${kube_etcd}" == "${ETCD_VERSION}" ]] ||
-	die "k8s.io/kubernetes ${KUBE_VERSION} requires etcd ${kube_etcd}; ETCD_VERSION=${ETCD_VERSION} would move its dependencies"
-
 # --- cache directory ------------------------------------------------------
 go_version="$(go version)"
 hash="$(
@@ -109,7 +92,10 @@ binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwo
 mkdir -p "${cache_root}"
 # One build per cache directory at a time (other sessions may share the cache).
 exec 9>"${cache_dir}.lock"
-flock 9
+if ! flock -n 9; then
+	log "another process is building this control plane; waiting for it (${cache_dir}.lock)"
+	flock 9
+fi
 
 complete() {
 	[[ -f "${cache_dir}/.complete" && -s "${stages_file}" ]] || return 1
@@ -125,7 +111,29 @@ if complete; then
 	exit 0
 fi
 
+log "first build of the local control plane: done once, then reused from the cache; about 10 minutes on two cores, more on a busy machine"
+log "(six binaries: a line as each starts and ends, and one a minute meanwhile)"
 start=${SECONDS}
+
+# Checked before building (a cached build was checked when it was made).
+# The staging replaces must be exactly those of k8s.io/kubernetes' own go.mod,
+# each pointing at the matching published release.
+kube_gomod="$(cd "${tools_dir}" && go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" |
+	sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+[[ -f "${kube_gomod}" ]] || die "cannot find the go.mod of k8s.io/kubernetes@${KUBE_VERSION}"
+want_replaces="$(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "${kube_gomod}" | sort)"
+have_replaces="$(awk -v v="${staging_version}" '
+	$2 == "=>" && $3 == $1 && $4 == v { print $1 }
+	$3 == "=>" && $4 == $2 && $5 == v { print $2 }' "${tools_dir}/go.mod" | sort)"
+if [[ "${want_replaces}" != "${have_replaces}" ]]; then
+	diff <(echo "${want_replaces}") <(echo "${have_replaces}") || true
+	die "${tools_dir}/go.mod must replace each staging module of k8s.io/kubernetes ${KUBE_VERSION} with its ${staging_version} release"
+fi
+# etcd must be the version kubernetes itself requires, or the build graph moves.
+kube_etcd="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "${kube_gomod}")"
+[[ "${kube_etcd}" == "${ETCD_VERSION}" ]] ||
+	die "k8s.io/kubernetes ${KUBE_VERSION} requires etcd ${kube_etcd}; ETCD_VERSION=${ETCD_VERSION} would move its dependencies"
+
 work="${cache_dir}.tmp"
 rm -rf "${work}" "${cache_dir}"
 mkdir -p "${work}/bin"
@@ -139,33 +147,50 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	version_ldflags+=" -X ${pkg}.gitMinor=${kube_minor} -X ${pkg}.gitTreeState=clean"
 done
 
-(
-	cd "${tools_dir}"
-	log "go mod download (kubernetes tool module)"
-	go mod download
-	t=${SECONDS}
-	log "building etcd"
-	go build -trimpath -ldflags="-s -w" -o "${work}/bin/etcd" go.etcd.io/etcd/server/v3
-	log "etcd: $((SECONDS - t)) s"
-	t=${SECONDS}
-	log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl"
-	go build -trimpath -ldflags="-s -w${version_ldflags}" -o "${work}/bin/" \
-		k8s.io/kubernetes/cmd/kube-apiserver \
-		k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler \
-		k8s.io/kubernetes/cmd/kubectl
-	log "kubernetes: $((SECONDS - t)) s"
-)
+# build NAME DIR LDFLAGS PACKAGE: one binary, from the tool module in DIR, with a
+# line when it starts, one a minute while it runs (the largest take minutes), and its time.
+built=0
+ticker=""
+stop_ticker() {
+	if [[ -n "${ticker}" ]]; then
+		kill "${ticker}" 2>/dev/null || true
+		wait "${ticker}" 2>/dev/null || true
+		ticker=""
+	fi
+}
+trap stop_ticker EXIT
+build() {
+	local name=$1 dir=$2 ldflags=$3 pkg=$4 t=${SECONDS}
+	built=$((built + 1))
+	log "building ${name} (${built}/${#binaries[@]})"
+	(
+		exec 3>&- 9>&-
+		trap 'kill "${nap}" 2>/dev/null; exit 0' TERM
+		elapsed=0
+		while true; do
+			sleep 60 </dev/null >/dev/null 2>&1 &
+			nap=$!
+			wait "${nap}"
+			elapsed=$((elapsed + 60))
+			log "  still building ${name}: $((elapsed / 60)) min so far"
+		done
+	) &
+	ticker=$!
+	go -C "${dir}" build -trimpath -ldflags="${ldflags}" -o "${work}/bin/${name}" "${pkg}"
+	stop_ticker
+	log "built ${name} in $((SECONDS - t)) s"
+}
 
-(
-	cd "${kwok_dir}"
-	log "go mod download (kwok tool module)"
-	go mod download
-	t=${SECONDS}
-	log "building kwok"
-	go build -trimpath -ldflags="-s -w" -o "${work}/bin/kwok" sigs.k8s.io/kwok/cmd/kwok
-	log "kwok: $((SECONDS - t)) s"
-)
+log "downloading the modules of the kubernetes tool module (go mod download)"
+go -C "${tools_dir}" mod download
+build etcd "${tools_dir}" "-s -w" go.etcd.io/etcd/server/v3
+build kube-apiserver "${tools_dir}" "-s -w${version_ldflags}" k8s.io/kubernetes/cmd/kube-apiserver
+build kube-controller-manager "${tools_dir}" "-s -w${version_ldflags}" k8s.io/kubernetes/cmd/kube-controller-manager
+build kube-scheduler "${tools_dir}" "-s -w${version_ldflags}" k8s.io/kubernetes/cmd/kube-scheduler
+build kubectl "${tools_dir}" "-s -w${version_ldflags}" k8s.io/kubernetes/cmd/kubectl
+log "downloading the modules of the kwok tool module (go mod download)"
+go -C "${kwok_dir}" mod download
+build kwok "${kwok_dir}" "-s -w" sigs.k8s.io/kwok/cmd/kwok
 
 # --- kwok stages ------------------------------------------------------------
 # The kwok binary has no built-in stages; take the Stage objects that kwokctl

@@ -70,8 +70,12 @@ type Config struct {
 	OperatorVersion string
 	// Distributions maps distribution names to images; nil means the built-in list.
 	Distributions map[string]string
-	// Recorder records Events; nil makes one from KubeClient.
+	// Recorder records Events; nil makes one that writes them through EventClient.
 	Recorder record.EventRecorder
+	// EventClient writes the Events of the recorder NewController makes; nil means
+	// KubeClient. A client of its own (its own rate limiter, as Kubernetes' controllers
+	// have) keeps Events from taking the requests the workers wait on.
+	EventClient kubernetes.Interface
 	// ServerProbe reaches the running servers for HealthCheck, version and providers;
 	// the zero value disables it.
 	ServerProbe ServerProbe
@@ -108,6 +112,8 @@ type Controller struct {
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
+	// eventClient writes the broadcaster's Events.
+	eventClient kubernetes.Interface
 
 	// prober asks running servers for their health, version and providers.
 	prober *prober
@@ -166,6 +172,10 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.distributions = builtinDistributions()
 	}
 	if c.recorder == nil {
+		c.eventClient = cfg.EventClient
+		if c.eventClient == nil {
+			c.eventClient = cfg.KubeClient
+		}
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
 	}
@@ -306,7 +316,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kubeclient.CoreV1().Events("")})
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.eventClient.CoreV1().Events("")})
 		defer c.broadcaster.Shutdown()
 	}
 

@@ -25,14 +25,35 @@ const (
 // userConfigPath is where the server finds the user's run configuration.
 const userConfigPath = userConfigMountPath + userConfigKey
 
-// Startup probe of the server container, as upstream. There is no readiness or
-// liveness probe: long requests block /v1/health.
+// Probes of the server container, all an HTTP GET of /v1/health on the container port.
+//
+// The startup probe is upstream's (first try after 15 s, then 3 tries 10 s apart).
+// Readiness and liveness run only after it succeeded. Upstream had none (#157), because
+// a long request (document ingestion, a slow inference call) can keep /v1/health from
+// answering in time; so both are lenient:
+//   - readiness every 10 s with a 5 s timeout; three failures in a row (about 30 s) take
+//     the pod out of its Service until it answers again. It restarts nothing, and a
+//     server too busy to answer its health check for half a minute is one to route
+//     around.
+//   - liveness every 30 s with a 10 s timeout; only five failures in a row (about
+//     2.5 minutes without an answer) restart the container: a hung server is restarted,
+//     one busy with a long request is not.
 const (
 	healthPath                 = "/v1/health"
 	startupInitialDelaySeconds = int32(15)
 	startupTimeoutSeconds      = int32(30)
 	startupFailureThreshold    = int32(3)
 	startupSuccessThreshold    = int32(1)
+
+	readinessPeriodSeconds    = int32(10)
+	readinessTimeoutSeconds   = int32(5)
+	readinessFailureThreshold = int32(3)
+	readinessSuccessThreshold = int32(1)
+
+	livenessPeriodSeconds    = int32(30)
+	livenessTimeoutSeconds   = int32(10)
+	livenessFailureThreshold = int32(5)
+	livenessSuccessThreshold = int32(1) // the API requires 1 for liveness
 )
 
 // Default spreading of more than one replica, as upstream.
@@ -200,13 +221,25 @@ func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) co
 		Resources:       resolveResources(l),
 		SecurityContext: containerSecurityContext(cs),
 		StartupProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{
-				HTTPGet: &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)},
-			},
+			ProbeHandler:        healthCheck(p),
 			InitialDelaySeconds: startupInitialDelaySeconds,
 			TimeoutSeconds:      startupTimeoutSeconds,
 			FailureThreshold:    startupFailureThreshold,
 			SuccessThreshold:    startupSuccessThreshold,
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     healthCheck(p),
+			PeriodSeconds:    readinessPeriodSeconds,
+			TimeoutSeconds:   readinessTimeoutSeconds,
+			FailureThreshold: readinessFailureThreshold,
+			SuccessThreshold: readinessSuccessThreshold,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     healthCheck(p),
+			PeriodSeconds:    livenessPeriodSeconds,
+			TimeoutSeconds:   livenessTimeoutSeconds,
+			FailureThreshold: livenessFailureThreshold,
+			SuccessThreshold: livenessSuccessThreshold,
 		},
 		VolumeMounts: volumeMounts(l, in),
 	}
@@ -221,6 +254,11 @@ func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) co
 		c.Args = append([]string(nil), cs.Args...)
 	}
 	return c
+}
+
+// healthCheck is an HTTP GET of the server's /v1/health on port p.
+func healthCheck(p int32) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)}}
 }
 
 // controllerEnv is the controller's own environment of the server, in upstream's order.

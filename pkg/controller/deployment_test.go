@@ -185,6 +185,26 @@ func wantDeployment(edits ...func(d *appsv1.Deployment, c *corev1.Container)) *a
 							FailureThreshold:    3,
 							SuccessThreshold:    1,
 						},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/v1/health",
+								Port: intstr.FromInt32(8321),
+							}},
+							PeriodSeconds:    10,
+							TimeoutSeconds:   5,
+							FailureThreshold: 3,
+							SuccessThreshold: 1,
+						},
+						LivenessProbe: &corev1.Probe{
+							ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/v1/health",
+								Port: intstr.FromInt32(8321),
+							}},
+							PeriodSeconds:    30,
+							TimeoutSeconds:   10,
+							FailureThreshold: 5,
+							SuccessThreshold: 1,
+						},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU:    resource.MustParse("1"),
 							corev1.ResourceMemory: resource.MustParse("1Gi"),
@@ -255,6 +275,8 @@ func TestNewDeployment(t *testing.T) {
 				c.Ports = []corev1.ContainerPort{{ContainerPort: 9000, Protocol: corev1.ProtocolTCP}}
 				setEnv(c, "LLS_PORT", "9000")
 				c.StartupProbe.HTTPGet.Port = intstr.FromInt32(9000)
+				c.ReadinessProbe.HTTPGet.Port = intstr.FromInt32(9000)
+				c.LivenessProbe.HTTPGet.Port = intstr.FromInt32(9000)
 			}),
 		},
 		"custom container name": {

@@ -336,12 +336,28 @@ func containerErrors(c *corev1.Container, volumes map[string]bool, p *field.Path
 		paths[m.MountPath] = true
 	}
 	errs = append(errs, resourceErrors(c.Resources, p.Child("resources"))...)
-	if pr := c.StartupProbe; pr != nil {
-		pp := p.Child("startupProbe")
-		if pr.SuccessThreshold != 1 {
-			errs = append(errs, field.Invalid(pp.Child("successThreshold"), pr.SuccessThreshold, "must be 1"))
+	for _, pr := range []struct {
+		name    string
+		probe   *corev1.Probe
+		oneShot bool // successThreshold must be 1
+	}{{"startupProbe", c.StartupProbe, true}, {"livenessProbe", c.LivenessProbe, true}, {"readinessProbe", c.ReadinessProbe, false}} {
+		if pr.probe == nil {
+			continue
 		}
-		if h := pr.HTTPGet; h != nil && h.Port.Type == intstr.Int {
+		pp := p.Child(pr.name)
+		if pr.oneShot && pr.probe.SuccessThreshold != 1 {
+			errs = append(errs, field.Invalid(pp.Child("successThreshold"), pr.probe.SuccessThreshold, "must be 1"))
+		}
+		for _, n := range []struct {
+			field string
+			v     int32
+		}{{"periodSeconds", pr.probe.PeriodSeconds}, {"timeoutSeconds", pr.probe.TimeoutSeconds},
+			{"failureThreshold", pr.probe.FailureThreshold}, {"successThreshold", pr.probe.SuccessThreshold}} {
+			if n.v < 0 {
+				errs = append(errs, field.Invalid(pp.Child(n.field), n.v, "must be greater than or equal to 0"))
+			}
+		}
+		if h := pr.probe.HTTPGet; h != nil && h.Port.Type == intstr.Int {
 			for _, msg := range validation.IsValidPortNum(h.Port.IntValue()) {
 				errs = append(errs, field.Invalid(pp.Child("httpGet", "port"), h.Port, msg))
 			}

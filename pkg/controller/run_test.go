@@ -160,17 +160,24 @@ func TestRunStopBeforeCachesSynced(t *testing.T) {
 // recorder records Events through the API, as in a cluster.
 func runController(ctx context.Context, t *testing.T, client clientset.Interface, kubeclient kubernetes.Interface, recorder record.EventRecorder) (*Controller, <-chan error) {
 	t.Helper()
+	return runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) { cfg.Recorder = recorder })
+}
+
+// runControllerWith is runController with the Config edited by edit first.
+func runControllerWith(ctx context.Context, t *testing.T, client clientset.Interface, kubeclient kubernetes.Interface, edit func(*Config)) (*Controller, <-chan error) {
+	t.Helper()
 	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
 	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
 	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
 	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
-	c, err := NewController(ctx, Config{
+	cfg := Config{
 		KubeClient: kubeclient, Client: client,
 		LLSDInformers: llsdInformers, ChildInformers: childInformers,
 		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
 		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
-		Recorder: recorder,
-	})
+	}
+	edit(&cfg)
+	c, err := NewController(ctx, cfg)
 	require.NoError(t, err)
 	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
 		f.Start(ctx.Done())

@@ -119,6 +119,9 @@ func runChild(specJSON string) int {
 	defer stop()
 	err = app.Run(klog.NewContext(ctx, klog.NewKlogr()), cfg, app.Options{
 		Workers: spec.Workers, QPS: spec.QPS, Burst: spec.Burst, ResyncPeriod: spec.Resync,
+		// The Event client has limits of its own; the run's limits apply to both (at the
+		// default limits, they are the defaults of both).
+		EventQPS: spec.QPS, EventBurst: spec.Burst,
 		OperatorNamespace: operatorNamespace, Version: "bench",
 		// kwok pods run nothing: there is no server to probe.
 		ServerProbe:        "off",

@@ -35,6 +35,10 @@ const (
 	serviceAccountNamespace  = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 	// DefaultResyncPeriod re-delivers cached objects; a sync it triggers sends no request.
 	DefaultResyncPeriod = 10 * time.Hour
+	// DefaultEventQPS and DefaultEventBurst limit the Event client. At most one Event per
+	// child written and per status change: the work client's own defaults suffice.
+	DefaultEventQPS   = 50
+	DefaultEventBurst = 100
 )
 
 // Options configure a controller run.
@@ -46,9 +50,13 @@ type Options struct {
 	Workers           int
 	QPS               float64
 	Burst             int
+	// EventQPS and EventBurst limit the client that writes Events, apart from QPS and
+	// Burst; 0 means DefaultEventQPS and DefaultEventBurst.
+	EventQPS   float64
+	EventBurst int
 	// ResyncPeriod of the informers; 0 means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
-	// Version is reported in status.version.operatorVersion.
+	// Version is reported in status.version.operatorVersion; "" means Version().
 	Version string
 	// ServerProbe is how the servers' health, version and providers are read: "auto" (the
 	// Service's DNS name in a cluster, the API server's service proxy outside), "service",
@@ -89,6 +97,15 @@ func (o Options) withDefaults() Options {
 	if o.LeaseName == "" {
 		o.LeaseName = DefaultLeaseName
 	}
+	if o.Version == "" {
+		o.Version = Version()
+	}
+	if o.EventQPS == 0 {
+		o.EventQPS = DefaultEventQPS
+	}
+	if o.EventBurst == 0 {
+		o.EventBurst = DefaultEventBurst
+	}
 	return o
 }
 
@@ -103,6 +120,12 @@ func (o Options) Validate() error {
 	}
 	if o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.Burst))
+	}
+	if o.EventQPS < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-events-qps must not be negative, got %v", o.EventQPS))
+	}
+	if o.EventBurst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-events-burst must not be negative, got %d", o.EventBurst))
 	}
 	switch o.ServerProbe {
 	case "", "auto", "service", "proxy", "off":
@@ -182,11 +205,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	o = o.withDefaults()
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "llama-stack-controller/" + o.Version
-	}
+	cfg, eventCfg := clientConfigs(cfg, o)
 
 	// Metric providers must be in place before the first client and queue are made.
 	controller.RegisterMetrics()
@@ -212,10 +231,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the LlamaStackDistribution client: %w", err)
 	}
+	eventClient, err := kubernetes.NewForConfig(eventCfg)
+	if err != nil {
+		return fmt.Errorf("building the Event client: %w", err)
+	}
 	opNamespace := ResolveOperatorNamespace(o.OperatorNamespace)
 	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers, "leaderElect", o.LeaderElect)
 	run := func(ctx context.Context) error {
-		return runController(ctx, cfg, kubeClient, client, o, opNamespace, h)
+		return runController(ctx, cfg, kubeClient, client, eventClient, o, opNamespace, h)
 	}
 	if !o.LeaderElect {
 		return run(ctx)
@@ -245,10 +268,30 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}, h, run)
 }
 
+// clientConfigs returns the configuration of the controller's clients, from cfg (not
+// changed): the work client's with QPS and Burst, and the Event client's with EventQPS
+// and EventBurst, a rate limiter of its own and the user agent suffix "/events", as
+// Kubernetes' controllers give their event broadcaster a client of its own. Events
+// (one per child written and per status change, written by the broadcaster's goroutine)
+// then never take the requests the workers wait on.
+func clientConfigs(cfg *rest.Config, o Options) (work, events *rest.Config) {
+	work = rest.CopyConfig(cfg)
+	work.QPS, work.Burst = float32(o.QPS), o.Burst
+	if work.UserAgent == "" {
+		work.UserAgent = "llama-stack-controller/" + o.Version
+	}
+	events = rest.CopyConfig(work)
+	events.QPS, events.Burst = float32(o.EventQPS), o.EventBurst
+	// A limiter set in cfg would be shared: each client makes its own from QPS and Burst.
+	events.RateLimiter = nil
+	events.UserAgent = work.UserAgent + "/events"
+	return work, events
+}
+
 // runController makes the informers and the controller, runs it until ctx is cancelled,
 // and returns once its workers and informers have stopped.
 func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, client clientset.Interface,
-	o Options, opNamespace string, h *health) error {
+	eventClient kubernetes.Interface, o Options, opNamespace string, h *health) error {
 	resync := o.ResyncPeriod
 	if resync == 0 {
 		resync = DefaultResyncPeriod
@@ -278,6 +321,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	c, err := controller.NewController(ctx, controller.Config{
 		KubeClient:         kubeClient,
 		Client:             client,
+		EventClient:        eventClient,
 		LLSDInformers:      llsdInformers,
 		ChildInformers:     childInformers,
 		ConfigMapInformers: configMapInformers,

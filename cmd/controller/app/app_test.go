@@ -33,10 +33,12 @@ func TestOptionsValidate(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		"no workers":    {func(o *Options) { o.Workers = 0 }, "--workers must be at least 1"},
-		"zero qps":      {func(o *Options) { o.QPS = 0 }, "--kube-api-qps must be positive"},
-		"no burst":      {func(o *Options) { o.Burst = 0 }, "--kube-api-burst must be at least 1"},
-		"all of it bad": {func(o *Options) { *o = Options{} }, "--workers"},
+		"no workers":           {func(o *Options) { o.Workers = 0 }, "--workers must be at least 1"},
+		"zero qps":             {func(o *Options) { o.QPS = 0 }, "--kube-api-qps must be positive"},
+		"no burst":             {func(o *Options) { o.Burst = 0 }, "--kube-api-burst must be at least 1"},
+		"negative event qps":   {func(o *Options) { o.EventQPS = -1 }, "--kube-api-events-qps must not be negative"},
+		"negative event burst": {func(o *Options) { o.EventBurst = -1 }, "--kube-api-events-burst must not be negative"},
+		"all of it bad":        {func(o *Options) { *o = Options{} }, "--workers"},
 		"renew deadline not below the lease duration": {
 			func(o *Options) {
 				o.LeaderElect, o.LeaseDuration, o.RenewDeadline = true, 10*time.Second, 10*time.Second
@@ -86,8 +88,10 @@ func TestOptionsValidate(t *testing.T) {
 	off := good
 	off.RenewDeadline = time.Hour
 	assert.NoError(t, off.Validate(), "leader election off")
+	t.Setenv(OperatorVersionEnv, "v1.2.3")
 	assert.Equal(t, Options{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		LeaseName: "llama-stack-controller"}, Options{}.withDefaults())
+		LeaseName: "llama-stack-controller", Version: "v1.2.3", EventQPS: 50, EventBurst: 100}, Options{}.withDefaults())
+	assert.Equal(t, "given", Options{Version: "given"}.withDefaults().Version, "a version given is kept")
 }
 
 func TestServerProbeMode(t *testing.T) {
