@@ -3,12 +3,14 @@ package controller
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +24,9 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-// Unit tests of apply.go, on the Service kind over the fixture's fakes. The sync-level
-// tests (children_test.go) cover the same code through whole CRs.
+// Tests of apply.go: first its functions, on the Service kind over the fixture's fakes;
+// then the write strategy through whole syncs (objects of others, fields removed or
+// owned by others). children_test.go covers the rest of the children's life.
 
 var servicesResource = corev1.SchemeGroupVersion.WithResource("services")
 
@@ -535,4 +538,127 @@ func TestPruneNulls(t *testing.T) {
 			assert.JSONEq(t, tc.want, string(got))
 		})
 	}
+}
+
+// Sync-level tests of the write strategy: whole CRs through sync.
+
+var foreignVariants = map[string]bool{
+	"unlabelled without owner (seen only by a live GET)": false,
+	"labelled and controlled by another CR":              true,
+}
+
+func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
+	for _, k := range allOwnedKinds {
+		for variant, labelled := range foreignVariants {
+			t.Run(k.kind+"/"+variant, func(t *testing.T) {
+				l := newLLSD("app", allChildren)
+				name := k.name(l)
+				foreign := foreignObject(k, name, labelled)
+				f := newFixture(t, append(allChildrenObjects(), l, foreign)...)
+				before := f.stored(k, name)
+				require.NotNil(t, before)
+				before = before.(runtime.Object).DeepCopyObject().(metav1.Object)
+
+				actions := f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name), "no write to someone else's %s", k.kind)
+				after := f.stored(k, name)
+				require.NotNil(t, after, "someone else's %s was deleted", k.kind)
+				assert.Equal(t, before, after, "someone else's %s was changed", k.kind)
+
+				got := f.llsd("app")
+				requireUserError(t, got, v1alpha1.ReasonResourceNotOwned, fmt.Sprintf("%s %s/%s", k.kind, testNamespace, name))
+				events := f.events()
+				assert.Equal(t, 1, countEvents(events, "Warning ResourceNotOwned"), "events: %v", events)
+				assert.True(t, hasEvent(events, name), "events: %v", events)
+
+				// The same state again: nothing written, no second Event.
+				actions = f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name))
+				assert.Empty(t, writesTo(actions, "llamastackdistributions", "app"), "status unchanged")
+				assert.Zero(t, countEvents(f.events(), "Warning"))
+				assert.Equal(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+			})
+		}
+	}
+}
+
+func TestForeignObjectIsNotDeletedWhenFeatureIsOff(t *testing.T) {
+	for _, k := range []ownedKind{kindHPA, kindPDB, kindIngress, kindNetworkPolicy, kindConfigMapCopy} {
+		for variant, labelled := range foreignVariants {
+			t.Run(k.kind+"/"+variant, func(t *testing.T) {
+				l := newLLSD("app") // no autoscaling, PDB, Ingress or user config
+				name := k.name(l)
+				f := newFixture(t, l, foreignObject(k, name, labelled),
+					operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}))
+
+				actions := f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name))
+				assert.NotNil(t, f.stored(k, name), "someone else's %s was deleted", k.kind)
+				f.converge("app")
+				assert.NotNil(t, f.stored(k, name))
+			})
+		}
+	}
+}
+
+func TestRemovedFieldsVanishFromTheDeployment(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: "DROP", Value: "2"}}
+		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
+			Volumes:      []corev1.Volume{{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "extra", MountPath: "/extra"}},
+		}
+	}))
+	f.converge("app")
+	d := f.deployment("app")
+	require.Contains(t, envNames(serverOf(t, d).Env), "DROP")
+	require.Contains(t, volumeNames(d.Spec.Template.Spec.Volumes), "extra")
+	require.Contains(t, mountNames(serverOf(t, d).VolumeMounts), "extra")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = l.Spec.Server.ContainerSpec.Env[:1]
+		l.Spec.Server.PodOverrides = nil
+	})
+	actions := f.sync("app")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"))
+	d = f.deployment("app")
+	assert.NotContains(t, envNames(serverOf(t, d).Env), "DROP")
+	assert.Contains(t, envNames(serverOf(t, d).Env), "KEEP")
+	assert.NotContains(t, volumeNames(d.Spec.Template.Spec.Volumes), "extra")
+	assert.NotContains(t, mountNames(serverOf(t, d).VolumeMounts), "extra")
+	f.converge("app")
+	require.Empty(t, describe(f.sync("app")))
+}
+
+func TestFieldsOwnedByOthersSurvive(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	selector := f.deployment("app").Spec.Selector.DeepCopy()
+	assert.Equal(t, map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "app"}, selector.MatchLabels)
+
+	f.updateDeployment("app", "someone-else", func(d *appsv1.Deployment) {
+		d.Labels["team"] = "blue"
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations["example.com/note"] = "kept"
+		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers,
+			corev1.Container{Name: "sidecar", Image: "busybox:1.36"})
+	})
+	require.Empty(t, describe(f.sync("app")), "others' fields are no reason to apply")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "NEW", Value: "1"}}
+	})
+	actions := f.sync("app")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"))
+	d := f.deployment("app")
+	assert.Equal(t, "blue", d.Labels["team"])
+	assert.Equal(t, "kept", d.Annotations["example.com/note"])
+	assert.Equal(t, []string{"llama-stack", "sidecar"}, containerNames(d.Spec.Template.Spec.Containers))
+	assert.Equal(t, "1", envValue(t, serverContainerOf(t, d).Env, "NEW"))
+	assert.Equal(t, selector, d.Spec.Selector, "the selector never changes")
+	f.converge("app")
+	require.Empty(t, describe(f.sync("app")))
+	assert.Equal(t, selector, f.deployment("app").Spec.Selector)
 }
