@@ -1,0 +1,664 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	coreac "k8s.io/client-go/applyconfigurations/core/v1"
+	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+	core "k8s.io/client-go/testing"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// Tests of apply.go: first its functions, on the Service kind over the fixture's fakes;
+// then the write strategy through whole syncs (objects of others, fields removed or
+// owned by others). children_test.go covers the rest of the children's life.
+
+var servicesResource = corev1.SchemeGroupVersion.WithResource("services")
+
+// failing makes the fake API answer every verb request on services with err.
+func (f *fixture) failing(verb string, err error) {
+	f.kubeclient.PrependReactor(verb, "services", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, err
+	})
+}
+
+// ownedService is the Service the controller would make for l, stored in the fake API
+// (as its Create would) and in the caches.
+func ownedService(f *fixture, l *v1alpha1.LlamaStackDistribution) *corev1.Service {
+	f.t.Helper()
+	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(l), metav1.CreateOptions{})
+	require.NoError(f.t, err)
+	f.refreshCaches()
+	return svc
+}
+
+func TestCurrent(t *testing.T) {
+	tests := map[string]struct {
+		setup     func(f *fixture, l *v1alpha1.LlamaStackDistribution)
+		wantFound bool
+		wantGet   bool // a live GET was sent
+		wantErr   string
+	}{
+		"in the cache": {
+			setup:     func(f *fixture, l *v1alpha1.LlamaStackDistribution) { ownedService(f, l) },
+			wantFound: true,
+		},
+		"unlabelled, so only live": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				require.NoError(t, f.kubeclient.Tracker().Add(foreignObject(kindService, "app-service", false)))
+				f.refreshCaches()
+			},
+			wantFound: true, wantGet: true,
+		},
+		"nowhere": {
+			setup:   func(*fixture, *v1alpha1.LlamaStackDistribution) {},
+			wantGet: true,
+		},
+		"live read fails": {
+			setup: func(f *fixture, _ *v1alpha1.LlamaStackDistribution) {
+				f.failing("get", apierrors.NewServiceUnavailable("etcd is away"))
+			},
+			wantGet: true,
+			wantErr: "getting Service demo/app-service: etcd is away",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := newLLSD("app")
+			f := newFixture(t, l)
+			tc.setup(f, l)
+			f.kubeclient.ClearActions()
+
+			obj, found, err := f.c.services.current(f.ctx, testNamespace, "app-service")
+
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.wantFound, found)
+			if found {
+				assert.Equal(t, "app-service", obj.Name)
+			}
+			assert.Equal(t, tc.wantGet, len(f.kubeclient.Actions()) > 0, "actions: %v", describe(f.kubeclient.Actions()))
+		})
+	}
+}
+
+func TestEnsureObject(t *testing.T) {
+	portChanged := func(l *v1alpha1.LlamaStackDistribution) *corev1.Service {
+		svc := newService(l)
+		svc.Spec.Ports[0].Port = 9000
+		return svc
+	}
+	tests := map[string]struct {
+		setup        func(f *fixture, l *v1alpha1.LlamaStackDistribution)
+		desired      func(l *v1alpha1.LlamaStackDistribution) *corev1.Service
+		precondition bool
+		wantWrites   []string
+		wantEvents   []string
+		wantNotOwned bool
+		// wantResourceVersion is what the apply configuration must carry ("" for none).
+		wantResourceVersion bool
+	}{
+		"absent: created": {
+			setup:      func(*fixture, *v1alpha1.LlamaStackDistribution) {},
+			desired:    newService,
+			wantWrites: []string{"patch services app-service"},
+			wantEvents: []string{"Normal Created Created Service app-service"},
+		},
+		"ours and unchanged: nothing sent": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				require.NoError(t, err)
+				f.refreshCaches()
+				f.events()
+			},
+			desired: newService,
+		},
+		"ours and changed: applied": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				require.NoError(t, err)
+				f.refreshCaches()
+				f.events()
+			},
+			desired:    portChanged,
+			wantWrites: []string{"patch services app-service"},
+			wantEvents: []string{"Normal Updated Updated Service app-service"},
+		},
+		"ours and changed, with precondition: the cached resourceVersion is sent": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				require.NoError(t, err)
+				// The fake API assigns no resourceVersions: give the object one.
+				obj, err := f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
+				require.NoError(t, err)
+				obj.(*corev1.Service).ResourceVersion = "17"
+				require.NoError(t, f.kubeclient.Tracker().Update(servicesResource, obj, testNamespace))
+				f.refreshCaches()
+				f.events()
+			},
+			desired:             portChanged,
+			precondition:        true,
+			wantWrites:          []string{"patch services app-service"},
+			wantEvents:          []string{"Normal Updated Updated Service app-service"},
+			wantResourceVersion: true,
+		},
+		"absent, with precondition: no resourceVersion": {
+			setup:        func(*fixture, *v1alpha1.LlamaStackDistribution) {},
+			desired:      newService,
+			precondition: true,
+			wantWrites:   []string{"patch services app-service"},
+			wantEvents:   []string{"Normal Created Created Service app-service"},
+		},
+		"someone else's: reported, not written": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				require.NoError(t, f.kubeclient.Tracker().Add(foreignObject(kindService, "app-service", true)))
+				f.refreshCaches()
+			},
+			desired:      newService,
+			wantNotOwned: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := newLLSD("app")
+			f := newFixture(t, l)
+			tc.setup(f, l)
+			cachedRV := ""
+			if cached, err := f.c.services.cached(testNamespace, "app-service"); err == nil {
+				cachedRV = cached.ResourceVersion
+			}
+			f.kubeclient.ClearActions()
+
+			got, err := f.c.services.ensureObject(f.ctx, f.c, l, tc.desired(l), tc.precondition)
+
+			actions := f.kubeclient.Actions()
+			assert.Equal(t, tc.wantWrites, writesTo(actions, "services", "app-service"))
+			assert.Equal(t, tc.wantEvents, f.events())
+			if tc.wantNotOwned {
+				var notOwned *notOwnedError
+				require.ErrorAs(t, err, &notOwned)
+				assert.Equal(t, "Service demo/app-service already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own", err.Error())
+				require.NotNil(t, got, "the object in the way is returned")
+				assert.Equal(t, types.UID("uid-of-an-earlier-app"), metav1.GetControllerOf(got).UID)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "app-service", got.Name)
+			for _, a := range mutating(actions) {
+				p := a.(core.PatchAction)
+				assert.Equal(t, types.ApplyPatchType, p.GetPatchType())
+				var sent struct {
+					Metadata struct {
+						ResourceVersion string `json:"resourceVersion"`
+					} `json:"metadata"`
+				}
+				require.NoError(t, json.Unmarshal(p.GetPatch(), &sent))
+				if tc.wantResourceVersion {
+					require.NotEmpty(t, cachedRV)
+					assert.Equal(t, cachedRV, sent.Metadata.ResourceVersion)
+				} else {
+					assert.Empty(t, sent.Metadata.ResourceVersion)
+				}
+			}
+		})
+	}
+}
+
+// A child this CR controls that our field manager never wrote (the upstream operator's)
+// is taken over with a JSON patch of its managed fields before the apply.
+func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
+	l := newLLSD("app")
+	f := newFixture(t, l)
+	svcs := f.kubeclient.CoreV1().Services(testNamespace)
+	_, err := svcs.Create(f.ctx, newService(l), metav1.CreateOptions{FieldManager: "manager"})
+	require.NoError(t, err)
+	ac := coreac.Service("app-service", testNamespace).WithLabels(map[string]string{"upstream": "yes"})
+	_, err = svcs.Apply(f.ctx, ac, metav1.ApplyOptions{FieldManager: "app", Force: true})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.kubeclient.ClearActions()
+
+	_, err = f.c.services.ensure(f.ctx, f.c, l, newService(l))
+	require.NoError(t, err)
+
+	var patchTypes []types.PatchType
+	for _, a := range mutating(f.kubeclient.Actions()) {
+		patchTypes = append(patchTypes, a.(core.PatchAction).GetPatchType())
+	}
+	assert.Equal(t, []types.PatchType{types.JSONPatchType, types.ApplyPatchType}, patchTypes, "take over, then apply")
+	events := f.events()
+	assert.True(t, hasEvent(events, "Normal TookOver Took over Service app-service from field managers app"), "events: %v", events)
+	svc, err := svcs.Get(f.ctx, "app-service", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, hasManager(svc, FieldManager))
+	assert.False(t, hasManager(svc, "app"), "upstream's apply manager is gone: %+v", svc.ManagedFields)
+	assert.NotContains(t, svc.Labels, "upstream", "what only upstream set is removed by our apply")
+}
+
+func TestDeleteIfOwned(t *testing.T) {
+	tests := map[string]struct {
+		setup      func(f *fixture, l *v1alpha1.LlamaStackDistribution)
+		wantDelete bool
+		wantErr    string
+		wantEvents []string
+		wantStored bool
+	}{
+		"absent from the cache: nothing sent": {
+			setup: func(*fixture, *v1alpha1.LlamaStackDistribution) {},
+		},
+		"someone else's: left alone": {
+			setup: func(f *fixture, _ *v1alpha1.LlamaStackDistribution) {
+				require.NoError(t, f.kubeclient.Tracker().Add(foreignObject(kindService, "app-service", true)))
+				f.refreshCaches()
+			},
+			wantStored: true,
+		},
+		"ours: deleted with its UID as precondition": {
+			setup:      func(f *fixture, l *v1alpha1.LlamaStackDistribution) { ownedService(f, l) },
+			wantDelete: true,
+			wantEvents: []string{"Normal Deleted Deleted Service app-service"},
+		},
+		"replaced since the cache saw it (UID precondition conflict): no error, no Event": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				ownedService(f, l)
+				f.failing("delete", apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "app-service",
+					errors.New("Precondition failed: UID in precondition: uid-old, UID in object meta: uid-new")))
+			},
+			wantDelete: true,
+			wantStored: true,
+		},
+		"already gone: no error, no Event": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				ownedService(f, l)
+				f.failing("delete", apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "app-service"))
+			},
+			wantDelete: true,
+			wantStored: true,
+		},
+		"refused: the error is returned": {
+			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
+				ownedService(f, l)
+				f.failing("delete", apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "app-service", errors.New("no")))
+			},
+			wantDelete: true,
+			wantStored: true,
+			wantErr:    `deleting Service demo/app-service: services "app-service" is forbidden: no`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := newLLSD("app")
+			f := newFixture(t, l)
+			tc.setup(f, l)
+			var cachedUID types.UID
+			if cached, err := f.c.services.cached(testNamespace, "app-service"); err == nil {
+				cachedUID = cached.UID
+			}
+			f.kubeclient.ClearActions()
+
+			err := f.c.services.deleteIfOwned(f.ctx, f.c, l, "app-service")
+
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			var deletes []core.DeleteAction
+			for _, a := range f.kubeclient.Actions() {
+				if d, ok := a.(core.DeleteAction); ok {
+					deletes = append(deletes, d)
+				}
+			}
+			if tc.wantDelete {
+				require.Len(t, deletes, 1)
+				opts := deletes[0].GetDeleteOptions()
+				require.NotNil(t, opts.Preconditions)
+				assert.Equal(t, &cachedUID, opts.Preconditions.UID)
+			} else {
+				assert.Empty(t, deletes)
+			}
+			assert.Equal(t, tc.wantEvents, f.events())
+			_, err = f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
+			assert.Equal(t, tc.wantStored, err == nil, "stored: %v", err)
+		})
+	}
+}
+
+// takeOverPatch gives our manager what upstream's two managers own (its apply manager,
+// named after the CR, and the manager that created the object) and nothing of anyone
+// else's.
+func TestTakeOverPatch(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(created.Add(time.Minute))
+	fields := func(path string) *metav1.FieldsV1 {
+		return &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:` + path + `":{}}}`)}
+	}
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, at metav1.Time, path, sub string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: fields(path), Subresource: sub}
+	}
+	obj := &metav1.ObjectMeta{
+		Name: "demo", ResourceVersion: "42", CreationTimestamp: created,
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			entry("manager", metav1.ManagedFieldsOperationUpdate, created, "template", ""),
+			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, created, "revisionHistoryLimit", ""),
+			entry("demo", metav1.ManagedFieldsOperationApply, created, "replicas", ""),
+			entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, later, "paused", ""),
+			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, later, "status", "status"),
+		},
+	}
+	patch, from, err := takeOverPatch(obj, "demo")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"demo", "manager"}, from)
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	require.NoError(t, json.Unmarshal(patch, &ops))
+	require.Len(t, ops, 2)
+	assert.Equal(t, "/metadata/resourceVersion", ops[1].Path)
+	assert.JSONEq(t, `"42"`, string(ops[1].Value), "the patch fails if the object changed meanwhile")
+	var entries []metav1.ManagedFieldsEntry
+	require.NoError(t, json.Unmarshal(ops[0].Value, &entries))
+	owners := map[string]string{}
+	for _, e := range entries {
+		owners[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = string(e.FieldsV1.Raw)
+	}
+	assert.Len(t, owners, 4, "upstream's two entries became one of ours: %v", owners)
+	ours := owners[FieldManager+"/Apply/"]
+	assert.Contains(t, ours, `"f:replicas"`)
+	assert.Contains(t, ours, `"f:template"`)
+	assert.NotContains(t, ours, "revisionHistoryLimit", "Kubernetes' own fields stay theirs")
+	assert.NotContains(t, ours, "paused", "a user's later edit stays theirs")
+	assert.Contains(t, owners, "kubectl-edit/Update/")
+	assert.Contains(t, owners, "kube-controller-manager/Update/status")
+
+	// Once ours, or with nothing of upstream's, there is nothing to do.
+	obj.ManagedFields = []metav1.ManagedFieldsEntry{entry(FieldManager, metav1.ManagedFieldsOperationApply, created, "replicas", "")}
+	patch, _, err = takeOverPatch(obj, "demo")
+	require.NoError(t, err)
+	assert.Nil(t, patch)
+}
+
+// Which managers takeOverPatch takes fields from, and when it finds none.
+func TestTakeOverPatchManagers(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(created.Add(time.Minute))
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, at metav1.Time, sub string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", Time: &at,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:x":{}}}`)}, Subresource: sub}
+	}
+	apply, update := metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate
+	tests := map[string]struct {
+		entries  []metav1.ManagedFieldsEntry
+		wantFrom []string // nil: no patch
+	}{
+		"no managed fields": {},
+		"only ours": {
+			entries: []metav1.ManagedFieldsEntry{entry(FieldManager, apply, created, "")},
+		},
+		"no upstream manager: a user's later edit": {
+			entries: []metav1.ManagedFieldsEntry{entry("kubectl-edit", update, later, "")},
+		},
+		"no upstream manager: Kubernetes components at creation": {
+			entries: []metav1.ManagedFieldsEntry{
+				entry("kube-controller-manager", update, created, ""),
+				entry("system:serviceaccount:kube-system:generic-garbage-collector", update, created, ""),
+			},
+		},
+		"no upstream manager: an apply by another name than the CR's": {
+			entries: []metav1.ManagedFieldsEntry{entry("other-cr", apply, created, "")},
+		},
+		"no upstream manager: the CR's name on a subresource": {
+			entries: []metav1.ManagedFieldsEntry{entry("demo", apply, created, "status")},
+		},
+		"the CR's apply manager alone": {
+			entries:  []metav1.ManagedFieldsEntry{entry("demo", apply, later, "")},
+			wantFrom: []string{"demo"},
+		},
+		"the creator alone": {
+			entries:  []metav1.ManagedFieldsEntry{entry("manager", update, created, ""), entry("kubectl-edit", update, later, "")},
+			wantFrom: []string{"manager"},
+		},
+		"only the first creator": {
+			entries:  []metav1.ManagedFieldsEntry{entry("manager", update, created, ""), entry("helm", update, created, "")},
+			wantFrom: []string{"manager"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{Name: "demo-service", ResourceVersion: "7", CreationTimestamp: created, ManagedFields: tc.entries}
+			before := obj.DeepCopy()
+
+			patch, from, err := takeOverPatch(obj, "demo")
+
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantFrom, from)
+			assert.Equal(t, tc.wantFrom == nil, patch == nil, "patch: %s", patch)
+			assert.Equal(t, before, obj, "the object is not changed")
+		})
+	}
+}
+
+func TestHasManager(t *testing.T) {
+	obj := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: FieldManager}}}
+	assert.True(t, hasManager(obj, FieldManager))
+	assert.True(t, hasManager(obj, "kubectl"))
+	assert.False(t, hasManager(obj, "helm"))
+	assert.False(t, hasManager(&metav1.ObjectMeta{}, FieldManager))
+}
+
+func TestToApplyConfiguration(t *testing.T) {
+	l := newLLSD("app")
+	withStatus := newService(l)
+	withStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
+	noKind := newService(l)
+	noKind.TypeMeta = metav1.TypeMeta{}
+	cm := configMap(testNamespace, "c", map[string]string{"k": "v"}, nil)
+	cm.CreationTimestamp = metav1.Time{}
+
+	t.Run("without apiVersion and kind", func(t *testing.T) {
+		_, err := toApplyConfiguration[coreac.ServiceApplyConfiguration](noKind)
+		require.EqualError(t, err, "object *v1.Service has no apiVersion/kind")
+	})
+	tests := map[string]struct {
+		obj  any
+		to   func(any) (any, error)
+		want any
+	}{
+		"status, null creationTimestamp and empty fields dropped": {
+			obj: withStatus,
+			to:  func(o any) (any, error) { return toApplyConfiguration[coreac.ServiceApplyConfiguration](o) },
+			want: coreac.Service("app-service", testNamespace).
+				WithLabels(newService(l).Labels).
+				WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
+					WithKind("LlamaStackDistribution").WithName("app").WithUID("uid-app").
+					WithController(true).WithBlockOwnerDeletion(true)).
+				WithSpec(coreac.ServiceSpec().WithType(corev1.ServiceTypeClusterIP).
+					WithSelector(newService(l).Spec.Selector).
+					WithPorts(coreac.ServicePort().WithName("http").WithPort(8321).WithProtocol(corev1.ProtocolTCP).
+						WithTargetPort(newService(l).Spec.Ports[0].TargetPort))),
+		},
+		"a ConfigMap's data": {
+			obj:  cm,
+			to:   func(o any) (any, error) { return toApplyConfiguration[coreac.ConfigMapApplyConfiguration](o) },
+			want: coreac.ConfigMap("c", testNamespace).WithData(map[string]string{"k": "v"}),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := tc.to(tc.obj)
+			require.NoError(t, err)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("toApplyConfiguration() mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPruneNulls(t *testing.T) {
+	tests := map[string]struct {
+		in, want string
+	}{
+		"top-level null":                 {in: `{"a":null,"b":1}`, want: `{"b":1}`},
+		"nested null":                    {in: `{"m":{"x":null,"y":"v"}}`, want: `{"m":{"y":"v"}}`},
+		"map left empty stays":           {in: `{"m":{"x":null}}`, want: `{"m":{}}`},
+		"maps in a list":                 {in: `{"l":[{"x":null,"y":1},{"z":null}]}`, want: `{"l":[{"y":1},{}]}`},
+		"null list elements stay":        {in: `{"l":[null,1]}`, want: `{"l":[null,1]}`},
+		"lists in lists":                 {in: `[[{"x":null}]]`, want: `[[{}]]`},
+		"empty values are not null":      {in: `{"s":"","n":0,"f":false,"m":{},"l":[]}`, want: `{"s":"","n":0,"f":false,"m":{},"l":[]}`},
+		"creationTimestamp as a builder": {in: `{"metadata":{"name":"a","creationTimestamp":null}}`, want: `{"metadata":{"name":"a"}}`},
+		"a scalar":                       {in: `"x"`, want: `"x"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(tc.in), &v))
+			pruneNulls(v)
+			got, err := json.Marshal(v)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(got))
+		})
+	}
+}
+
+// Sync-level tests of the write strategy: whole CRs through sync.
+
+var foreignVariants = map[string]bool{
+	"unlabelled without owner (seen only by a live GET)": false,
+	"labelled and controlled by another CR":              true,
+}
+
+func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
+	for _, k := range allOwnedKinds {
+		for variant, labelled := range foreignVariants {
+			t.Run(k.kind+"/"+variant, func(t *testing.T) {
+				l := newLLSD("app", allChildren)
+				name := k.name(l)
+				foreign := foreignObject(k, name, labelled)
+				f := newFixture(t, append(allChildrenObjects(), l, foreign)...)
+				before := f.stored(k, name)
+				require.NotNil(t, before)
+				before = before.(runtime.Object).DeepCopyObject().(metav1.Object)
+
+				actions := f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name), "no write to someone else's %s", k.kind)
+				after := f.stored(k, name)
+				require.NotNil(t, after, "someone else's %s was deleted", k.kind)
+				assert.Equal(t, before, after, "someone else's %s was changed", k.kind)
+
+				got := f.llsd("app")
+				requireUserError(t, got, v1alpha1.ReasonResourceNotOwned, fmt.Sprintf("%s %s/%s", k.kind, testNamespace, name))
+				events := f.events()
+				assert.Equal(t, 1, countEvents(events, "Warning ResourceNotOwned"), "events: %v", events)
+				assert.True(t, hasEvent(events, name), "events: %v", events)
+
+				// The same state again: nothing written, no second Event.
+				actions = f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name))
+				assert.Empty(t, writesTo(actions, "llamastackdistributions", "app"), "status unchanged")
+				assert.Zero(t, countEvents(f.events(), "Warning"))
+				assert.Equal(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+			})
+		}
+	}
+}
+
+func TestForeignObjectIsNotDeletedWhenFeatureIsOff(t *testing.T) {
+	for _, k := range []ownedKind{kindHPA, kindPDB, kindIngress, kindNetworkPolicy, kindConfigMapCopy} {
+		for variant, labelled := range foreignVariants {
+			t.Run(k.kind+"/"+variant, func(t *testing.T) {
+				l := newLLSD("app") // no autoscaling, PDB, Ingress or user config
+				name := k.name(l)
+				f := newFixture(t, l, foreignObject(k, name, labelled),
+					operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}))
+
+				actions := f.sync("app")
+				assert.Empty(t, writesTo(actions, k.resource, name))
+				assert.NotNil(t, f.stored(k, name), "someone else's %s was deleted", k.kind)
+				f.converge("app")
+				assert.NotNil(t, f.stored(k, name))
+			})
+		}
+	}
+}
+
+func TestRemovedFieldsVanishFromTheDeployment(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: "DROP", Value: "2"}}
+		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
+			Volumes:      []corev1.Volume{{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "extra", MountPath: "/extra"}},
+		}
+	}))
+	f.converge("app")
+	d := f.deployment("app")
+	require.Contains(t, envNames(serverOf(t, d).Env), "DROP")
+	require.Contains(t, volumeNames(d.Spec.Template.Spec.Volumes), "extra")
+	require.Contains(t, mountNames(serverOf(t, d).VolumeMounts), "extra")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = l.Spec.Server.ContainerSpec.Env[:1]
+		l.Spec.Server.PodOverrides = nil
+	})
+	actions := f.sync("app")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"))
+	d = f.deployment("app")
+	assert.NotContains(t, envNames(serverOf(t, d).Env), "DROP")
+	assert.Contains(t, envNames(serverOf(t, d).Env), "KEEP")
+	assert.NotContains(t, volumeNames(d.Spec.Template.Spec.Volumes), "extra")
+	assert.NotContains(t, mountNames(serverOf(t, d).VolumeMounts), "extra")
+	f.converge("app")
+	require.Empty(t, describe(f.sync("app")))
+}
+
+func TestFieldsOwnedByOthersSurvive(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	selector := f.deployment("app").Spec.Selector.DeepCopy()
+	assert.Equal(t, map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "app"}, selector.MatchLabels)
+
+	f.updateDeployment("app", "someone-else", func(d *appsv1.Deployment) {
+		d.Labels["team"] = "blue"
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations["example.com/note"] = "kept"
+		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers,
+			corev1.Container{Name: "sidecar", Image: "busybox:1.36"})
+	})
+	require.Empty(t, describe(f.sync("app")), "others' fields are no reason to apply")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "NEW", Value: "1"}}
+	})
+	actions := f.sync("app")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"))
+	d := f.deployment("app")
+	assert.Equal(t, "blue", d.Labels["team"])
+	assert.Equal(t, "kept", d.Annotations["example.com/note"])
+	assert.Equal(t, []string{"llama-stack", "sidecar"}, containerNames(d.Spec.Template.Spec.Containers))
+	assert.Equal(t, "1", envValue(t, serverContainerOf(t, d).Env, "NEW"))
+	assert.Equal(t, selector, d.Spec.Selector, "the selector never changes")
+	f.converge("app")
+	require.Empty(t, describe(f.sync("app")))
+	assert.Equal(t, selector, f.deployment("app").Spec.Selector)
+}
