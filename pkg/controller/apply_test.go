@@ -20,6 +20,7 @@ import (
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -195,7 +196,8 @@ func TestEnsureObject(t *testing.T) {
 			if tc.wantNotOwned {
 				var notOwned *notOwnedError
 				require.ErrorAs(t, err, &notOwned)
-				assert.Equal(t, "Service demo/app-service already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own", err.Error())
+				assert.True(t, notOwned.orphaned, "controlled by an earlier CR of the same name")
+				assert.Equal(t, "Service demo/app-service belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it", err.Error())
 				require.NotNil(t, got, "the object in the way is returned")
 				assert.Equal(t, types.UID("uid-of-an-earlier-app"), metav1.GetControllerOf(got).UID)
 				return
@@ -661,4 +663,35 @@ func TestFieldsOwnedByOthersSurvive(t *testing.T) {
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")))
 	assert.Equal(t, selector, f.deployment("app").Spec.Selector)
+}
+
+// An object in the way is told apart: someone else's (delete or rename it), or left by
+// an earlier CR of the same name (the garbage collector deletes it).
+func TestNewNotOwnedError(t *testing.T) {
+	l := newLLSD("app")
+	ref := func(kind, name, uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "llamastack.io/v1alpha1", Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+	}
+	tests := map[string]struct {
+		owners   []metav1.OwnerReference
+		orphaned bool
+	}{
+		"no owner":                       {nil, false},
+		"another CR":                     {ref("LlamaStackDistribution", "other", "uid-other"), false},
+		"another kind of the same name":  {ref("Something", "app", "uid-x"), false},
+		"an earlier CR of the same name": {ref("LlamaStackDistribution", "app", "uid-of-an-earlier-app"), true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "app-service", OwnerReferences: tc.owners}}
+			err := newNotOwnedError("Service", obj, l)
+			assert.Equal(t, tc.orphaned, err.orphaned)
+			if tc.orphaned {
+				assert.Contains(t, err.Error(), "garbage collector")
+			} else {
+				assert.Contains(t, err.Error(), "delete or rename it")
+			}
+			assert.Contains(t, err.Error(), "Service demo/app-service")
+		})
+	}
 }

@@ -79,6 +79,9 @@ type Config struct {
 	// ServerProbe reaches the running servers for HealthCheck, version and providers;
 	// the zero value disables it.
 	ServerProbe ServerProbe
+	// OpenShift says the cluster serves the security.openshift.io API group: server pods
+	// then leave runAsUser and fsGroup to the namespace's SCC.
+	OpenShift bool
 }
 
 // Controller is the LlamaStackDistribution controller.
@@ -128,6 +131,7 @@ type Controller struct {
 	watchNamespace    string
 	operatorVersion   string
 	distributions     map[string]string
+	openShift         bool
 
 	// syncHandler is the sync function; tests replace it.
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
@@ -159,6 +163,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		operatorNamespace: cfg.OperatorNamespace,
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
+		openShift:         cfg.OpenShift,
 		distributions:     cfg.Distributions,
 		recorder:          cfg.Recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(

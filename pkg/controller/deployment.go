@@ -106,6 +106,7 @@ type deploymentInputs struct {
 	userConfigHash string // content hash of that ConfigMap's data, for the pod-template annotation
 	replicas       *int32 // nil: leave spec.replicas unset (an HPA owns it)
 	caBundleHash   string // content hash of the managed CA bundle ("" = no CA bundle mounted)
+	openShift      bool   // the cluster is OpenShift: its SCC assigns the pod's user and fsGroup
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -152,7 +153,7 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 	podSpec := corev1.PodSpec{
 		Containers:                []corev1.Container{serverContainer(l, in)},
 		Volumes:                   podVolumes(l, in),
-		SecurityContext:           podSecurityContext(overrides),
+		SecurityContext:           podSecurityContext(overrides, in.openShift),
 		TopologySpreadConstraints: topologySpreadConstraints(l),
 		Affinity:                  podAffinity(l),
 	}
@@ -342,16 +343,23 @@ func quantityUnset(list corev1.ResourceList, name corev1.ResourceName) bool {
 	return !ok || q.IsZero()
 }
 
-func podSecurityContext(o *v1alpha1.PodOverrides) *corev1.PodSecurityContext {
+// podSecurityContext is the user's, or the Pod Security restricted defaults. On OpenShift
+// the user and fsGroup are left out: the restricted-v2 SCC assigns them from the
+// namespace's range, and rejects a pod that asks for one outside it (1001 always is).
+func podSecurityContext(o *v1alpha1.PodOverrides, openShift bool) *corev1.PodSecurityContext {
 	if o.SecurityContext != nil {
 		return o.SecurityContext.DeepCopy()
 	}
-	return &corev1.PodSecurityContext{
+	sc := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(defaultUID),
 		FSGroup:        ptr.To(defaultUID),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+	if openShift {
+		sc.RunAsUser, sc.FSGroup = nil, nil
+	}
+	return sc
 }
 
 func containerSecurityContext(cs *v1alpha1.ContainerSpec) *corev1.SecurityContext {

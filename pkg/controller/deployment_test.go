@@ -828,3 +828,47 @@ func TestStartupScriptRuns(t *testing.T) {
 		})
 	}
 }
+
+// On OpenShift the restricted-v2 SCC assigns the user and fsGroup from the namespace's
+// range, so the defaults leave them out and keep the rest; a user's securityContext wins
+// everywhere.
+func TestPodSecurityContextOnOpenShift(t *testing.T) {
+	restricted := func(user, group *int64) *corev1.PodSecurityContext {
+		return &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      user,
+			FSGroup:        group,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	users := &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(1000650000)), FSGroup: ptr.To(int64(1000650000))}
+	withUsers := func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{SecurityContext: users.DeepCopy()}
+	}
+	tests := map[string]struct {
+		openShift bool
+		mutate    func(*v1alpha1.LlamaStackDistribution)
+		want      *corev1.PodSecurityContext
+	}{
+		"elsewhere: user and fsGroup 1001":      {false, nil, restricted(ptr.To(int64(1001)), ptr.To(int64(1001)))},
+		"on OpenShift: the SCC picks them":      {true, nil, restricted(nil, nil)},
+		"on OpenShift, the user's context wins": {true, withUsers, users},
+		"elsewhere, the user's context wins":    {false, withUsers, users},
+		"on OpenShift, other overrides change none": {true, func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{ServiceAccountName: "sa"}
+		}, restricted(nil, nil)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := defaultInputs()
+			in.openShift = tc.openShift
+			d := newDeployment(testLLSD(tc.mutate), in)
+			assert.Equal(t, tc.want, d.Spec.Template.Spec.SecurityContext)
+			// The container's restricted defaults are the same everywhere.
+			assert.Equal(t, &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			}, serverOf(t, d).SecurityContext)
+		})
+	}
+}

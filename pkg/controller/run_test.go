@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
@@ -185,4 +188,32 @@ func runControllerWith(ctx context.Context, t *testing.T, client clientset.Inter
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, 2) }()
 	return c, done
+}
+
+// Config.OpenShift reaches the Deployment the controller applies.
+func TestRunOnOpenShift(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := fake.NewClientset(newLLSD("demo"))
+	kubeclient := k8sfake.NewClientset()
+	_, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
+		cfg.OpenShift = true
+		cfg.Recorder = record.NewFakeRecorder(1000)
+	})
+	var d *appsv1.Deployment
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			var err error
+			d, err = kubeclient.AppsV1().Deployments(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
+			return err == nil, nil
+		}), "the Deployment is created")
+	sc := d.Spec.Template.Spec.SecurityContext
+	require.NotNil(t, sc)
+	assert.Nil(t, sc.RunAsUser)
+	assert.Nil(t, sc.FSGroup)
+	assert.Equal(t, ptr.To(true), sc.RunAsNonRoot)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -318,6 +318,13 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return err
 	}
+	openShift, err := isOpenShift(kubeClient.Discovery())
+	if err != nil {
+		return err
+	}
+	if openShift {
+		klog.FromContext(ctx).Info("The cluster serves " + openShiftSecurityGroup + ": server pods leave runAsUser and fsGroup to the namespace's SecurityContextConstraints")
+	}
 	c, err := controller.NewController(ctx, controller.Config{
 		KubeClient:         kubeClient,
 		Client:             client,
@@ -330,6 +337,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		WatchNamespace:     o.Namespace,
 		OperatorVersion:    o.Version,
 		ServerProbe:        probe,
+		OpenShift:          openShift,
 	})
 	if err != nil {
 		return err
