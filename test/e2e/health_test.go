@@ -76,9 +76,14 @@ func TestServerHealthVersionAndProviders(t *testing.T) {
 	out := kubectl(t, "get", "llsd", "-n", ns)
 	assert.Contains(t, out, "0.3.1", "the Server Version column")
 
+	// The probes are requests of the controller's REST client: counted with the others.
+	// Only the probes of the unhealthy server get a 503 for a GET.
+	unavailable := `rest_client_requests_total\{code="503",host="[^"]+",method="GET"\}`
+	before := max(sample(scrape(t), unavailable), 0)
 	mode.Store("unhealthy")
 	l = waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed)
 	assert.Contains(t, findCondition(l, v1alpha1.ConditionHealthCheck).Message, "503")
+	assert.Greater(t, sample(scrape(t), unavailable), before, "the proxied probe is in rest_client_requests_total")
 	assert.Nil(t, l.Status.DistributionConfig.Providers)
 
 	mode.Store("html")
