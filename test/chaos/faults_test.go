@@ -22,6 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -80,6 +83,54 @@ func TestInjectedAPIErrors(t *testing.T) {
 		s.edits[nsOf(i)+"/"+fmt.Sprintf("llsd-%d", i)]++
 	}
 	s.waitConverged(3 * time.Minute)
+
+	// Converged CRs stay Ready through failing writes: a second round of edits rolls the
+	// pods of every CR without storage (a rolling update keeps its one replica
+	// available), with the faults still on, while every change of every CR is watched.
+	var (
+		flapMu  sync.Mutex
+		flaps   []string
+		watched atomic.Int64
+		readers sync.WaitGroup
+		stops   []func()
+	)
+	for _, ns := range s.namespaces {
+		w, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Watch(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		stops = append(stops, w.Stop)
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for ev := range w.ResultChan() {
+				l, ok := ev.Object.(*v1alpha1.LlamaStackDistribution)
+				if !ok || ev.Type != watch.Modified {
+					continue
+				}
+				watched.Add(1)
+				if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+					flapMu.Lock()
+					flaps = append(flaps, l.Namespace+"/"+l.Name+" "+describe(l))
+					flapMu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 1; i < crs; i += 4 {
+		editCR(t, nsOf(i), fmt.Sprintf("llsd-%d", i), func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.ContainerSpec.Env = append(l.Spec.Server.ContainerSpec.Env, corev1.EnvVar{Name: "EDITED_AGAIN", Value: "1"})
+		})
+		s.edits[nsOf(i)+"/"+fmt.Sprintf("llsd-%d", i)]++
+	}
+	s.waitConverged(3 * time.Minute)
+	for _, stop := range stops {
+		stop()
+	}
+	readers.Wait()
+	flapMu.Lock()
+	assert.Empty(t, flaps, "converged CRs left Ready under faults")
+	flapMu.Unlock()
+	assert.Positive(t, watched.Load(), "the CRs' changes were watched")
+	t.Logf("Ready flaps on converged CRs under faults: %d of %d changes watched", len(flaps), watched.Load())
 	converged := f.snapshot()
 
 	// Converged: nothing left to do, so nothing is sent, faults or not. (Events whose

@@ -175,6 +175,11 @@ func (s *scenario) converged(l *v1alpha1.LlamaStackDistribution) bool {
 		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
 		return c != nil && c.Reason == reason
 	}
+	// Ready is not enough: a rollout that keeps the server available is still under way
+	// until Progressing says it is complete.
+	if p := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing); p == nil || p.Reason != v1alpha1.ReasonRolloutComplete {
+		return false
+	}
 	return l.Status.Phase == v1alpha1.PhaseReady && meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady)
 }
 
@@ -207,7 +212,7 @@ func describe(l *v1alpha1.LlamaStackDistribution) string {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("gen %d observed %d phase %s", l.Generation, l.Status.ObservedGeneration, l.Status.Phase))
 	for _, c := range l.Status.Conditions {
-		if c.Status != metav1.ConditionTrue {
+		if c.Status != metav1.ConditionTrue || c.Type == v1alpha1.ConditionProgressing && c.Reason != v1alpha1.ReasonRolloutComplete {
 			parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
 		}
 	}

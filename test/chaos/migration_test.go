@@ -147,11 +147,48 @@ func TestMigrationFromUpstream(t *testing.T) {
 	require.NoError(t, err)
 	s.pvcs[ns+"/upstream-pvc"] = pvcBefore.UID
 
-	// The controller takes over.
+	// The controller takes over, watched from the start: at no point does the CR report
+	// a problem with upstream's claim (StorageFieldImmutable advises deleting it, which
+	// loses its data), and no Warning Event is recorded for it.
+	w, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + l.Name, ResourceVersion: l.ResourceVersion,
+	})
+	require.NoError(t, err)
+	defer w.Stop()
 	startController(t, "m")
 	s.edits[ns+"/upstream"] = 1 // at most one rollout
 	s.waitConverged(2 * time.Minute)
 	s.check(from)
+	statuses := 0
+drain:
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			got, ok := ev.Object.(*v1alpha1.LlamaStackDistribution)
+			if !ok {
+				continue
+			}
+			statuses++
+			assert.NotEqual(t, v1alpha1.PhaseFailed, got.Status.Phase, "during the takeover: %+v", got.Status.Conditions)
+			for _, c := range got.Status.Conditions {
+				if c.Type == v1alpha1.ConditionStorageInSync {
+					assert.Equal(t, metav1.ConditionTrue, c.Status, "during the takeover: %s: %s", c.Reason, c.Message)
+				}
+				assert.NotEqual(t, v1alpha1.ReasonStorageFieldImmutable, c.Reason)
+			}
+		default:
+			break drain
+		}
+	}
+	assert.Positive(t, statuses, "the CR's status was watched")
+	evs, err := env.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == "LlamaStackDistribution" {
+			assert.NotEqual(t, corev1.EventTypeWarning, e.Type, "Warning Event during the takeover: %s: %s", e.Reason, e.Message)
+			t.Logf("Event: %s %s: %s", e.Type, e.Reason, e.Message)
+		}
+	}
 
 	after, err := env.kube.AppsV1().Deployments(ns).Get(ctx, "upstream", metav1.GetOptions{})
 	require.NoError(t, err)
