@@ -165,7 +165,8 @@ func edit(t *testing.T, ns, name string, mod func(*v1alpha1.LlamaStackDistributi
 	})
 }
 
-// waitReady waits for the CR's Ready condition with a current observedGeneration.
+// waitReady waits for the CR's Ready condition with a current observedGeneration, and
+// for its rollout to be complete.
 func waitReady(t *testing.T, ns, name string) *v1alpha1.LlamaStackDistribution {
 	t.Helper()
 	return waitReadyWithin(t, ns, name, 60*time.Second)
@@ -180,8 +181,12 @@ func waitReadyWithin(t *testing.T, ns, name string, timeout time.Duration) *v1al
 		if err != nil {
 			return false, err
 		}
+		// Ready alone holds through a rollout that keeps the server available: wait for
+		// the rollout to be complete too.
+		p := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing)
 		return l.Status.ObservedGeneration == l.Generation && l.Status.Phase == v1alpha1.PhaseReady &&
-			meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady), nil
+			meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady) &&
+			p != nil && p.Reason == v1alpha1.ReasonRolloutComplete, nil
 	})
 	return l
 }
