@@ -76,7 +76,17 @@ func unlessResync(handle func(obj any)) func(oldObj, newObj any) {
 	}
 }
 
-func (c *Controller) handleOwned(obj any) {
+// handleOwned enqueues the CR that controls a changed child, resolved by Kind and UID.
+func (c *Controller) handleOwned(obj any) { c.enqueueOwner(obj, true) }
+
+// handleOwnedDelete enqueues the CR that controlled a deleted child and, when the child
+// was left by an earlier CR of the same name (deleted, then created again), the CR that
+// now bears that name: it has been waiting for the garbage collector to delete it.
+func (c *Controller) handleOwnedDelete(obj any) { c.enqueueOwner(obj, false) }
+
+// enqueueOwner enqueues the CR named by obj's controller reference; with sameUID only
+// when it is that very CR, not a new one that merely reuses the name.
+func (c *Controller) enqueueOwner(obj any, sameUID bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -89,30 +99,10 @@ func (c *Controller) handleOwned(obj any) {
 		return
 	}
 	l, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name)
-	if err != nil || l.UID != ref.UID {
-		return // owner gone, or a new CR that merely reuses the name
+	if err != nil || sameUID && l.UID != ref.UID {
+		return
 	}
 	c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
-}
-
-// handleOwnedDelete enqueues the CR that controlled a deleted child and, when the child
-// was left by an earlier CR of the same name (deleted, then created again), the CR that
-// now bears that name: it has been waiting for the garbage collector to delete it.
-func (c *Controller) handleOwnedDelete(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return
-	}
-	if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
-		c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
-	}
 }
 
 // configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of
