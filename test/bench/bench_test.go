@@ -148,12 +148,14 @@ type runResult struct {
 	// first create to the last CR Ready; written from the first create to the last
 	// write of a child by the controller.
 	createTook, toReady, written time.Duration
-	children, expected           map[string]int
-	converge                     requestCounts
-	convergeSyncs                float64
-	unchanged                    *unchangedResult
-	idle                         *idleResult
-	heap                         *heapResult
+	// eventsWritten is from the first create to the last Event written while converging.
+	eventsWritten      time.Duration
+	children, expected map[string]int
+	converge           requestCounts
+	convergeSyncs      float64
+	unchanged          *unchangedResult
+	idle               *idleResult
+	heap               *heapResult
 }
 
 type unchangedResult struct {
@@ -312,6 +314,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 	}
 	r.converge, r.convergeSyncs = s1.requests.minus(s0.requests), s1.syncs-s0.syncs
 	r.written = s1.lastChildWrite.Sub(start)
+	r.eventsWritten = s1.lastEvent.Sub(start)
 	if r.children, err = countChildren(ctx, bc.kube); err != nil {
 		return nil, err
 	}

@@ -159,12 +159,15 @@ type requestCounter struct {
 	// lastChildWrite is when the last write of a child (not of a CR's status, not of an
 	// Event) was answered.
 	lastChildWrite time.Time
+	// lastEvent is when the last Event write was answered.
+	lastEvent time.Time
 }
 
 // counterReport is what the child reports of its requests.
 type counterReport struct {
 	Counts         map[string]int `json:"counts"`
 	LastChildWrite time.Time      `json:"lastChildWrite"`
+	LastEvent      time.Time      `json:"lastEvent"`
 }
 
 func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -181,6 +184,9 @@ func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if q.mutating() && !strings.HasPrefix(q.resource, "llamastackdistributions") {
 			r.lastChildWrite = time.Now()
 		}
+		if q.event() {
+			r.lastEvent = time.Now()
+		}
 		r.mu.Unlock()
 		return resp, err
 	})
@@ -189,7 +195,7 @@ func (r *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 func (r *requestCounter) report() counterReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := counterReport{Counts: make(map[string]int, len(r.counts)), LastChildWrite: r.lastChildWrite}
+	out := counterReport{Counts: make(map[string]int, len(r.counts)), LastChildWrite: r.lastChildWrite, LastEvent: r.lastEvent}
 	for k, v := range r.counts {
 		out.Counts[k] = v
 	}
@@ -371,6 +377,7 @@ type snapshot struct {
 	at             time.Time
 	requests       requestCounts
 	lastChildWrite time.Time
+	lastEvent      time.Time
 	syncs          float64
 	cpuSeconds     float64
 	queueDepth     float64
@@ -382,7 +389,7 @@ func (p *controllerProc) snapshot(ctx context.Context) (snapshot, error) {
 	if err := p.get(ctx, "/requests", &rep); err != nil {
 		return s, err
 	}
-	s.requests, s.lastChildWrite = rep.Counts, rep.LastChildWrite
+	s.requests, s.lastChildWrite, s.lastEvent = rep.Counts, rep.LastChildWrite, rep.LastEvent
 	var metrics string
 	if err := p.get(ctx, "/metrics", &metrics); err != nil {
 		return s, err

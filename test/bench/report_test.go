@@ -369,8 +369,8 @@ func (r *report) render() string {
 			if x == nil {
 				return ""
 			}
-			return fmt.Sprintf("**%.1f s** (creates took %.1f s; the controller wrote its last child after %.1f s)",
-				x.toReady.Seconds(), x.createTook.Seconds(), x.written.Seconds())
+			return fmt.Sprintf("**%.1f s** (creates took %.1f s; the controller wrote its last child after %.1f s, its last Event after %.1f s)",
+				x.toReady.Seconds(), x.createTook.Seconds(), x.written.Seconds(), x.eventsWritten.Seconds())
 		}, up)
 	}
 	for _, lim := range r.s.limits[1:] {

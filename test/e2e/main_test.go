@@ -44,14 +44,16 @@ const probeInterval = 2 * time.Second
 
 // env is the shared test environment: one cluster and one controller for the package.
 var env struct {
-	cluster  *localcluster.Cluster
-	cfg      *rest.Config
-	binDir   string
-	root     string
-	kube     kubernetes.Interface
-	client   clientset.Interface
-	dynamic  dynamic.Interface
-	requests *requestCounter
+	cluster *localcluster.Cluster
+	cfg     *rest.Config
+	binDir  string
+	// stagesFile is kwok's stages, for a test that starts a cluster of its own.
+	stagesFile string
+	root       string
+	kube       kubernetes.Interface
+	client     clientset.Interface
+	dynamic    dynamic.Interface
+	requests   *requestCounter
 	// metricsAddr serves the controller's /metrics, healthAddr its /healthz and /readyz.
 	metricsAddr string
 	healthAddr  string
@@ -79,7 +81,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building the control plane:", err)
 		return 1
 	}
-	env.binDir = binDir
+	env.binDir, env.stagesFile = binDir, stages
 	env.servers = &fakeServers{byHost: map[string]string{}}
 	// kube-apiserver's service proxy reaches the fake llama-stack servers: its connections
 	// to a pod IP go, through an egress selector, to the fake server of that pod's Service.
