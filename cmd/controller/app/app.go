@@ -318,8 +318,11 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return err
 	}
-	openShift, err := isOpenShift(kubeClient.Discovery())
+	openShift, err := discoverOpenShift(ctx, kubeClient.Discovery(), discoveryBackoff)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // told to stop while starting: not a failure
+		}
 		return err
 	}
 	if openShift {

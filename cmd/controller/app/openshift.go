@@ -1,9 +1,13 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
 )
 
 // openShiftSecurityGroup is the API group of OpenShift's SecurityContextConstraints.
@@ -23,3 +27,23 @@ func isOpenShift(d discovery.ServerGroupsInterface) (bool, error) {
 	}
 	return false, nil
 }
+
+// discoverOpenShift is isOpenShift, asked again with a backoff (half a second growing to
+// 30 s) while discovery fails: one failed request at start must not stop the
+// controller. It returns ctx's error once ctx is cancelled.
+func discoverOpenShift(ctx context.Context, d discovery.ServerGroupsInterface, backoff wait.Backoff) (bool, error) {
+	var openShift bool
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
+		ok, err := isOpenShift(d)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Retrying API discovery")
+			return false, nil
+		}
+		openShift = ok
+		return true, nil
+	})
+	return openShift, err
+}
+
+// discoveryBackoff spaces out the retries of discoverOpenShift.
+var discoveryBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -42,4 +45,34 @@ func TestIsOpenShift(t *testing.T) {
 	}
 	_, err := isOpenShift(groupsFailing{})
 	assert.ErrorContains(t, err, "discovering the API groups: the server is unavailable")
+}
+
+// groupsFlaky fails its first calls, then answers.
+type groupsFlaky struct {
+	failures int
+	calls    int
+	groups   *metav1.APIGroupList
+}
+
+func (g *groupsFlaky) ServerGroups() (*metav1.APIGroupList, error) {
+	g.calls++
+	if g.calls <= g.failures {
+		return nil, errors.New("injected 500")
+	}
+	return g.groups, nil
+}
+
+// A failed discovery at start is retried, not fatal; a cancelled start is not waited out.
+func TestDiscoverOpenShiftRetries(t *testing.T) {
+	fast := wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}
+	g := &groupsFlaky{failures: 3, groups: &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "security.openshift.io"}}}}
+	got, err := discoverOpenShift(context.Background(), g, fast)
+	require.NoError(t, err)
+	assert.True(t, got)
+	assert.Equal(t, 4, g.calls)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = discoverOpenShift(ctx, groupsFailing{}, fast)
+	assert.ErrorIs(t, err, context.Canceled)
 }
