@@ -71,7 +71,7 @@ type storageSync struct {
 func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
 	ok := storageSync{inSync: true, reason: v1alpha1.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
 	state := ok
-	refused := false
+	refused, existed := false, false
 	pvc, err := c.pvcs.ensureWith(ctx, c, l, ensureOptions[*corev1.PersistentVolumeClaim]{
 		name: pvcName(l),
 		build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
@@ -79,6 +79,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 			if !found {
 				return desired, nil
 			}
+			existed = true
 			owned, err := c.pvcs.extract(cur, FieldManager)
 			if err != nil {
 				return nil, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", cur.Namespace, cur.Name, err)
@@ -97,8 +98,8 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 	if refused {
 		return pvc, state, nil
 	}
-	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-		// The API server's own words only, not our wrapping of them.
+	if existed && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
+		// An expansion refused. The API server's own words only, not our wrapping of them.
 		why := err.Error()
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {

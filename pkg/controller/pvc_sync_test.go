@@ -120,3 +120,19 @@ func TestReadWriteOnceSharedWarning(t *testing.T) {
 	f.converge("app")
 	assert.NotNil(t, findCondition(f.llsd("app"), v1alpha1.ConditionStorageAccessWarning))
 }
+
+// A claim that cannot be created (a quota, say) is an error retried with backoff, not an
+// expansion refused.
+func TestPVCCreateRefusedIsRetried(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "app-pvc",
+			errors.New("exceeded quota: storage"))
+	})
+	err := f.c.syncHandler(f.ctx, key("app"))
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	l := f.llsd("app")
+	assert.Nil(t, findCondition(l, v1alpha1.ConditionStorageInSync), "no ResizeRefused for a claim never made")
+	assert.Nil(t, f.stored(kindDeployment, "app"), "no Deployment without its claim")
+}
