@@ -155,6 +155,11 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1a
 			return zero, err
 		}
 	}
+	if found && cur.GetDeletionTimestamp() != nil {
+		// Being deleted: a write would change nothing that lasts. Its delete event
+		// brings the CR back to make a new one.
+		return cur, nil
+	}
 	if found && o.upToDate != nil && o.upToDate(cur) {
 		return cur, nil
 	}

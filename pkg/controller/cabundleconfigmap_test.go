@@ -91,8 +91,12 @@ func TestCABundleLifecycle(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
 
-	// Removing tlsConfig deletes the managed ConfigMap and the mount (upstream's RBAC could not).
+	// Removing tlsConfig deletes the mount, and the managed ConfigMap once rolled out
+	// (upstream's RBAC could not).
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.TLSConfig = nil })
+	f.converge("app")
+	assert.NotNil(t, f.managedCA("app"), "deleted while the old pods may still mount it")
+	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	assert.Nil(t, f.managedCA("app"))
 	d = f.deployment("app")

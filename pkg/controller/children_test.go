@@ -429,6 +429,8 @@ func TestChildIsDeletedWhenNoLongerWanted(t *testing.T) {
 			f := newFixture(t, append(allChildrenObjects(), newLLSD("app", allChildren))...)
 			f.converge("app")
 			require.NotNil(t, f.stored(tc.kind, tc.name))
+			// Rolled out (a managed ConfigMap goes only once no rollout is under way).
+			f.setDeploymentStatus("app", rolledOut)
 
 			tc.disable(f)
 			actions := f.sync("app")

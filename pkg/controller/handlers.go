@@ -108,7 +108,7 @@ func (c *Controller) enqueueOwner(obj any, sameUID bool) {
 // configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of
 // a managed copy.
 func (c *Controller) configMapHandler() cache.ResourceEventHandler {
-	handle := func(obj any) {
+	handle := func(obj any, deleted bool) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
@@ -116,7 +116,9 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 		if !ok {
 			return
 		}
-		c.handleOwned(cm)
+		// A deleted copy may be one an earlier CR of the same name left (see
+		// handleOwnedDelete).
+		c.enqueueOwner(cm, !deleted)
 		objs, err := c.llsdIndexer.ByIndex(configMapIndex, cm.GetNamespace()+"/"+cm.GetName())
 		if err != nil {
 			utilruntime.HandleError(err)
@@ -127,9 +129,9 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    handle,
-		UpdateFunc: unlessResync(handle),
-		DeleteFunc: handle,
+		AddFunc:    func(obj any) { handle(obj, false) },
+		UpdateFunc: unlessResync(func(obj any) { handle(obj, false) }),
+		DeleteFunc: func(obj any) { handle(obj, true) },
 	}
 }
 

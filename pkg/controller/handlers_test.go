@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -190,4 +191,17 @@ func TestHandlersAreWiredToTheInformers(t *testing.T) {
 	k, _ := f.c.queue.Get()
 	f.c.queue.Done(k)
 	assert.Equal(t, key("app"), k)
+}
+
+// A managed ConfigMap left by an earlier CR of the same name wakes the new CR when the
+// garbage collector deletes it; a change of it does not.
+func TestDeletedConfigMapOfAnEarlierCRWakesTheNewOne(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	h := f.c.configMapHandler()
+	left := configMap(testNamespace, "app-user-config", nil, nil)
+	left.OwnerReferences = childDeployment("LlamaStackDistribution", "uid-of-an-earlier-app", "1").OwnerReferences
+	h.OnUpdate(left, func() *corev1.ConfigMap { c := left.DeepCopy(); c.ResourceVersion = "2"; return c }())
+	assert.Empty(t, f.queued())
+	h.OnDelete(left)
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued())
 }

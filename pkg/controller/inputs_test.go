@@ -15,6 +15,7 @@ import (
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
@@ -135,31 +136,22 @@ func TestManagedConfigMapOutlivesItsMount(t *testing.T) {
 			_, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, tc.name, metav1.GetOptions{})
 			require.NoError(t, err, "a ConfigMap the pods still mount was deleted")
 
-			// Once the Deployment no longer mounts it, it goes, after the Deployment's write.
+			// The Deployment no longer mounts it, but its old pods still do until the
+			// rollout is complete: it stays.
 			failing = false
 			f.kubeclient.ClearActions()
 			require.NoError(t, f.c.syncHandler(f.ctx, key("app")))
-			var order []string
-			for _, line := range describeInOrder(mutating(filterInformerActions(f.kubeclient.Actions()))) {
-				if line == "patch deployments app" || line == "delete configmaps "+tc.name {
-					order = append(order, line)
-				}
-			}
-			assert.Equal(t, []string{"patch deployments app", "delete configmaps " + tc.name}, order)
+			assert.Equal(t, []string{"patch deployments app"}, writesTo(f.kubeclient.Actions(), "deployments", "app"))
+			assert.Empty(t, writesTo(f.kubeclient.Actions(), "configmaps", tc.name), "deleted while the rollout runs")
 			f.refreshCaches()
 			assert.False(t, mountsConfigMap(f.deployment("app"), tc.name))
+
+			// Rolled out: it goes.
+			f.setDeploymentStatus("app", rolledOut)
+			assert.Equal(t, []string{"delete configmaps " + tc.name}, writesTo(f.sync("app"), "configmaps", tc.name))
 			f.converge("app")
 		})
 	}
-}
-
-// describeInOrder is describe without sorting: the order in which actions were sent.
-func describeInOrder(actions []core.Action) []string {
-	out := make([]string, 0, len(actions))
-	for _, a := range actions {
-		out = append(out, describe([]core.Action{a})...)
-	}
-	return out
 }
 
 // A claim made by the upstream operator (a plain create, then an apply by a manager named
@@ -224,4 +216,23 @@ func TestChildOfEarlierCROfTheSameName(t *testing.T) {
 	f.converge("app")
 	assertControlledChild(t, f.stored(kindService, "app-service"), f.llsd("app"))
 	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+}
+
+// A claim being deleted is not written, and StorageReady says why the server keeps it.
+func TestTerminatingClaimIsNotWritten(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f.converge("app")
+	p := f.pvc("app-pvc").DeepCopy()
+	p.DeletionTimestamp = ptr.To(metav1.Now())
+	p.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	_, err := f.kubeclient.CoreV1().PersistentVolumeClaims(testNamespace).Update(f.ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("20Gi"))
+	})
+	assert.Empty(t, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"))
+	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageReady)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Contains(t, c.Message, "being deleted")
 }

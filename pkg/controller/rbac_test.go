@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -197,8 +198,22 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	op := opConfig(false)
 	op.ResourceVersion = "2"
 	require.NoError(t, kubeclient.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), op, testOperatorNamespace))
+	// The managed ConfigMaps go once the Deployment has rolled out without them, as the
+	// Deployment controller would report it.
+	deployments := appsv1.SchemeGroupVersion.WithResource("deployments")
+	rollOut := func() {
+		obj, err := kubeclient.Tracker().Get(deployments, ns, "full")
+		require.NoError(t, err)
+		d := obj.(*appsv1.Deployment).DeepCopy()
+		if !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") && d.Status.UpdatedReplicas == 1 {
+			return
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
+	}
 	for what, o := range optional {
-		waitFor(what+" is deleted", func() bool { edit(); return !exists(o.gvr, o.name) })
+		waitFor(what+" is deleted", func() bool { edit(); rollOut(); return !exists(o.gvr, o.name) })
 	}
 	waitFor("the repeated Event is patched", func() bool {
 		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {

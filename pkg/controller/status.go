@@ -146,6 +146,10 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 			storageReady = false
 			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed,
 				fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
+		case p.DeletionTimestamp != nil:
+			storageReady = false
+			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed, fmt.Sprintf(
+				"PersistentVolumeClaim %s is being deleted: it goes once no pod mounts it, then a new one is made", p.Name))
 		case p.Status.Phase != corev1.ClaimBound:
 			storageReady = false
 			phase := string(p.Status.Phase)
@@ -217,6 +221,10 @@ func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (
 // rolloutProgress is the Progressing condition: whether the Deployment has rolled out
 // its current spec to every replica, as kubectl rollout status tells it.
 func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		// A new spec: whatever the status says is about the one before.
+		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, "Deployment rollout is starting"
+	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
 			return metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
@@ -225,8 +233,6 @@ func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, stri
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	switch {
-	case s.ObservedGeneration < d.Generation:
-		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, "Deployment rollout is starting"
 	case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas:
 		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut,
 			fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)

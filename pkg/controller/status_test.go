@@ -162,6 +162,13 @@ func TestRolloutKeepsReady(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, p.Status)
 	assert.Equal(t, v1alpha1.ReasonProgressDeadlineExceeded, p.Reason)
 	assert.Contains(t, p.Message, "has timed out progressing")
+
+	// A fix: the new generation, not the stale deadline, is what the status tells.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Generation = d.Status.ObservedGeneration + 1 })
+	f.converge("app")
+	p = cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	assert.Equal(t, metav1.ConditionTrue, p.Status)
+	assert.Equal(t, v1alpha1.ReasonRollingOut, p.Reason)
 }
 
 // An HPA scaling above what the CR asks for does not make a serving CR unready while

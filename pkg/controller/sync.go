@@ -282,8 +282,15 @@ func (c *Controller) controlledDeployment(l *v1alpha1.LlamaStackDistribution) *a
 
 // deleteUnneededConfigMaps deletes the managed ConfigMaps (the user-config copy and
 // the CA bundle) that the CR no longer needs, once dep, the Deployment as the API server
-// has it, no longer mounts them: pods never lose a volume they still use.
+// has it, no longer mounts them and has rolled out: pods never lose a volume they still
+// use (the old pods of a rollout still mount it; the Deployment's status events bring
+// the CR back once the rollout is complete).
 func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
+	if dep != nil {
+		if _, reason, _ := rolloutProgress(dep); reason != v1alpha1.ReasonRolloutComplete {
+			return nil
+		}
+	}
 	var errs []error
 	for _, cm := range []struct {
 		name   string

@@ -29,21 +29,26 @@ func isOpenShift(d discovery.ServerGroupsInterface) (bool, error) {
 }
 
 // discoverOpenShift is isOpenShift, asked again with a backoff (half a second growing to
-// 30 s) while discovery fails: one failed request at start must not stop the
-// controller. It returns ctx's error once ctx is cancelled.
+// 30 s, then every 30 s) for as long as discovery fails: a failed request at start must
+// not stop the controller. It returns ctx's error once ctx is cancelled.
 func discoverOpenShift(ctx context.Context, d discovery.ServerGroupsInterface, backoff wait.Backoff) (bool, error) {
-	var openShift bool
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
-		ok, err := isOpenShift(d)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Retrying API discovery")
-			return false, nil
+	delay := backoff.DelayFunc()
+	for {
+		openShift, err := isOpenShift(d)
+		if err == nil {
+			return openShift, nil
 		}
-		openShift = ok
-		return true, nil
-	})
-	return openShift, err
+		klog.FromContext(ctx).Error(err, "Retrying API discovery")
+		timer := time.NewTimer(delay())
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false, ctx.Err()
+		case <-timer.C:
+		}
+	}
 }
 
-// discoveryBackoff spaces out the retries of discoverOpenShift.
+// discoveryBackoff spaces out the retries of discoverOpenShift; past the cap, every
+// retry waits the cap.
 var discoveryBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}

@@ -64,12 +64,13 @@ func (g *groupsFlaky) ServerGroups() (*metav1.APIGroupList, error) {
 
 // A failed discovery at start is retried, not fatal; a cancelled start is not waited out.
 func TestDiscoverOpenShiftRetries(t *testing.T) {
-	fast := wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}
-	g := &groupsFlaky{failures: 3, groups: &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "security.openshift.io"}}}}
+	// Past its cap the backoff keeps retrying (wait's own loops stop there).
+	fast := wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 4 * time.Millisecond}
+	g := &groupsFlaky{failures: 12, groups: &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "security.openshift.io"}}}}
 	got, err := discoverOpenShift(context.Background(), g, fast)
 	require.NoError(t, err)
 	assert.True(t, got)
-	assert.Equal(t, 4, g.calls)
+	assert.Equal(t, 13, g.calls)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
