@@ -40,7 +40,7 @@ test-unit: vet
 	$(GO) test ./...
 	hack/test-crd.sh
 
-## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~10 min, then cached)
+## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~16 min, then cached)
 test-e2e:
 	$(GO) test -p 1 -tags e2e -count=1 -timeout 45m ./test/...
 

@@ -10,7 +10,7 @@
 #     kwok-stages.yaml   Stage objects for kwok's --config
 # where <hash> covers both tool modules' go.mod/go.sum, versions.env and
 # `go version`. When that directory is complete the script only checks it and
-# returns. The first build takes about 10 minutes on two cores, and says so;
+# returns. The first build takes about 16 minutes on two cores, and says so;
 # it prints a line per binary, and one a minute while a binary builds.
 #
 # Logs go to stderr; the last line on stdout is the bin directory.
@@ -111,7 +111,7 @@ if complete; then
 	exit 0
 fi
 
-log "first build of the local control plane: done once, then reused from the cache; about 10 minutes on two cores, more on a busy machine"
+log "first build of the local control plane: done once, then reused from the cache; about 16 minutes on two cores, more on a busy machine"
 log "(six binaries: a line as each starts and ends, and one a minute meanwhile)"
 start=${SECONDS}
 
