@@ -149,10 +149,10 @@ func TestHealthCheckSlowServerDoesNotBlock(t *testing.T) {
 	assert.Contains(t, c.Message, "timed out")
 }
 
-// After a restart (an empty prober) the last reported HealthCheck is kept until the new
-// answer comes: no status write when nothing changed.
-func TestHealthCheckSurvivesARestart(t *testing.T) {
-	srv := newFakeLlamaStack(t)
+// healthyAndProbed is a fixture whose CR "app" runs a server srv answered healthy, as
+// its status reports; probed receives the CRs whose probe finished.
+func healthyAndProbed(t *testing.T, srv *fakeLlamaStack) (*fixture, chan cache.ObjectName) {
+	t.Helper()
 	f := newFixture(t, newLLSD("app"))
 	probed := f.withProber(srv, time.Second)
 	f.converge("app")
@@ -161,6 +161,14 @@ func TestHealthCheckSurvivesARestart(t *testing.T) {
 	waitProbed(t, probed)
 	f.converge("app")
 	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+	return f, probed
+}
+
+// After a restart (an empty prober) the last reported HealthCheck is kept until the new
+// answer comes: no status write when nothing changed.
+func TestHealthCheckSurvivesARestart(t *testing.T) {
+	srv := newFakeLlamaStack(t)
+	f, probed := healthyAndProbed(t, srv)
 
 	f.restartController()
 	probed = f.withProber(srv, time.Second)
@@ -189,14 +197,7 @@ func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
 // from before the outage.
 func TestHealthCheckAfterAnOutageIsFresh(t *testing.T) {
 	srv := newFakeLlamaStack(t)
-	f := newFixture(t, newLLSD("app"))
-	probed := f.withProber(srv, time.Second)
-	f.converge("app")
-	f.setDeploymentStatus("app", rolledOut)
-	f.sync("app")
-	waitProbed(t, probed)
-	f.converge("app")
-	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+	f, probed := healthyAndProbed(t, srv)
 
 	// Outage: no replica available; the server comes back unhealthy.
 	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 })
