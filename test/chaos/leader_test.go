@@ -63,7 +63,12 @@ func TestLeaderKilledMidRollout(t *testing.T) {
 	})
 	require.NoError(t, err, "the standby never took the Lease")
 	t.Logf("the standby took over %s after the leader was killed", takeover.Sub(killed).Round(100*time.Millisecond))
-	assert.Less(t, takeover.Sub(killed), 20*time.Second, "takeover within 20 s")
+	// client-go's elector takes an expired Lease once it has seen no renewal for the
+	// lease duration (15 s), timed from when it observed the last one; it looks every
+	// retry period (2 s, jittered up to 2.4 s). So the worst case after the kill is about
+	// 2.4 s (seeing the last renewal late) + 15 s + 2.4 s (the next look) = 19.8 s, plus
+	// the API server's latency: 20 s was measured at 20.3 s once.
+	assert.Less(t, takeover.Sub(killed), 23*time.Second, "takeover within the lease duration and two retry periods")
 	s.waitConverged(2 * time.Minute)
 	s.check(from)
 
