@@ -21,6 +21,13 @@ trap 'rm -rf "${log}" "${objects}"' EXIT
 for target in ${targets}; do
 	echo "fuzz: ${target} for ${fuzztime}"
 	if ! go test ./pkg/controller -run '^$' -fuzz "^${target}\$" -fuzztime "${fuzztime}" 2>&1 | tee "${log}"; then
+		# Go 1.26's fuzz coordinator can report the end of -fuzztime itself as a failure,
+		# a bare "context deadline exceeded" with no input written (go.dev/issue/75804,
+		# fixed in Go 1.27): that is not a finding.
+		if ! grep -q "testdata/fuzz/${target}/" "${log}" && grep -qx "    context deadline exceeded" "${log}"; then
+			echo "fuzz: ${target}: the fuzzing time ran out mid-run (go.dev/issue/75804), no failing input; not a finding"
+			continue
+		fi
 		# go test names the file it wrote the input to; show the input itself.
 		for f in $(grep -o "testdata/fuzz/${target}/[0-9a-f]*" "${log}" | sort -u); do
 			echo "fuzz: ${target} failed on pkg/controller/${f}:"
