@@ -27,28 +27,6 @@ func (l *countingLimiter) Wait(context.Context) error {
 	return nil
 }
 
-// counter reads a counter of Registry by metric name and label values, or 0 if absent.
-func counter(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := Registry.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // Probes through the API server's service proxy wait on the rate limiter they are given
 // (the Kubernetes client's) and are counted in rest_client_requests_total.
 func TestProxyProbesAreRateLimitedAndCounted(t *testing.T) {
