@@ -337,6 +337,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 
+	if _, err := c.operatorConfig.ConfigMaps(c.operatorNamespace).Get(OperatorConfigMapName); apierrors.IsNotFound(err) {
+		c.reportMissingOperatorConfig(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.operatorNamespace, Name: OperatorConfigMapName}}, "does not exist")
+	}
 	logger.Info("Starting workers", "count", workers)
 	var wg wait.Group
 	for range workers {

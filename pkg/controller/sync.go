@@ -329,7 +329,8 @@ func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 
 // resolveImage picks the server image: spec.server.distribution.image as given, or the
 // image of the named distribution, overridden by the operator ConfigMap. While
-// image-overrides does not parse, a running Deployment keeps its image.
+// image-overrides does not say clearly which image a distribution runs (it is missing or
+// does not parse, or its entry is invalid), a running Deployment keeps its image.
 func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
 	dist := l.Spec.Server.Distribution
 	if dist.Image != "" {
@@ -350,14 +351,13 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 			"distribution %q is not supported; supported distributions: %s (or set spec.server.distribution.image)",
 			dist.Name, strings.Join(names, ", "))}
 	}
-	if cfg.overridesInvalid {
+	if override, ok := cfg.imageOverrides[dist.Name]; ok {
+		return override, nil
+	}
+	if cfg.keepsImage(dist.Name) {
 		if running := c.runningImage(l); running != "" {
 			return running, nil
 		}
-		return image, nil
-	}
-	if override, ok := cfg.imageOverrides[dist.Name]; ok {
-		return override, nil
 	}
 	return image, nil
 }
