@@ -176,7 +176,7 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 			Name:            deploymentName(l),
 			Namespace:       l.Namespace,
 			Labels:          childLabels(l),
-			Annotations:     map[string]string{annotationDistribution: distributionLabel(l)},
+			Annotations:     map[string]string{annotationDistribution: distributionLabel(l), annotationImage: in.image},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
 		},
 		Spec: appsv1.DeploymentSpec{

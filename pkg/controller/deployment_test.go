@@ -132,7 +132,7 @@ func wantDeployment(edits ...func(d *appsv1.Deployment, c *corev1.Container)) *a
 				"app.kubernetes.io/managed-by": "llama-stack-operator",
 				"app.kubernetes.io/part-of":    "llama-stack",
 			},
-			Annotations: map[string]string{"llamastack.io/distribution": "starter"},
+			Annotations: map[string]string{"llamastack.io/distribution": "starter", "llamastack.io/image": testImage},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "llamastack.io/v1alpha1",
 				Kind:               "LlamaStackDistribution",

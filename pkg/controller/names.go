@@ -34,6 +34,10 @@ const (
 	// annotationDistribution on the Deployment records the distribution its image was
 	// resolved from, so a running image is kept only for the same distribution.
 	annotationDistribution = "llamastack.io/distribution"
+	// annotationImage on the Deployment records the image the controller chose for the
+	// server, so that while the operator ConfigMap does not say which image to run, the
+	// one the controller last chose is kept (not one edited into the pod template by hand).
+	annotationImage = "llamastack.io/image"
 	// annotationSourceHash on the managed copy of a cross-namespace ConfigMap records the
 	// content hash of the source it was copied from.
 	annotationSourceHash = "llamastack.io/source-hash"

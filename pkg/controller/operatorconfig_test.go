@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -418,4 +419,32 @@ func TestOperatorConfigHandlerReportsInvalidContent(t *testing.T) {
 
 	h.OnDelete(good)
 	assert.Len(t, drain(), 2, "a deleted operator ConfigMap re-syncs every CR")
+}
+
+// TestKeptImageIsTheControllersChoice: while the ConfigMap does not say which image runs
+// (missing, or image-overrides unreadable), the image kept is the one the controller
+// last chose, recorded on the Deployment: a hand edit of the pod template is repaired,
+// not adopted.
+func TestKeptImageIsTheControllersChoice(t *testing.T) {
+	for name, cm := range map[string]*corev1.ConfigMap{
+		"missing":    nil,
+		"unreadable": operatorConfigMap(map[string]string{"image-overrides": invalidYAML}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
+			f.converge("app")
+			require.Equal(t, overrideImage, f.deployment("app").Annotations[annotationImage])
+			if cm == nil {
+				require.NoError(t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
+				f.refreshCaches()
+			} else {
+				f.putConfigMap(cm)
+			}
+			f.updateDeployment("app", "kubectl-edit", func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Image = "example.com/hand-edited:1"
+			})
+			f.converge("app")
+			assert.Equal(t, overrideImage, f.image("app"), "the hand edit is repaired to the controller's choice")
+		})
+	}
 }

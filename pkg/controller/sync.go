@@ -369,12 +369,16 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 	return image, nil
 }
 
-// runningImage is the image of the server container of the CR's Deployment, if it runs
-// the same distribution.
+// runningImage is the image the controller last chose for the CR's Deployment, if it
+// runs the same distribution (for a Deployment from before that was recorded, the
+// server container's image).
 func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
 	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
 	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Server.Distribution.Name {
 		return ""
+	}
+	if image := d.Annotations[annotationImage]; image != "" {
+		return image
 	}
 	for _, ctr := range d.Spec.Template.Spec.Containers {
 		if ctr.Name == containerName(l) {
