@@ -31,6 +31,10 @@ type observed struct {
 	probe *probeResult
 	// problems are user errors, in the order found.
 	problems []userError
+	// mountsChecked: the server container's mounts were worked out, and nestedMounts
+	// are those hiding part of another volume. Unchecked, the last report stands.
+	mountsChecked bool
+	nestedMounts  []mountNesting
 }
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
@@ -162,6 +166,15 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 		}
 	}
 
+	// Mounts nested in another volume's directory.
+	if obs.mountsChecked {
+		if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
+			set(v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha1.ReasonNestedMountPaths, msg)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionVolumeMountWarning)
+		}
+	}
+
 	// Route.
 	st.RouteURL = nil
 	if wantsIngress(l) {
@@ -282,11 +295,11 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
 		}
 	}
-	// Storage warnings: one Event each time one appears or changes.
+	// Storage and mount warnings: one Event each time one appears or changes.
 	for _, w := range []struct {
 		condType string
 		bad      metav1.ConditionStatus
-	}{{v1alpha1.ConditionStorageInSync, metav1.ConditionFalse}, {v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue}} {
+	}{{v1alpha1.ConditionStorageInSync, metav1.ConditionFalse}, {v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue}, {v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue}} {
 		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)
 		if now != nil && now.Status == w.bad && (was == nil || was.Status != now.Status || was.Message != now.Message) {
 			c.recorder.Event(l, corev1.EventTypeWarning, now.Reason, now.Message)

@@ -259,7 +259,10 @@ type PodOverrides struct {
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// VolumeMounts are added to the server container after the controller's own.
-	// Each mountPath must be absolute.
+	// Each mountPath must be absolute. Paths are compared as directories (/data and
+	// /data/ are one): a mount at the directory of another volume is an error; one
+	// inside the directory of one of the controller's volumes, or holding one, is
+	// reported by the VolumeMountWarning condition.
 	// +kubebuilder:validation:items:XValidation:rule="self.mountPath.startsWith('/')",message="mountPath must be an absolute path, starting with '/'",fieldPath=".mountPath"
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
