@@ -410,13 +410,6 @@ func TestChildIsDeletedWhenNoLongerWanted(t *testing.T) {
 			disable: func(f *fixture) { f.setOperatorConfig(map[string]string{"featureFlags": featureFlagsOff}) },
 			kind:    kindNetworkPolicy, name: "app-network-policy",
 		},
-		"operator ConfigMap removed deletes the NetworkPolicy": {
-			disable: func(f *fixture) {
-				require.NoError(f.t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
-				f.refreshCaches()
-			},
-			kind: kindNetworkPolicy, name: "app-network-policy",
-		},
 		"userConfig removed deletes the managed ConfigMap copy": {
 			disable: func(f *fixture) {
 				f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.UserConfig = nil })

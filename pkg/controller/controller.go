@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -39,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -337,6 +339,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("failed to wait for caches to sync")
 	}
 
+	if _, err := c.operatorConfig.ConfigMaps(c.operatorNamespace).Get(OperatorConfigMapName); apierrors.IsNotFound(err) {
+		c.reportMissingOperatorConfig(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.operatorNamespace, Name: OperatorConfigMapName}}, "does not exist")
+	}
 	logger.Info("Starting workers", "count", workers)
 	var wg wait.Group
 	for range workers {
@@ -394,6 +399,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
+	if c.deletedDuringSync(ctx, key, err) {
+		// The CR went away while it was synced (its status write found nothing): not an
+		// error, and its delete event forgets what was kept of it.
+		observeSync(start, "dropped")
+		logger.V(2).Info("Deleted while syncing, dropping", "err", err)
+		c.queue.Forget(key)
+		return true
+	}
 	if real := withoutConflicts(err); real == nil {
 		// The cache was behind a write (often our own status update): retry quietly.
 		observeSync(start, "conflict")
@@ -404,6 +417,29 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	c.queue.AddRateLimited(key)
 	return true
+}
+
+// deletedDuringSync tells whether err, or one of the errors joined in it, is the API
+// server saying that the CR itself is not found, and the CR is indeed gone: read live,
+// as the cache may not have seen the deletion yet.
+func (c *Controller) deletedDuringSync(ctx context.Context, key cache.ObjectName, err error) bool {
+	if !notFoundCR(err, key) {
+		return false
+	}
+	_, getErr := c.client.LlamastackV1alpha1().LlamaStackDistributions(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	return apierrors.IsNotFound(getErr)
+}
+
+func notFoundCR(err error, key cache.ObjectName) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(joined.Unwrap(), func(e error) bool { return notFoundCR(e, key) })
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	d := status.Status().Details
+	return d.Group == v1alpha1.SchemeGroupVersion.Group && d.Kind == "llamastackdistributions" && d.Name == key.Name
 }
 
 // namespaceTerminating reports whether err, or one of the errors joined in it, is the

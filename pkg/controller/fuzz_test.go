@@ -333,14 +333,19 @@ func FuzzOperatorConfig(f *testing.F) {
 	f.Add("[", "starter: [")
 	f.Add("", "a: ''\nb: 'x y'\nc: docker.io/llamastack/distribution-starter@sha256:"+strings.Repeat("a", 64))
 	f.Fuzz(func(t *testing.T, flags, overrides string) {
-		cfg := parseOperatorConfig(&corev1.ConfigMap{Data: map[string]string{keyFeatureFlags: flags, keyImageOverrides: overrides}})
+		dists := builtinDistributions()
+		cfg := parseOperatorConfig(&corev1.ConfigMap{Data: map[string]string{keyFeatureFlags: flags, keyImageOverrides: overrides}}, dists)
 		for name, image := range cfg.imageOverrides {
 			if !validImageReference(image) {
 				t.Fatalf("override %s=%q kept but invalid", name, image)
 			}
+			if _, ok := dists[name]; !ok {
+				t.Fatalf("override kept for %q, which is not a distribution", name)
+			}
 		}
-		if cfg.overridesInvalid && len(cfg.imageOverrides) > 0 {
-			t.Fatal("overrides kept from YAML that does not parse")
+		// Whatever is not clear keeps what runs, and says so.
+		if (!cfg.networkPolicyKnown || cfg.keepAllImages || len(cfg.keepImages) > 0) && len(cfg.problems) == 0 {
+			t.Fatalf("featureFlags %q / image-overrides %q: something kept as it is without a problem reported", flags, overrides)
 		}
 	})
 }

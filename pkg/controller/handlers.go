@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,18 +170,25 @@ func (c *Controller) enqueueAll() {
 }
 
 // operatorConfigHandler re-syncs every CR when the operator ConfigMap changes, and
-// reports a ConfigMap that does not parse once per change, on the ConfigMap.
+// reports a ConfigMap that is not valid, or deleted, once per change, on the ConfigMap.
 func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEventHandler {
 	logger := klog.FromContext(ctx)
-	handle := func(obj any) {
+	ours := func(obj any) *corev1.ConfigMap {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
 		cm, ok := obj.(*corev1.ConfigMap)
 		if !ok || cm.Name != OperatorConfigMapName || cm.Namespace != c.operatorNamespace {
+			return nil
+		}
+		return cm
+	}
+	handle := func(obj any) {
+		cm := ours(obj)
+		if cm == nil {
 			return
 		}
-		for _, p := range parseOperatorConfig(cm).problems {
+		for _, p := range parseOperatorConfig(cm, c.distributions).problems {
 			logger.Error(nil, "Operator ConfigMap is invalid", "configMap", klog.KObj(cm), "problem", p)
 			c.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfiguration", "%s", p)
 		}
@@ -189,6 +197,22 @@ func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEv
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    handle,
 		UpdateFunc: unlessResync(handle),
-		DeleteFunc: func(obj any) { c.enqueueAll() },
+		DeleteFunc: func(obj any) {
+			if cm := ours(obj); cm != nil {
+				c.reportMissingOperatorConfig(ctx, cm, "was deleted")
+				c.enqueueAll()
+			}
+		},
 	}
+}
+
+// missingOperatorConfigMessage says what the controller does without its ConfigMap.
+const missingOperatorConfigMessage = "existing NetworkPolicies and running server images are kept as they are until it is recreated; new LlamaStackDistributions get the built-in defaults (no NetworkPolicy, the built-in image)"
+
+// reportMissingOperatorConfig logs, and records a Warning Event about, an operator
+// ConfigMap that is not there; cm names it.
+func (c *Controller) reportMissingOperatorConfig(ctx context.Context, cm *corev1.ConfigMap, what string) {
+	msg := fmt.Sprintf("ConfigMap %s/%s %s: %s", cm.Namespace, cm.Name, what, missingOperatorConfigMessage)
+	klog.FromContext(ctx).Error(nil, "Operator ConfigMap is missing", "configMap", klog.KObj(cm), "detail", msg)
+	c.recorder.Event(cm, corev1.EventTypeWarning, "OperatorConfigMissing", msg)
 }

@@ -35,61 +35,198 @@ func builtinDistributions() map[string]string {
 }
 
 // operatorConfig is the parsed operator ConfigMap: an immutable value made per sync, so
-// workers share no mutable state.
+// workers share no mutable state. What the ConfigMap does not say clearly (it is missing,
+// a key does not parse, has an unknown key or a value of the wrong type) changes nothing
+// that runs: it is invalid input, reported on the ConfigMap, never read as a default
+// that deletes a NetworkPolicy or rolls a Deployment.
 type operatorConfig struct {
-	// networkPolicyKnown is false when featureFlags does not parse: existing
-	// NetworkPolicies are then left as they are rather than deleted.
+	// networkPolicyKnown is false when featureFlags cannot be read: existing
+	// NetworkPolicies are then left as they are (neither made nor deleted).
 	networkPolicyKnown  bool
 	enableNetworkPolicy bool
-	// overridesInvalid is true when image-overrides does not parse: every existing
-	// Deployment keeps its image, new ones get the default.
-	overridesInvalid bool
-	imageOverrides   map[string]string
+	// imageOverrides are the valid entries of image-overrides.
+	imageOverrides map[string]string
+	// keepAllImages is true when image-overrides cannot be read as a whole (or has an
+	// entry for a distribution that does not exist, which may be a typo of one that
+	// does): a running Deployment of a distribution without a valid entry keeps its
+	// image; new ones get the built-in image.
+	keepAllImages bool
+	// keepImages are the distributions whose entry is invalid: their running
+	// Deployments keep their image.
+	keepImages map[string]bool
+	// missing is true when the ConfigMap does not exist.
+	missing bool
 	// problems lists what is wrong with the ConfigMap, for an Event and the log.
 	problems []string
 }
 
-type featureFlags struct {
-	EnableNetworkPolicy struct {
-		Enabled bool `json:"enabled"`
-	} `json:"enableNetworkPolicy"`
+// keepsImage tells whether a running Deployment of the distribution keeps its image
+// because image-overrides does not say clearly which image it should run.
+func (cfg operatorConfig) keepsImage(distribution string) bool {
+	if _, ok := cfg.imageOverrides[distribution]; ok {
+		return false
+	}
+	return cfg.keepAllImages || cfg.keepImages[distribution]
 }
 
-// parseOperatorConfig reads the operator ConfigMap; nil gives the built-in defaults.
-func parseOperatorConfig(cm *corev1.ConfigMap) operatorConfig {
-	cfg := operatorConfig{networkPolicyKnown: true}
+// missingOperatorConfig is what the controller goes by without an operator ConfigMap:
+// nothing that runs changes (NetworkPolicies stay, running images stay), and new CRs
+// get the built-in defaults (no NetworkPolicy, the built-in image).
+func missingOperatorConfig() operatorConfig {
+	return operatorConfig{missing: true, keepAllImages: true}
+}
+
+// parseOperatorConfig reads the operator ConfigMap; nil is a missing one.
+// distributions are the names image-overrides may override.
+func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) operatorConfig {
 	if cm == nil {
-		return cfg
+		return missingOperatorConfig()
 	}
+	cfg := operatorConfig{networkPolicyKnown: true}
+	for _, k := range sortedKeys(cm.Data) {
+		if k != keyFeatureFlags && k != keyImageOverrides {
+			cfg.problems = append(cfg.problems, fmt.Sprintf("unknown key %q (known keys: %s, %s)%s", k, keyFeatureFlags, keyImageOverrides, typoConsequence(cm, k)))
+		}
+	}
+	for _, k := range sortedKeys(cm.BinaryData) {
+		cfg.problems = append(cfg.problems, fmt.Sprintf("binaryData key %q is not read: put %s and %s in data%s", k, keyFeatureFlags, keyImageOverrides, typoConsequence(cm, k)))
+	}
+	unknownKeys := len(cfg.problems) > 0
+
 	if raw, ok := cm.Data[keyFeatureFlags]; ok && strings.TrimSpace(raw) != "" {
-		var ff featureFlags
-		if err := yaml.Unmarshal([]byte(raw), &ff); err != nil {
+		enabled, problem := parseFeatureFlags(raw)
+		if problem != "" {
 			cfg.networkPolicyKnown = false
-			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s is not valid YAML (%v); NetworkPolicies are left as they are", keyFeatureFlags, err))
+			cfg.problems = append(cfg.problems, problem+"; NetworkPolicies are left as they are until it is fixed")
 		} else {
-			cfg.enableNetworkPolicy = ff.EnableNetworkPolicy.Enabled
+			cfg.enableNetworkPolicy = enabled
 		}
+	} else if !ok && unknownKeys {
+		// featureFlags may be the key that is misspelt: not a "disabled".
+		cfg.networkPolicyKnown = false
 	}
+
 	if raw, ok := cm.Data[keyImageOverrides]; ok && strings.TrimSpace(raw) != "" {
-		var overrides map[string]string
-		if err := yaml.Unmarshal([]byte(raw), &overrides); err != nil {
-			cfg.overridesInvalid = true
-			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s is not valid YAML (%v); running images are kept", keyImageOverrides, err))
-		} else {
-			for _, name := range slices.Sorted(maps.Keys(overrides)) {
-				image := strings.TrimSpace(overrides[name])
-				if !validImageReference(image) {
-					cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: %q for distribution %q is not a valid image reference; entry skipped", keyImageOverrides, image, name))
-					continue
-				}
-				if cfg.imageOverrides == nil {
-					cfg.imageOverrides = map[string]string{}
-				}
-				cfg.imageOverrides[name] = image
-			}
-		}
+		parseImageOverrides(raw, distributions, &cfg)
+	} else if !ok && unknownKeys {
+		cfg.keepAllImages = true
 	}
 	return cfg
+}
+
+// typoConsequence says what an unknown key costs when it may stand for a missing known one.
+func typoConsequence(cm *corev1.ConfigMap, key string) string {
+	var kept []string
+	if _, ok := cm.Data[keyFeatureFlags]; !ok {
+		kept = append(kept, "NetworkPolicies")
+	}
+	if _, ok := cm.Data[keyImageOverrides]; !ok {
+		kept = append(kept, "running images")
+	}
+	if len(kept) == 0 {
+		return "; it is ignored"
+	}
+	return "; " + strings.Join(kept, " and ") + " are left as they are until it is fixed"
+}
+
+// parseFeatureFlags reads featureFlags strictly: every key known, every value of its type.
+// It returns enableNetworkPolicy.enabled, or a problem naming the key.
+func parseFeatureFlags(raw string) (bool, string) {
+	var doc any
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+		return false, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
+	}
+	const example = "enableNetworkPolicy: {enabled: true}"
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return false, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
+	}
+	enabled := false
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if k != "enableNetworkPolicy" {
+			return false, fmt.Sprintf("key %s: unknown flag %q (known flags: enableNetworkPolicy)", keyFeatureFlags, k)
+		}
+		np, ok := top[k].(map[string]any)
+		if !ok {
+			return false, fmt.Sprintf("key %s: enableNetworkPolicy must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, yamlKind(top[k]))
+		}
+		for _, field := range slices.Sorted(maps.Keys(np)) {
+			if field != "enabled" {
+				return false, fmt.Sprintf("key %s: unknown field %q in enableNetworkPolicy (known fields: enabled)", keyFeatureFlags, field)
+			}
+			b, ok := np[field].(bool)
+			if !ok {
+				return false, fmt.Sprintf("key %s: enableNetworkPolicy.enabled must be true or false, not %s", keyFeatureFlags, yamlKind(np[field]))
+			}
+			enabled = b
+		}
+	}
+	return enabled, ""
+}
+
+// parseImageOverrides reads image-overrides into cfg: a mapping of distribution name to
+// image reference. An entry that is not a valid reference keeps the running image of
+// its distribution; one for a distribution that does not exist keeps every running
+// image that has no valid entry (it may be a typo of the one meant).
+func parseImageOverrides(raw string, distributions map[string]string, cfg *operatorConfig) {
+	var doc any
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+		cfg.keepAllImages = true
+		cfg.problems = append(cfg.problems, fmt.Sprintf("key %s is not valid YAML (%v); running images are kept", keyImageOverrides, err))
+		return
+	}
+	entries, ok := doc.(map[string]any)
+	if !ok {
+		cfg.keepAllImages = true
+		cfg.problems = append(cfg.problems, fmt.Sprintf("key %s must be a mapping of distribution name to image, not %s; running images are kept", keyImageOverrides, yamlKind(doc)))
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		if _, known := distributions[name]; !known {
+			cfg.keepAllImages = true
+			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: %q is not a distribution (overrides replace the image of one of: %s); running images without a valid entry are kept",
+				keyImageOverrides, name, strings.Join(slices.Sorted(maps.Keys(distributions)), ", ")))
+			continue
+		}
+		s, isString := entries[name].(string)
+		image := strings.TrimSpace(s)
+		switch {
+		case !isString:
+			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: the entry for distribution %q must be an image reference, not %s; its running image is kept", keyImageOverrides, name, yamlKind(entries[name])))
+		case !validImageReference(image):
+			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: %q for distribution %q is not a valid image reference; its running image is kept", keyImageOverrides, image, name))
+		default:
+			if cfg.imageOverrides == nil {
+				cfg.imageOverrides = map[string]string{}
+			}
+			cfg.imageOverrides[name] = image
+			continue
+		}
+		if cfg.keepImages == nil {
+			cfg.keepImages = map[string]bool{}
+		}
+		cfg.keepImages[name] = true
+	}
+}
+
+// yamlKind names the kind of a value decoded from YAML, for messages.
+func yamlKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "empty"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case float64, int64, int:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
 }
 
 // An image reference: [host[:port]/]path[:tag][@digest], as the distribution reference grammar.
@@ -111,7 +248,7 @@ func validImageReference(s string) bool {
 func (c *Controller) currentOperatorConfig() operatorConfig {
 	cm, err := c.operatorConfig.ConfigMaps(c.operatorNamespace).Get(OperatorConfigMapName)
 	if err != nil {
-		return parseOperatorConfig(nil)
+		return missingOperatorConfig()
 	}
-	return parseOperatorConfig(cm)
+	return parseOperatorConfig(cm, c.distributions)
 }

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -102,26 +104,98 @@ func TestParseOperatorConfigSkipsOneBadImageReference(t *testing.T) {
 		"image-overrides": "starter: " + overrideImage + "\n" +
 			"remote-vllm: 'Not An Image!'\n" +
 			"postgres-demo: registry.example.com:5000/team/server@sha256:" + sha256Zeros + "\n",
-	}))
-	assert.False(t, cfg.overridesInvalid)
+	}), builtinDistributions())
+	assert.False(t, cfg.keepAllImages)
 	assert.Equal(t, map[string]string{
 		"starter":       overrideImage,
 		"postgres-demo": "registry.example.com:5000/team/server@sha256:" + sha256Zeros,
 	}, cfg.imageOverrides)
+	assert.Equal(t, map[string]bool{"remote-vllm": true}, cfg.keepImages)
+	assert.True(t, cfg.keepsImage("remote-vllm"))
+	assert.False(t, cfg.keepsImage("starter"))
+	assert.False(t, cfg.keepsImage("ollama"), "a distribution without an entry gets its built-in image")
 	require.Len(t, cfg.problems, 1)
 	assert.Contains(t, cfg.problems[0], "remote-vllm")
 	assert.Contains(t, cfg.problems[0], "Not An Image!")
 
-	invalid := parseOperatorConfig(operatorConfigMap(map[string]string{"image-overrides": invalidYAML}))
-	assert.True(t, invalid.overridesInvalid)
+	invalid := parseOperatorConfig(operatorConfigMap(map[string]string{"image-overrides": invalidYAML}), builtinDistributions())
+	assert.True(t, invalid.keepAllImages)
 	assert.Empty(t, invalid.imageOverrides)
 	assert.Len(t, invalid.problems, 1)
 
-	none := parseOperatorConfig(nil)
-	assert.True(t, none.networkPolicyKnown)
-	assert.False(t, none.enableNetworkPolicy)
-	assert.False(t, none.overridesInvalid)
-	assert.Empty(t, none.problems)
+	valid := parseOperatorConfig(operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}), builtinDistributions())
+	assert.True(t, valid.networkPolicyKnown)
+	assert.False(t, valid.enableNetworkPolicy)
+	assert.False(t, valid.keepsImage("starter"))
+	assert.Empty(t, valid.problems)
+
+	none := parseOperatorConfig(nil, builtinDistributions())
+	assert.True(t, none.missing)
+	assert.False(t, none.networkPolicyKnown, "without the ConfigMap NetworkPolicies are left as they are")
+	assert.True(t, none.keepsImage("starter"), "without the ConfigMap running images are kept")
+}
+
+// TestParseOperatorConfigStrict: unknown keys and values of the wrong type are invalid
+// input that keeps what runs, reported with the key's name; never read as a default.
+func TestParseOperatorConfigStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		data       map[string]string
+		npKnown    bool
+		npEnabled  bool
+		keepAll    bool
+		keep       []string
+		problemHas []string
+	}{
+		{name: "enabled", data: map[string]string{"featureFlags": featureFlagsOn}, npKnown: true, npEnabled: true},
+		{name: "flow style", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enabled: true}"}, npKnown: true, npEnabled: true},
+		{name: "empty flag mapping is off", data: map[string]string{"featureFlags": "enableNetworkPolicy: {}"}, npKnown: true},
+		{name: "empty featureFlags is off", data: map[string]string{"featureFlags": ""}, npKnown: true},
+		{name: "enable for enabled", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enable: true}"},
+			problemHas: []string{"featureFlags", `"enable"`, "enableNetworkPolicy", "left as they are"}},
+		{name: "enabeld typo", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
+			problemHas: []string{"featureFlags", `"enabeld"`}},
+		{name: "unknown flag", data: map[string]string{"featureFlags": "enableNetworkPolicies:\n  enabled: true\n"},
+			problemHas: []string{"featureFlags", `"enableNetworkPolicies"`}},
+		{name: "flag not a mapping", data: map[string]string{"featureFlags": "enableNetworkPolicy: true"},
+			problemHas: []string{"enableNetworkPolicy must be a mapping", "a boolean"}},
+		{name: "enabled a string", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
+			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "a string"}},
+		{name: "enabled empty", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
+			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "empty"}},
+		{name: "featureFlags a list", data: map[string]string{"featureFlags": "- enableNetworkPolicy\n"},
+			problemHas: []string{"featureFlags must be a mapping", "a list"}},
+		{name: "featureFlags not YAML", data: map[string]string{"featureFlags": "enableNetworkPolicy: [oops"},
+			problemHas: []string{"featureFlags is not valid YAML"}},
+		{name: "misspelt data key", data: map[string]string{"featureflags": featureFlagsOff},
+			keepAll: true, problemHas: []string{`unknown key "featureflags"`, "NetworkPolicies and running images are left as they are"}},
+		{name: "unknown data key beside both", data: map[string]string{"featureFlags": featureFlagsOn, "image-overrides": "", "extra": "x"},
+			npKnown: true, npEnabled: true, problemHas: []string{`unknown key "extra"`, "ignored"}},
+		{name: "override for no distribution", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "startr: " + overrideImage},
+			npKnown: true, keepAll: true, problemHas: []string{`"startr" is not a distribution`, "starter"}},
+		{name: "override of the wrong type", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "starter:\n  image: " + overrideImage},
+			npKnown: true, keep: []string{"starter"}, problemHas: []string{`distribution "starter" must be an image reference`, "a mapping"}},
+		{name: "overrides a list", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "- starter"},
+			npKnown: true, keepAll: true, problemHas: []string{"image-overrides must be a mapping", "a list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := parseOperatorConfig(operatorConfigMap(tc.data), builtinDistributions())
+			assert.Equal(t, tc.npKnown, cfg.networkPolicyKnown, "networkPolicyKnown")
+			assert.Equal(t, tc.npEnabled, cfg.enableNetworkPolicy, "enableNetworkPolicy")
+			assert.Equal(t, tc.keepAll, cfg.keepAllImages, "keepAllImages")
+			for _, d := range tc.keep {
+				assert.True(t, cfg.keepsImage(d), "keeps the running image of %s", d)
+			}
+			if len(tc.problemHas) == 0 {
+				assert.Empty(t, cfg.problems)
+				return
+			}
+			require.Len(t, cfg.problems, 1, "%q", cfg.problems)
+			for _, s := range tc.problemHas {
+				assert.Contains(t, cfg.problems[0], s)
+			}
+		})
+	}
 }
 
 const sha256Zeros = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -135,7 +209,127 @@ func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
 	f.converge("app")
 	f.converge("vllm")
 	assert.Equal(t, overrideImage, f.image("app"))
-	assert.Equal(t, builtinDistributions()["remote-vllm"], f.image("vllm"), "the bad entry is skipped")
+	assert.Equal(t, builtinDistributions()["remote-vllm"], f.image("vllm"), "nothing ran before: the built-in image")
+}
+
+// TestOneBadOverrideKeepsTheRunningImage: an entry that turns invalid (or is replaced by
+// one for a misspelt distribution) leaves the Deployments that run its distribution as
+// they are; the other entries still apply and new CRs get the built-in image.
+func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
+	vllm := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" }
+	f := newFixture(t, newLLSD("app"), newLLSD("vllm", vllm), operatorConfigMap(map[string]string{
+		"image-overrides": "starter: " + overrideImage + "\nremote-vllm: " + overrideImage + "\n",
+	}))
+	f.converge("app")
+	f.converge("vllm")
+	require.Equal(t, overrideImage, f.image("vllm"))
+
+	for _, bad := range []string{
+		"remote-vllm: 'Not An Image!'\n",
+		"remote-vllm:\n  image: " + overrideImage2 + "\n",
+		"remote-vlm: " + overrideImage2 + "\n",
+	} {
+		f.setOperatorConfig(map[string]string{"image-overrides": "starter: " + overrideImage2 + "\n" + bad})
+		f.sync("app")
+		assert.Empty(t, childWrites(f.sync("vllm")), "no rollout for the bad entry %q", bad)
+		assert.Equal(t, overrideImage, f.image("vllm"))
+		assert.Equal(t, overrideImage2, f.image("app"))
+		f.converge("app")
+		f.converge("vllm")
+
+		// Also after a restart, with nothing in memory from before.
+		f.restartController()
+		assert.Empty(t, childWrites(f.sync("vllm")))
+		assert.Equal(t, overrideImage, f.image("vllm"))
+	}
+
+	// A new CR of that distribution gets the built-in image.
+	f.createLLSD(newLLSD("vllm2", vllm))
+	f.converge("vllm2")
+	assert.Equal(t, builtinDistributions()["remote-vllm"], f.image("vllm2"))
+
+	// Fixed: the entry applies again.
+	f.setOperatorConfig(map[string]string{"image-overrides": "remote-vllm: " + overrideImage2 + "\n"})
+	f.converge("vllm")
+	assert.Equal(t, overrideImage2, f.image("vllm"))
+}
+
+// TestFeatureFlagTyposKeepNetworkPolicies: a featureFlags value with an unknown key or a
+// wrong type is not read as "disabled": the NetworkPolicy stays, with a Warning on the
+// ConfigMap naming the key.
+func TestFeatureFlagTyposKeepNetworkPolicies(t *testing.T) {
+	for _, data := range []map[string]string{
+		{"featureFlags": "enableNetworkPolicy: {enable: true}"},
+		{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
+		{"featureFlags": "enableNetworkPolicy: true"},
+		{"featureFlags": "enableNetworkPolicy:\n  enabled: \"yes please\"\n"},
+		{"featureFlags": "enableNetworkPolicys:\n  enabled: true\n"},
+		{"featureflags": featureFlagsOff},
+	} {
+		t.Run(fmt.Sprint(data), func(t *testing.T) {
+			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
+			f.converge("app")
+			require.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+			h := f.c.operatorConfigHandler(f.ctx)
+			f.events()
+
+			f.setOperatorConfig(data)
+			cm, err := f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Get(f.ctx, OperatorConfigMapName, metav1.GetOptions{})
+			require.NoError(t, err)
+			old := operatorConfigMap(nil)
+			old.ResourceVersion, cm.ResourceVersion = "1", "2"
+			h.OnUpdate(old, cm)
+			events := f.events()
+			assert.Equal(t, 1, countEvents(events, "Warning InvalidConfiguration"), "events: %v", events)
+			assert.True(t, hasEvent(events, "featureFlags") || hasEvent(events, "featureflags"), "the Event names the key: %v", events)
+
+			assert.Empty(t, childWrites(f.sync("app")))
+			assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+			f.converge("app")
+			assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+		})
+	}
+}
+
+// TestDeletedOperatorConfigKeepsWhatRuns: without the ConfigMap nothing that runs changes
+// (NetworkPolicies, images), new CRs get the built-in defaults, and the deletion is
+// reported on the ConfigMap.
+func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{
+		"featureFlags": featureFlagsOn, "image-overrides": "starter: " + overrideImage + "\n",
+	}))
+	f.converge("app")
+	require.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+	require.Equal(t, overrideImage, f.image("app"))
+	h := f.c.operatorConfigHandler(f.ctx)
+	f.events()
+
+	cm, err := f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Get(f.ctx, OperatorConfigMapName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
+	f.refreshCaches()
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: testOperatorNamespace + "/" + OperatorConfigMapName, Obj: cm})
+	events := f.events()
+	require.Equal(t, 1, countEvents(events, "Warning OperatorConfigMissing"), "events: %v", events)
+	assert.True(t, hasEvent(events, "NetworkPolicies and running server images are kept"), "events: %v", events)
+
+	assert.Empty(t, childWrites(f.sync("app")))
+	assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+	assert.Equal(t, overrideImage, f.image("app"))
+	f.restartController()
+	f.converge("app")
+	assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+	assert.Equal(t, overrideImage, f.image("app"))
+
+	f.createLLSD(newLLSD("fresh"))
+	f.converge("fresh")
+	assert.Nil(t, f.stored(kindNetworkPolicy, "fresh-network-policy"))
+	assert.Equal(t, testImage, f.image("fresh"))
+
+	// Recreated: it says again what runs.
+	f.setOperatorConfig(map[string]string{"featureFlags": featureFlagsOff})
+	assert.Equal(t, []string{"delete networkpolicies app-network-policy", "patch deployments app"}, childWrites(f.sync("app")))
+	assert.Equal(t, testImage, f.image("app"))
 }
 
 func TestNetworkPolicyFollowsTheFeatureFlag(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -187,9 +188,10 @@ func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
 	l := f.llsd("app")
 	l.Status.DistributionConfig.Providers = []v1alpha1.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
 	d := f.deployment("app")
-	st := f.c.calculateStatus(l, observed{deployment: d, probe: &probeResult{info: serverInfo{healthy: true}}}, metav1.Now())
+	svc := f.stored(kindService, "app-service").(*corev1.Service)
+	st := f.c.calculateStatus(l, observed{deployment: d, service: svc, probe: &probeResult{info: serverInfo{healthy: true}}}, metav1.Now())
 	assert.Equal(t, l.Status.DistributionConfig.Providers, st.DistributionConfig.Providers)
-	st = f.c.calculateStatus(l, observed{deployment: d, probe: &probeResult{info: serverInfo{healthy: true, providersKnown: true}}}, metav1.Now())
+	st = f.c.calculateStatus(l, observed{deployment: d, service: svc, probe: &probeResult{info: serverInfo{healthy: true, providersKnown: true}}}, metav1.Now())
 	assert.Empty(t, st.DistributionConfig.Providers, "an answer with no providers clears them")
 }
 

@@ -1,15 +1,19 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -117,6 +121,28 @@ type proxyEndpoint struct {
 	port               int32
 }
 
+// proxyRefusal describes a non-2xx answer that came through the API server's service
+// proxy: it may be the API server's own (it could not reach the pods) rather than the
+// server's, so the message says so, with the proxy's words (a Status message, or a
+// short plain-text body). It is stable from one probe to the next, so the status is
+// not rewritten each time.
+func (e *proxyEndpoint) proxyRefusal(code int, body []byte) string {
+	msg := fmt.Sprintf("health endpoint returned HTTP %d through the API server's service proxy", code)
+	var st metav1.Status
+	detail := ""
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		detail = st.Message
+	} else if len(body) <= 256 && utf8.Valid(body) && !bytes.ContainsAny(body, "{}<>") {
+		detail = strings.TrimSpace(string(body))
+	}
+	// client-go adds the request to the words it could not decode.
+	detail = strings.TrimSuffix(detail, fmt.Sprintf(" (get services %s:%d)", e.service, e.port))
+	if detail != "" {
+		msg += ": " + truncate(detail, 256, ellipsis)
+	}
+	return msg + " (if the API server cannot reach the pods, as with the fake nodes of make run, this says nothing of the server)"
+}
+
 func (e *proxyEndpoint) String() string {
 	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%d/proxy", e.namespace, e.service, e.port)
 }
@@ -139,7 +165,7 @@ func (e *proxyEndpoint) Get(ctx context.Context, path string) (int, []byte, erro
 		if !errors.As(err, &status) || status.Status().Code == 0 {
 			return 0, nil, err
 		}
-		return int(status.Status().Code), nil, nil
+		return int(status.Status().Code), []byte(status.Status().Message), nil
 	}
 	// Any other error is client-go's reading of a non-2xx answer: the code says it.
 	if len(body) > maxServerBody {

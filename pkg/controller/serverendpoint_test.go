@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,4 +141,41 @@ func TestServerEndpointNames(t *testing.T) {
 	proxied, err := ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, proxyPrefix, proxied(proxiedLLSD).(interface{ String() string }).String())
+}
+
+// TestProxyRefusalIsExplained: a non-2xx answer through the API server's service proxy
+// names the proxy and its words (under make run the API server cannot reach pods on
+// kwok's fake nodes, and refuses with a plain-text 403); direct probes say only the code.
+func TestProxyRefusalIsExplained(t *testing.T) {
+	apiStatus := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+		`"message":"error trying to reach service: dial tcp 10.244.0.1:8321: i/o timeout","reason":"ServiceUnavailable","code":503}`
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    []string
+	}{
+		{"plain-text 403", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte("resolve_deny: denied destination\n"))
+		}, []string{"HTTP 403 through the API server's service proxy: resolve_deny: denied destination", "make run"}},
+		{"API Status 503", reply(http.StatusServiceUnavailable, apiStatus),
+			[]string{"HTTP 503 through the API server's service proxy: error trying to reach service: dial tcp 10.244.0.1:8321: i/o timeout (if the API server"}},
+		{"server's own JSON 500", reply(http.StatusInternalServerError, `{"detail":"boom"}`),
+			[]string{"HTTP 500 through the API server's service proxy (if"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := &serverClient{timeout: 5 * time.Second}
+			healthy, msg := client.health(context.Background(), proxyEndpointFor(t, tt.handler, nil))
+			assert.False(t, healthy)
+			for _, w := range tt.want {
+				assert.Contains(t, msg, w)
+			}
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			_, direct := client.health(context.Background(), newHTTPEndpoint(srv.Client(), srv.URL))
+			assert.NotContains(t, direct, "proxy")
+		})
+	}
 }

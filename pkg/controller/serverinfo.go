@@ -26,7 +26,7 @@ const (
 	// maxServerBody is the most of a response body that is read.
 	maxServerBody = 1 << 20
 	// maxHealthMessage bounds serverInfo.healthMsg.
-	maxHealthMessage = 200
+	maxHealthMessage = 512
 	// maxProviderMessage bounds a provider's health message copied into status.
 	maxProviderMessage = 256
 	// maxVersionLength is the longest version string taken as a version.
@@ -81,6 +81,9 @@ func (s *serverClient) health(ctx context.Context, ep ServerEndpoint) (bool, str
 		return false, s.describeError(err)
 	}
 	if code != http.StatusOK {
+		if p, ok := ep.(*proxyEndpoint); ok {
+			return false, p.proxyRefusal(code, body)
+		}
 		return false, fmt.Sprintf("health endpoint returned HTTP %d", code)
 	}
 	var reply struct {

@@ -92,8 +92,15 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	switch {
 	case c.prober == nil:
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionHealthCheck)
+	case scaledToZero(l) && !serving(obs.deployment):
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonScaledToZero, "Scaled to zero: no server runs to ask")
+		st.DistributionConfig.Providers = nil
 	case !serving(obs.deployment):
 		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonServerNotAvailable, "No replica of the server is available")
+		st.DistributionConfig.Providers = nil
+	case obs.service == nil:
+		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending,
+			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", serviceName(l)))
 		st.DistributionConfig.Providers = nil
 	case obs.probe == nil && previous != nil && previous.Reason != v1alpha1.ReasonServerNotAvailable &&
 		previous.Reason != v1alpha1.ReasonHealthCheckPending:
@@ -193,9 +200,17 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	case obs.deployment == nil:
 		st.Phase = v1alpha1.PhasePending
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, "Deployment is pending")
+	case deploymentIsReady && obs.service != nil && storageReady && scaledToZero(l):
+		st.Phase = v1alpha1.PhaseReady
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScaledToZero, scaledToZeroMessage)
 	case deploymentIsReady && obs.service != nil && storageReady:
 		st.Phase = v1alpha1.PhaseReady
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
+	case deploymentStuck(st.Conditions) != nil:
+		// The Deployment says why it is not coming up: that is the answer.
+		stuck := deploymentStuck(st.Conditions)
+		st.Phase = v1alpha1.PhaseFailed
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, stuck.Reason, stuck.Message)
 	default:
 		st.Phase = v1alpha1.PhaseInitializing
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, firstFalseMessage(st.Conditions))
@@ -218,17 +233,53 @@ func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (
 	if d == nil {
 		return false, v1alpha1.ReasonDeploymentPending, "Deployment is pending"
 	}
+	if scaledToZero(l) {
+		return true, v1alpha1.ReasonScaledToZero, "Deployment is scaled to zero"
+	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	if l.Spec.Server.Autoscaling != nil {
 		want = min(want, hpaMinReplicas(l))
 	} else {
 		want = min(want, l.Spec.Replicas)
 	}
-	if have := d.Status.AvailableReplicas; have < want {
-		return false, v1alpha1.ReasonDeploymentScaling,
-			fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+	have := d.Status.AvailableReplicas
+	if have >= want {
+		return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
 	}
-	return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
+	// What the Deployment already says of its current spec is the cause.
+	if d.Status.ObservedGeneration >= d.Generation {
+		for _, c := range d.Status.Conditions {
+			switch {
+			case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+				return false, v1alpha1.ReasonReplicaFailure, fmt.Sprintf(
+					"Deployment has %d of %d replicas available and cannot create pods (%s): %s", have, want, c.Reason, c.Message)
+			case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded:
+				return false, v1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf(
+					"Deployment has %d of %d replicas available and stopped making progress: %s", have, want, c.Message)
+			}
+		}
+	}
+	return false, v1alpha1.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+}
+
+// scaledToZero tells whether the CR asks for no server: spec.replicas 0 without
+// autoscaling. It is Ready once the Deployment exists (and the Service, and storage if
+// asked): there is nothing to wait for, and no server to probe.
+func scaledToZero(l *v1alpha1.LlamaStackDistribution) bool {
+	return l.Spec.Server.Autoscaling == nil && l.Spec.Replicas == 0
+}
+
+const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"
+
+// deploymentStuck returns DeploymentReady when it says the Deployment cannot come up
+// without a change (it cannot create pods, or its rollout ran out of time); else nil.
+func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionDeploymentReady)
+	if c != nil && c.Status == metav1.ConditionFalse &&
+		(c.Reason == v1alpha1.ReasonReplicaFailure || c.Reason == v1alpha1.ReasonProgressDeadlineExceeded) {
+		return c
+	}
+	return nil
 }
 
 // rolloutProgress is the Progressing condition: whether the Deployment has rolled out
@@ -247,8 +298,13 @@ func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, stri
 	s := d.Status
 	switch {
 	case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas:
-		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut,
-			fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
+		msg := fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
+		for _, c := range s.Conditions {
+			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+				msg += fmt.Sprintf("; it cannot create pods (%s): %s", c.Reason, c.Message)
+			}
+		}
+		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, msg
 	}
 	return metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete, "Deployment has rolled out"
 }
@@ -287,26 +343,53 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
-	klog.FromContext(ctx).V(2).Info("Updated status", "phase", st.Phase)
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Updated status", "phase", st.Phase)
 
 	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
 	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
+		// One line per transition, at the default verbosity, for whoever reads the logs.
+		logger.Info("LlamaStackDistribution cannot converge until its spec or environment changes",
+			"reason", problems[0].reason, "problems", problemsMessage(problems))
 		for _, p := range problems {
 			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
 		}
+	} else if len(problems) == 0 && old != nil && old.Status == metav1.ConditionFalse && isProblemReason(old.Reason) {
+		logger.Info("LlamaStackDistribution's problem is resolved", "was", old.Reason)
 	}
-	// Storage and mount warnings: one Event each time one appears or changes.
+	// Warnings held in conditions: one Event (and log line) each time one appears or changes.
 	for _, w := range []struct {
 		condType string
-		bad      metav1.ConditionStatus
-	}{{v1alpha1.ConditionStorageInSync, metav1.ConditionFalse}, {v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue}, {v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue}} {
+		bad      func(*metav1.Condition) bool
+	}{
+		{v1alpha1.ConditionStorageInSync, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
+		{v1alpha1.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha1.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha1.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
+	} {
 		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)
-		if now != nil && now.Status == w.bad && (was == nil || was.Status != now.Status || was.Message != now.Message) {
+		if now != nil && w.bad(now) && (was == nil || !w.bad(was) || was.Message != now.Message) {
+			logger.Info("LlamaStackDistribution has a warning", "condition", w.condType, "reason", now.Reason, "message", now.Message)
 			c.recorder.Event(l, corev1.EventTypeWarning, now.Reason, now.Message)
 		}
 	}
 	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {
-		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
+		msg := "LlamaStackDistribution is ready"
+		if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
+			msg = ready.Message
+		}
+		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha1.ReasonReady, msg)
 	}
 	return nil
+}
+
+// isProblemReason tells whether reason is one of a user error (userError.reason).
+func isProblemReason(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonDistributionNotSupported, v1alpha1.ReasonConfigMapNotFound, v1alpha1.ReasonConfigMapKeyMissing,
+		v1alpha1.ReasonConfigMapNotAllowed, v1alpha1.ReasonCABundleInvalid, v1alpha1.ReasonResourceNotOwned,
+		v1alpha1.ReasonResourceInvalid, v1alpha1.ReasonDeploymentFailed:
+		return true
+	}
+	return false
 }

@@ -75,7 +75,15 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		c.forgetRecheck(key)
 	}
 	if c.prober.enabled() {
-		if serving(obs.deployment) {
+		switch {
+		case !serving(obs.deployment):
+			// Answers from before an outage say nothing of the server that comes back.
+			c.prober.forget(key)
+		case obs.service == nil || !isControlledBy(obs.service, l):
+			// Only our own Service is asked: one of someone else's under its name is not
+			// ours to call.
+			c.prober.forget(key)
+		default:
 			// The server answers for itself; asked again every interval, off the workers.
 			next := c.prober.cfg.Interval
 			if res, ok := c.prober.result(ctx, key, l); ok {
@@ -83,9 +91,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 				next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
 			}
 			c.queue.AddAfter(key, next)
-		} else {
-			// Answers from before an outage say nothing of the server that comes back.
-			c.prober.forget(key)
 		}
 	}
 	return write(c.calculateStatus(l, obs, now), obs.problems)
@@ -199,7 +204,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	if len(obs.problems) > 0 || len(errs) > 0 {
 		// Keep what runs: observe the children without changing them.
 		obs.deployment = c.controlledDeployment(l)
-		obs.service, _ = c.services.cached(l.Namespace, serviceName(l))
+		if svc, err := c.services.cached(l.Namespace, serviceName(l)); err == nil && isControlledBy(svc, l) {
+			obs.service = svc
+		}
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
 		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
 		return obs, errors.Join(errs...)
@@ -330,7 +337,8 @@ func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 
 // resolveImage picks the server image: spec.server.distribution.image as given, or the
 // image of the named distribution, overridden by the operator ConfigMap. While
-// image-overrides does not parse, a running Deployment keeps its image.
+// image-overrides does not say clearly which image a distribution runs (it is missing or
+// does not parse, or its entry is invalid), a running Deployment keeps its image.
 func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
 	dist := l.Spec.Server.Distribution
 	if dist.Image != "" {
@@ -351,14 +359,13 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 			"distribution %q is not supported; supported distributions: %s (or set spec.server.distribution.image)",
 			dist.Name, strings.Join(names, ", "))}
 	}
-	if cfg.overridesInvalid {
+	if override, ok := cfg.imageOverrides[dist.Name]; ok {
+		return override, nil
+	}
+	if cfg.keepsImage(dist.Name) {
 		if running := c.runningImage(l); running != "" {
 			return running, nil
 		}
-		return image, nil
-	}
-	if override, ok := cfg.imageOverrides[dist.Name]; ok {
-		return override, nil
 	}
 	return image, nil
 }

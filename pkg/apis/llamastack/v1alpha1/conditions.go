@@ -43,6 +43,13 @@ const (
 	ReasonNotReady          = "NotReady"
 	ReasonTerminating       = "Terminating"
 
+	// ReasonScaledToZero: spec.replicas is 0 (without autoscaling): no server runs, and
+	// that is the state asked for, so the CR is Ready.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonReplicaFailure: the Deployment cannot create its pods (its own ReplicaFailure
+	// condition, e.g. a missing ServiceAccount or an exceeded quota).
+	ReasonReplicaFailure = "ReplicaFailure"
+
 	ReasonRollingOut               = "RollingOut"
 	ReasonRolloutComplete          = "RolloutComplete"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
