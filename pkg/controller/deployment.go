@@ -373,17 +373,10 @@ func containerSecurityContext(cs *v1alpha1.ContainerSpec) *corev1.SecurityContex
 }
 
 func volumeMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.VolumeMount {
-	mounts := []corev1.VolumeMount{{Name: volumeStorage, MountPath: storageMountPath(l)}}
-	if in.userConfigMap != "" {
-		mounts = append(mounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
-	}
-	if in.caBundleHash != "" {
-		mounts = append(mounts, corev1.VolumeMount{Name: volumeCABundle, MountPath: caBundleMountPath, ReadOnly: true})
-	}
-	if o := l.Spec.Server.PodOverrides; o != nil {
-		for i := range o.VolumeMounts {
-			mounts = append(mounts, *o.VolumeMounts[i].DeepCopy())
-		}
+	sm := serverMounts(l, in)
+	mounts := make([]corev1.VolumeMount, len(sm))
+	for i := range sm {
+		mounts[i] = sm[i].VolumeMount
 	}
 	return mounts
 }
@@ -469,9 +462,10 @@ func podAffinity(l *v1alpha1.LlamaStackDistribution) *corev1.Affinity {
 }
 
 // podConflict reports a user volume or mount that collides with one of the controller's
-// in the server pod: a volume of the same name, or two mounts at the same path (the
-// storage mount path may also meet the user-config or CA bundle mount). The API server
-// rejects such a Deployment; the user gets the reason instead of its error.
+// in the server pod: a volume of the same name (the API server rejects such a
+// Deployment), or two mounts at the same directory, however written (the storage mount
+// path may also meet the user-config or CA bundle mount; the API server rejects only
+// equal strings, and one volume would hide the other). The user gets the reason.
 func podConflict(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *userError {
 	if uc != nil {
 		in.userConfigMap = uc.mountName
@@ -484,14 +478,5 @@ func podConflict(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *us
 		}
 		volumes[v.Name] = true
 	}
-	paths := map[string]bool{}
-	for _, m := range volumeMounts(l, in) {
-		if paths[m.MountPath] {
-			return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
-				"two volumes would be mounted at %s in the server container; change spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts (the controller mounts storage at %s, the user config at %s and the CA bundle at %s)",
-				m.MountPath, storageMountPath(l), userConfigMountPath, caBundleMountPath)}
-		}
-		paths[m.MountPath] = true
-	}
-	return nil
+	return mountPathConflict(serverMounts(l, in))
 }

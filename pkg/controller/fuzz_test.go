@@ -78,6 +78,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, cm)
 		in.caBundleHash = caBundleMountHash(cm)
 	}
+	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, nil)
 	if conflict := podConflict(l, in, nil); conflict != nil {
 		obs.problems = append(obs.problems, *conflict)
 	}

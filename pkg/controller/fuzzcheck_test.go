@@ -84,6 +84,9 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 	if o := s.PodOverrides; o != nil {
 		ok = ok && (o.TerminationGracePeriodSeconds == nil || *o.TerminationGracePeriodSeconds >= 0) &&
 			(o.ServiceAccountName == "" || subdomain(o.ServiceAccountName))
+		for _, m := range o.VolumeMounts {
+			ok = ok && strings.HasPrefix(m.MountPath, "/")
+		}
 	}
 	if p := s.PodDisruptionBudget; p != nil {
 		budget := func(v *intstr.IntOrString) bool {
@@ -99,6 +102,7 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 	}
 	if st := s.Storage; st != nil {
 		ok = ok && len(st.AccessModes) <= 4 &&
+			(st.MountPath == "" || strings.HasPrefix(st.MountPath, "/")) &&
 			(st.Size == nil || st.Size.Sign() > 0) &&
 			(st.StorageClassName == nil || *st.StorageClassName == "" || subdomain(*st.StorageClassName))
 		for _, m := range st.AccessModes {

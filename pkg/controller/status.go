@@ -31,6 +31,10 @@ type observed struct {
 	probe *probeResult
 	// problems are user errors, in the order found.
 	problems []userError
+	// mountsChecked: the server container's mounts were worked out, and nestedMounts
+	// are those hiding part of another volume. Unchecked, the last report stands.
+	mountsChecked bool
+	nestedMounts  []mountNesting
 }
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
@@ -166,6 +170,15 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed, "PVC is not bound: "+phase)
 		default:
 			set(v1alpha1.ConditionStorageReady, metav1.ConditionTrue, v1alpha1.ReasonStorageReady, "Storage is ready")
+		}
+	}
+
+	// Mounts nested in another volume's directory.
+	if obs.mountsChecked {
+		if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
+			set(v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha1.ReasonNestedMountPaths, msg)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionVolumeMountWarning)
 		}
 	}
 
@@ -351,6 +364,7 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 	}{
 		{v1alpha1.ConditionStorageInSync, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
 		{v1alpha1.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha1.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
 		{v1alpha1.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
 	} {
 		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)

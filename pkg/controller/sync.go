@@ -239,6 +239,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift}
 	obs.deployment = c.controlledDeployment(l)
+	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
 	if conflict := podConflict(l, in, uc); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		obs.problems = append(obs.problems, *conflict)

@@ -88,3 +88,47 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		})
 	}
 }
+
+// A relative mountPath is rejected at admission, with a message naming the field (for
+// volumeMounts, its index); absolute paths, written with a trailing slash or a dot
+// segment, are admitted.
+func TestCRDRejectsRelativeMountPaths(t *testing.T) {
+	ns := newNamespace(t)
+	tests := map[string]struct {
+		spec string
+		want []string // none: admitted
+	}{
+		"relative storage.mountPath": {
+			spec: `{server: {distribution: {name: starter}, storage: {mountPath: data}}}`,
+			want: []string{"spec.server.storage.mountPath", "storage.mountPath must be an absolute path, starting with '/'"},
+		},
+		"relative podOverrides mountPath": {
+			spec: `{server: {distribution: {name: starter}, podOverrides: {volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}], volumeMounts: [{name: a, mountPath: /a}, {name: b, mountPath: ./b}]}}}`,
+			want: []string{"spec.server.podOverrides.volumeMounts[1].mountPath", "mountPath must be an absolute path, starting with '/'"},
+		},
+		"absolute paths": {
+			spec: `{server: {distribution: {name: starter}, storage: {mountPath: /.llama/}, podOverrides: {volumes: [{name: a, emptyDir: {}}], volumeMounts: [{name: a, mountPath: /models/./x}]}}}`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var spec map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tc.spec), &spec))
+			o := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
+				"metadata": map[string]any{"name": "mounts", "namespace": ns},
+				"spec":     spec,
+			}}
+			_, err := env.dynamic.Resource(llsdResource).Namespace(ns).Create(context.Background(), o,
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if len(tc.want) == 0 {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

@@ -588,6 +588,38 @@ server:
 			spec: validSpec + "  workers: 0\n",
 			want: []string{"spec.server.workers", "should be greater than or equal to 1"},
 		},
+		// Mount paths must be absolute: a relative one is resolved against a directory
+		// the runtime chooses, and cannot be compared with the controller's mounts.
+		"storage mountPath relative": {
+			spec: validSpec + "  storage: {mountPath: data}\n",
+			want: []string{"spec.server.storage.mountPath", "storage.mountPath must be an absolute path, starting with '/'"},
+		},
+		"storage mountPath dot-relative": {
+			spec: validSpec + "  storage: {mountPath: ./.llama}\n",
+			want: []string{"spec.server.storage.mountPath", "storage.mountPath must be an absolute path"},
+		},
+		"storage mountPath absolute":        {spec: validSpec + "  storage: {mountPath: /home/lls/.lls}\n"},
+		"storage mountPath trailing slash":  {spec: validSpec + "  storage: {mountPath: /.llama/}\n"},
+		"storage mountPath empty (default)": {spec: validSpec + "  storage: {mountPath: \"\"}\n"},
+		"volumeMounts mountPath relative": {
+			spec: validSpec + `
+  podOverrides:
+    volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]
+    volumeMounts: [{name: a, mountPath: /a}, {name: b, mountPath: data}]`,
+			want:    []string{"spec.server.podOverrides.volumeMounts[1].mountPath", "mountPath must be an absolute path, starting with '/'"},
+			notWant: []string{"volumeMounts[0]"},
+		},
+		"volumeMounts mountPath empty": {
+			spec: validSpec + `
+  podOverrides:
+    volumes: [{name: a, emptyDir: {}}]
+    volumeMounts: [{name: a, mountPath: ""}]`,
+			want: []string{"spec.server.podOverrides.volumeMounts[0].mountPath", "mountPath must be an absolute path"},
+		},
+		"volumeMounts mountPath absolute": {spec: validSpec + `
+  podOverrides:
+    volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]
+    volumeMounts: [{name: a, mountPath: /models/}, {name: b, mountPath: /.llama/./cache, subPath: x}]`},
 		"name of 48 characters": {name: "a" + strings.Repeat("b", 46) + "1", spec: validSpec},
 		"name of 49 characters": {
 			name: strings.Repeat("a", 49), spec: validSpec,

@@ -22,6 +22,11 @@ const (
 	// ConditionStorageAccessWarning is True while ReadWriteOnce storage is combined with
 	// more than one replica or autoscaling: pods on other nodes cannot mount the volume.
 	ConditionStorageAccessWarning = "StorageAccessWarning"
+	// ConditionVolumeMountWarning is True while a volume of the server container is
+	// mounted inside the directory of another and hides part of it, one of them being
+	// the controller's (storage, user config, CA bundle). Nested mounts are legal, so
+	// the pod still runs.
+	ConditionVolumeMountWarning = "VolumeMountWarning"
 )
 
 // Condition reasons of a LlamaStackDistribution.
@@ -61,6 +66,9 @@ const (
 	ReasonResizeRefused         = "ResizeRefused"
 	ReasonResizing              = "Resizing"
 	ReasonReadWriteOnceShared   = "ReadWriteOnceShared"
+
+	// ReasonNestedMountPaths: a volume mount lies inside another's directory.
+	ReasonNestedMountPaths = "NestedMountPaths"
 
 	// User errors: the spec or its environment needs a change; the controller waits for it.
 	ReasonDistributionNotSupported = "DistributionNotSupported"

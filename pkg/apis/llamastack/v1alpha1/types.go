@@ -259,6 +259,11 @@ type PodOverrides struct {
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
 	// VolumeMounts are added to the server container after the controller's own.
+	// Each mountPath must be absolute. Paths are compared as directories (/data and
+	// /data/ are one): a mount at the directory of another volume is an error; one
+	// inside the directory of one of the controller's volumes, or holding one, is
+	// reported by the VolumeMountWarning condition.
+	// +kubebuilder:validation:items:XValidation:rule="self.mountPath.startsWith('/')",message="mountPath must be an absolute path, starting with '/'",fieldPath=".mountPath"
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 
@@ -317,7 +322,8 @@ type StorageSpec struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// MountPath is the path where the storage will be mounted in the container.
-	// Defaults to /.llama.
+	// Defaults to /.llama. It must be absolute.
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.startsWith('/')",message="storage.mountPath must be an absolute path, starting with '/'"
 	// +optional
 	MountPath string `json:"mountPath,omitempty"`
 

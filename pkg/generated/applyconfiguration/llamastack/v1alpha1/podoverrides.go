@@ -37,6 +37,10 @@ type PodOverridesApplyConfiguration struct {
 	// Volumes are added to the pod after the controller's own.
 	Volumes []v1.Volume `json:"volumes,omitempty"`
 	// VolumeMounts are added to the server container after the controller's own.
+	// Each mountPath must be absolute. Paths are compared as directories (/data and
+	// /data/ are one): a mount at the directory of another volume is an error; one
+	// inside the directory of one of the controller's volumes, or holding one, is
+	// reported by the VolumeMountWarning condition.
 	VolumeMounts []v1.VolumeMount `json:"volumeMounts,omitempty"`
 	// SecurityContext replaces the pod security context. By default the pod meets
 	// the Pod Security "restricted" profile (non-root user and group 1001,

@@ -32,7 +32,7 @@ type StorageSpecApplyConfiguration struct {
 	// of the llama-stack server. Defaults to 10Gi. It must be more than zero.
 	Size *resource.Quantity `json:"size,omitempty"`
 	// MountPath is the path where the storage will be mounted in the container.
-	// Defaults to /.llama.
+	// Defaults to /.llama. It must be absolute.
 	MountPath *string `json:"mountPath,omitempty"`
 	// StorageClassName is the StorageClass of the claim; unset uses the cluster's default.
 	// It is fixed once the claim exists. "" asks for a volume without a class.

@@ -1,0 +1,168 @@
+package controller
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+)
+
+// serverMount is a volume mount of the server container and where it comes from.
+type serverMount struct {
+	corev1.VolumeMount
+	// what is the controller's name for one of its own mounts ("the storage volume");
+	// field, when set, is the spec field that gave the path.
+	what, field string
+	// user is true for a mount of spec.server.podOverrides.volumeMounts.
+	user bool
+}
+
+// String describes the mount with its path as written, for messages.
+func (m serverMount) String() string {
+	switch {
+	case m.user:
+		return fmt.Sprintf("%s (volume %q) at %q", m.field, m.Name, m.MountPath)
+	case m.field != "":
+		return fmt.Sprintf("%s %q at %q (%s)", m.what, m.Name, m.MountPath, m.field)
+	}
+	return fmt.Sprintf("%s %q at %q", m.what, m.Name, m.MountPath)
+}
+
+// serverMounts are the server container's volume mounts in order: the controller's
+// (storage, user config, CA bundle), then the user's.
+func serverMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []serverMount {
+	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: volumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
+	if s := l.Spec.Server.Storage; s != nil && s.MountPath != "" {
+		storage.field = "spec.server.storage.mountPath"
+	}
+	mounts := []serverMount{storage}
+	if in.userConfigMap != "" {
+		mounts = append(mounts, serverMount{
+			VolumeMount: corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true},
+			what:        "the user config volume",
+		})
+	}
+	if in.caBundleHash != "" {
+		mounts = append(mounts, serverMount{
+			VolumeMount: corev1.VolumeMount{Name: volumeCABundle, MountPath: caBundleMountPath, ReadOnly: true},
+			what:        "the CA bundle volume",
+		})
+	}
+	if o := l.Spec.Server.PodOverrides; o != nil {
+		for i := range o.VolumeMounts {
+			mounts = append(mounts, serverMount{
+				VolumeMount: *o.VolumeMounts[i].DeepCopy(),
+				field:       fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
+				user:        true,
+			})
+		}
+	}
+	return mounts
+}
+
+// sameMountPath returns the first two mounts whose paths name the same directory
+// (/data, /data/, /data/. and //data are one), or ok false.
+func sameMountPath(mounts []serverMount) (first, second serverMount, ok bool) {
+	seen := make(map[string]int, len(mounts))
+	for i, m := range mounts {
+		p := path.Clean(m.MountPath)
+		if j, dup := seen[p]; dup {
+			return mounts[j], m, true
+		}
+		seen[p] = i
+	}
+	return serverMount{}, serverMount{}, false
+}
+
+// mountNesting is a mount (inner) inside the directory of another (outer): container
+// runtimes mount the outer one first, so the inner volume hides the outer volume's
+// files at hidden, the inner path relative to the outer one.
+type mountNesting struct {
+	outer, inner serverMount
+	hidden       string
+}
+
+func (n mountNesting) String() string {
+	return fmt.Sprintf("%s hides the path %q inside %s", n.inner, n.hidden, n.outer)
+}
+
+// nestedMounts finds, for each mount, the innermost other mount whose directory holds
+// it, in the order of the mounts. Only nestings that involve a mount of the controller
+// are reported: how the user nests their own volumes is their choice. Mounts at the
+// same directory are not nestings (sameMountPath reports them).
+func nestedMounts(mounts []serverMount) []mountNesting {
+	var out []mountNesting
+	for _, inner := range mounts {
+		in := path.Clean(inner.MountPath)
+		var outer *serverMount
+		outerPath := ""
+		for j := range mounts {
+			p := path.Clean(mounts[j].MountPath)
+			if p == in || !pathContains(p, in) {
+				continue
+			}
+			// The innermost holder; of two at one directory, the later one.
+			if outer == nil || len(p) >= len(outerPath) {
+				outer, outerPath = &mounts[j], p
+			}
+		}
+		if outer == nil || (outer.user && inner.user) {
+			continue
+		}
+		out = append(out, mountNesting{
+			outer:  *outer,
+			inner:  inner,
+			hidden: strings.TrimPrefix(strings.TrimPrefix(in, outerPath), "/"),
+		})
+	}
+	return out
+}
+
+// pathContains tells whether the cleaned path dir is a parent directory of the
+// cleaned path p (not p itself).
+func pathContains(dir, p string) bool {
+	if dir == "/" {
+		return p != "/" && strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// mountPathConflict reports two volumes mounted at the same directory of the server
+// container. The API server compares mount paths as strings, so it accepts /.llama and
+// /.llama/ side by side; the runtime then mounts both at one directory and one
+// volume silently hides the other.
+func mountPathConflict(mounts []serverMount) *userError {
+	first, second, ok := sameMountPath(mounts)
+	if !ok {
+		return nil
+	}
+	return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
+		"two volumes would be mounted at one directory, %s, of the server container: %s and %s; mount one of them elsewhere (spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts)",
+		path.Clean(second.MountPath), first, second)}
+}
+
+// nestedMountsMessage is the message of the VolumeMountWarning condition; "" when no
+// mount hides part of another volume.
+func nestedMountsMessage(nested []mountNesting) string {
+	if len(nested) == 0 {
+		return ""
+	}
+	parts := make([]string, len(nested))
+	for i, n := range nested {
+		parts[i] = n.String()
+	}
+	return strings.Join(parts, "; ") +
+		". The pod runs, but the server does not see what the outer volume holds at that path; mount the inner volume elsewhere if those files are needed"
+}
+
+// podNestedMounts are the nested mounts of the server container as ensureChildren
+// builds it (see podConflict).
+func podNestedMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) []mountNesting {
+	if uc != nil {
+		in.userConfigMap = uc.mountName
+	}
+	return nestedMounts(serverMounts(l, in))
+}
