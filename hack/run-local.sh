@@ -78,20 +78,34 @@ endpoint() {
 }
 
 controller='' sleeper='' started=0
+# stop ends the controller: SIGTERM, then SIGKILL if it still runs 30 s later. Further
+# signals are ignored meanwhile: a Ctrl-C reaches the script twice (from the terminal,
+# and forwarded by localcluster run), and the second must not end the script before
+# the controller is gone.
 stop() {
+    trap '' INT TERM
     if [[ -n "${sleeper}" ]]; then
         kill -TERM "${sleeper}" 2>/dev/null || true
     fi
     if [[ -n "${controller}" ]]; then
         kill -TERM "${controller}" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 300; i++)); do
+            kill -0 "${controller}" 2>/dev/null || break
+            sleep 0.1
+        done
+        if ((i == 300)); then
+            say "the controller (pid ${controller}) did not stop within 30s of SIGTERM; killing it"
+            kill -KILL "${controller}" 2>/dev/null || true
+        fi
         wait "${controller}" 2>/dev/null || true
     fi
 }
 trap stop EXIT
 # A trapped signal makes `wait` return at once; the trap then ends the script, and stop
 # ends the controller, so the loop below never restarts a controller that was told to stop.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'trap "" INT TERM; exit 130' INT
+trap 'trap "" INT TERM; exit 143' TERM
 
 start_controller() {
     "${BIN}" --kubeconfig "${KUBECONFIG}" --operator-namespace llama-stack-controller-system \
