@@ -10,7 +10,8 @@
 # When the controller exits on its own (a crash, a kill -9, a failed start) it is
 # started again after a backoff: 1 s, doubling up to 30 s, back to 1 s after a run of
 # 60 s or more. The cluster (on the local control plane: its data, every CR and PVC)
-# stays. Ctrl-C (SIGINT) or SIGTERM stops the controller and ends the script.
+# stays. Ctrl-C (SIGINT) or SIGTERM stops the controller (SIGTERM, then SIGKILL if it
+# still runs 30 s later) and ends the script.
 #
 # BIN is the controller binary, LOCALCLUSTER the localcluster binary (for free-ports),
 # EXAMPLE the CR applied on the local control plane.
