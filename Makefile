@@ -60,12 +60,14 @@ cluster:
 bench:
 	GO=$(GO) $(GO) test -tags bench -count=1 -timeout 90m -v -run '^TestBench$$' ./test/bench
 
-## run: run the controller; on a local control plane unless $$KUBECONFIG names a cluster
+## run: run the controller (restarted with a backoff if it exits on its own; metrics and health on free
+## 127.0.0.1 ports); on a local control plane unless $$KUBECONFIG names a cluster
+RUN_ENV = BIN=$(BIN_DIR)/llama-stack-controller LOCALCLUSTER=$(BIN_DIR)/localcluster
 run: build
 	@if [[ -n "$${KUBECONFIG:-}" ]]; then \
-	  hack/run-local.sh $(ARGS); \
+	  $(RUN_ENV) hack/run-local.sh $(ARGS); \
 	else \
-	  $(BIN_DIR)/localcluster run -- env LLSC_LOCAL=1 hack/run-local.sh $(ARGS); \
+	  $(BIN_DIR)/localcluster run -- env LLSC_LOCAL=1 $(RUN_ENV) hack/run-local.sh $(ARGS); \
 	fi
 
 ## image: build the controller image (needs a container engine)

@@ -8,6 +8,10 @@
 //	    kubeconfig (and the bin dir, with a matching kubectl, first in PATH),
 //	    forwards SIGINT and SIGTERM to CMD, stops the cluster when CMD exits
 //	    or on a signal, and exits with CMD's exit code.
+//	localcluster free-ports PORT...
+//	    Prints, for each PORT, the first port at or above it that can be
+//	    listened on at 127.0.0.1 and that no earlier PORT got (hack/run-local.sh
+//	    puts the controller's metrics and health endpoints there).
 //
 // Run it from inside the repository (the build script is found from the
 // working directory), e.g. go run ./test/localcluster/cmd/localcluster run -- go test ./...
@@ -19,10 +23,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +50,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   localcluster build
   localcluster run [--keep] [--nodes N] [--bin-dir DIR] [--log-dir DIR] [--timeout D] [--logs] -- CMD [ARGS...]
+  localcluster free-ports PORT...
 
 Environment: LLSC_CLUSTER_BIN_DIR uses prebuilt binaries (kwok-stages.yaml next
 to the bin dir, or LLSC_CLUSTER_STAGES); LLSC_CACHE_DIR moves the build cache.
@@ -72,6 +79,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "run":
 		return run(args[1:], stderr)
+	case "free-ports":
+		return freePorts(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -238,4 +247,49 @@ func signalExitCode(sig os.Signal) int {
 		return 128 + int(s)
 	}
 	return exitFailure
+}
+
+// freePorts prints, space-separated, for each port argument the first port at
+// or above it that 127.0.0.1 can listen on and that no earlier argument got.
+// It checks by listening, as the process that will use the port does; the port
+// is free at the time of the check, not reserved.
+func freePorts(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	taken := map[int]bool{}
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		from, err := strconv.Atoi(a)
+		if err != nil || from < 1 || from > 65535 {
+			fmt.Fprintf(stderr, "localcluster free-ports: %q is not a port\n", a)
+			return exitUsage
+		}
+		port := 0
+		for p := from; p <= 65535; p++ {
+			if !taken[p] && canListen(p) {
+				port = p
+				break
+			}
+		}
+		if port == 0 {
+			fmt.Fprintf(stderr, "localcluster free-ports: no free port at or above %d on 127.0.0.1\n", from)
+			return exitFailure
+		}
+		taken[port] = true
+		out = append(out, strconv.Itoa(port))
+	}
+	fmt.Fprintln(stdout, strings.Join(out, " "))
+	return 0
+}
+
+// canListen reports whether a listener on 127.0.0.1:port can be opened now.
+func canListen(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
