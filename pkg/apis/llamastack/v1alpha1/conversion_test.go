@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -305,4 +306,164 @@ func TestExamplesConvert(t *testing.T) {
 		}
 	}
 	assert.Positive(t, compared)
+}
+
+// fieldHomes reads the table of v1alpha2's package doc: each v1alpha1 spec field and
+// its v1alpha2 home (a row may wrap its second column onto the next line).
+func fieldHomes(t *testing.T) map[string]string {
+	t.Helper()
+	doc, err := os.ReadFile("../v1alpha2/doc.go")
+	require.NoError(t, err)
+	var lines [][]string
+	in := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "//\tv1alpha1 ") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if !strings.HasPrefix(line, "//\t") {
+			break
+		}
+		lines = append(lines, strings.Fields(strings.TrimPrefix(line, "//")))
+	}
+	homes := map[string]string{}
+	for i := 0; i < len(lines); i++ {
+		f := lines[i]
+		switch {
+		case f[0] == "status.*":
+			continue
+		case len(f) == 1 && i+1 < len(lines) && len(lines[i+1]) == 1:
+			homes[f[0]] = lines[i+1][0]
+			i++
+		case len(f) == 2:
+			homes[f[0]] = f[1]
+		default:
+			t.Fatalf("cannot read the row %q", f)
+		}
+	}
+	return homes
+}
+
+// specLeaves lists the JSON paths of the fields of a spec type, going into the
+// structs of this package and stopping at any other type.
+func specLeaves(typ reflect.Type, prefix string) []string {
+	var out []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		path := prefix + name
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.PkgPath() == reflect.TypeFor[LlamaStackDistribution]().PkgPath() {
+			out = append(out, specLeaves(ft, path+".")...)
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
+}
+
+// fieldAt returns the settable field at a JSON path of v, allocating pointers on the way.
+func fieldAt(t *testing.T, v reflect.Value, path string) reflect.Value {
+	t.Helper()
+	for _, name := range strings.Split(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		found := false
+		for i := range v.NumField() {
+			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		require.True(t, found, "no field %s in %s", name, path)
+	}
+	return v
+}
+
+// jsonAt returns the value at a dotted path of an object as JSON gives it.
+func jsonAt(t *testing.T, obj any, path string) (any, bool) {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	var cur any
+	require.NoError(t, json.Unmarshal(raw, &cur))
+	for _, name := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[name]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// TestEveryV1alpha1FieldHasItsDocumentedHome: the table in v1alpha2's package doc
+// lists every v1alpha1 spec field once, and the conversion puts each field's value
+// at the v1alpha2 path the table gives.
+func TestEveryV1alpha1FieldHasItsDocumentedHome(t *testing.T) {
+	homes := fieldHomes(t)
+	leaves := specLeaves(reflect.TypeFor[LlamaStackDistributionSpec](), "")
+	var listed []string
+	for v1 := range homes {
+		listed = append(listed, v1)
+	}
+	assert.ElementsMatch(t, leaves, listed, "the table and the v1alpha1 spec differ")
+
+	for v1path, v2path := range homes {
+		t.Run(v1path, func(t *testing.T) {
+			f := randfill.NewWithSeed(1).NilChance(0).NumElements(1, 2).MaxDepth(6).Funcs(
+				func(q *resource.Quantity, c randfill.Continue) {
+					*q = *resource.NewQuantity(1+c.Int63n(1<<30), resource.BinarySI)
+				},
+			)
+			for try := range 20 {
+				in := &LlamaStackDistribution{}
+				field := fieldAt(t, reflect.ValueOf(&in.Spec).Elem(), v1path)
+				if field.Kind() == reflect.Pointer {
+					// Filled through the pointer: a nil *IntOrString fills itself with nothing.
+					field.Set(reflect.New(field.Type().Elem()))
+					f.Fill(field.Interface())
+				} else {
+					f.Fill(field.Addr().Interface())
+				}
+				want, ok := jsonAt(t, in.Spec, v1path)
+				if !ok || reflect.ValueOf(want).IsZero() {
+					continue // a zero value is omitted: fill again
+				}
+				hub := &v1alpha2.LlamaStackDistribution{}
+				require.NoError(t, in.ConvertTo(hub))
+				got, ok := jsonAt(t, hub.Spec, v2path)
+				require.True(t, ok, "try %d: %s is not set in v1alpha2", try, v2path)
+				assert.Equal(t, want, got)
+				return
+			}
+			t.Fatalf("could not fill %s", v1path)
+		})
+	}
+}
+
+// TestStatusKeepsItsNames: every v1alpha1 status field has the same name and value
+// in v1alpha2, as the table says.
+func TestStatusKeepsItsNames(t *testing.T) {
+	for i := range 200 {
+		in := &LlamaStackDistribution{}
+		filler(int64(i)).Fill(&in.Status)
+		want, _ := jsonAt(t, in, "status")
+		hub := &v1alpha2.LlamaStackDistribution{}
+		require.NoError(t, in.ConvertTo(hub))
+		got, _ := jsonAt(t, hub, "status")
+		assert.Equal(t, want, got, "seed %d", i)
+	}
 }

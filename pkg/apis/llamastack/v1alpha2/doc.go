@@ -16,7 +16,8 @@
 //
 // # Where each v1alpha1 field lives in v1alpha2
 //
-// Every v1alpha1 field has exactly one home (paths under spec unless noted):
+// Every v1alpha1 field has exactly one home (paths under spec unless noted; the
+// conversion tests in v1alpha1 read this table and check it):
 //
 //	v1alpha1                                     v1alpha2
 //	replicas                                     workload.replicas
@@ -36,9 +37,15 @@
 //	server.podOverrides.volumes                  workload.overrides.volumes
 //	server.podOverrides.volumeMounts             workload.overrides.volumeMounts
 //	server.podOverrides.securityContext          workload.overrides.securityContext
-//	server.podDisruptionBudget                   workload.podDisruptionBudget
+//	server.podDisruptionBudget.minAvailable      workload.podDisruptionBudget.minAvailable
+//	server.podDisruptionBudget.maxUnavailable    workload.podDisruptionBudget.maxUnavailable
 //	server.topologySpreadConstraints             workload.topologySpreadConstraints
-//	server.autoscaling                           workload.autoscaling
+//	server.autoscaling.minReplicas               workload.autoscaling.minReplicas
+//	server.autoscaling.maxReplicas               workload.autoscaling.maxReplicas
+//	server.autoscaling.targetCPUUtilizationPercentage
+//	                                             workload.autoscaling.targetCPUUtilizationPercentage
+//	server.autoscaling.targetMemoryUtilizationPercentage
+//	                                             workload.autoscaling.targetMemoryUtilizationPercentage
 //	server.storage.size                          workload.storage.size
 //	server.storage.mountPath                     workload.storage.mountPath
 //	server.storage.storageClassName              workload.storage.storageClassName
