@@ -578,6 +578,19 @@ resources:
 		"tls caBundle only": {spec: validV2 + "networking:\n  tls: {caBundle: {configMapName: ca}}\n"},
 	}
 
+	// Every rule of the v1alpha2 schema has a case that expects its message.
+	var wants []string
+	for _, tc := range cases {
+		wants = append(wants, tc.want...)
+	}
+	for _, msg := range ruleMessages(version(t, twoVersionCRD(t), "v1alpha2").Schema.OpenAPIV3Schema) {
+		covered := false
+		for _, w := range wants {
+			covered = covered || (len(w) >= 15 && strings.Contains(msg, w))
+		}
+		assert.True(t, covered, "no case rejects an object with the rule message %q", msg)
+	}
+
 	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -694,4 +707,25 @@ providers:
 		"network":        map[string]any{"tls": map[string]any{"verify": false}, "headers": map[string]any{"X-A": "b"}},
 		"allowed_models": []any{"a", "b"},
 	}, providers[0].(map[string]any)["settings"])
+}
+
+// ruleMessages lists the messages of the x-kubernetes-validations rules in a schema.
+func ruleMessages(s *apiextensionsv1.JSONSchemaProps) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range s.XValidations {
+		out = append(out, r.Message)
+	}
+	for _, p := range s.Properties {
+		out = append(out, ruleMessages(&p)...)
+	}
+	if s.Items != nil {
+		out = append(out, ruleMessages(s.Items.Schema)...)
+	}
+	if s.AdditionalProperties != nil {
+		out = append(out, ruleMessages(s.AdditionalProperties.Schema)...)
+	}
+	return out
 }
