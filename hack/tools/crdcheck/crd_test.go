@@ -154,8 +154,22 @@ func serve(t *testing.T) *served {
 	crd, ok := loadCRDs(t)[crdName]
 	require.True(t, ok, "CRD %s not found in %s", crdName, crdDir)
 	require.Len(t, crd.Spec.Versions, 1)
-	v := crd.Spec.Versions[0]
-	require.True(t, v.Served && v.Storage)
+	require.True(t, crd.Spec.Versions[0].Storage)
+	return serveVersion(t, crd, crd.Spec.Versions[0].Name)
+}
+
+// serveVersion prepares one served version of a CRD for admission.
+func serveVersion(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, version string) *served {
+	t.Helper()
+	var v apiextensionsv1.CustomResourceDefinitionVersion
+	found := false
+	for _, cv := range crd.Spec.Versions {
+		if cv.Name == version {
+			v, found = cv, true
+		}
+	}
+	require.True(t, found, "CRD %s has no version %s", crd.Name, version)
+	require.True(t, v.Served)
 	require.NotNil(t, v.Subresources)
 	require.NotNil(t, v.Subresources.Status, "the controller writes status through the status subresource")
 
@@ -291,19 +305,23 @@ func newLLSD(t *testing.T, name, spec string) map[string]any {
 // structural schema, defaults, CEL compilation and the CRD's total CEL cost.
 func TestCRDIsAccepted(t *testing.T) {
 	for name, crd := range loadCRDs(t) {
-		t.Run(name, func(t *testing.T) {
-			internal := toInternal(t, crd)
-			// The registry's PrepareForCreate.
-			internal.Status = apiextensions.CustomResourceDefinitionStatus{}
-			for _, v := range internal.Spec.Versions {
-				if v.Storage {
-					internal.Status.StoredVersions = []string{v.Name}
-				}
-			}
-			errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal)
-			assert.Empty(t, errs.ToAggregate(), "the API server would reject the CRD")
-		})
+		t.Run(name, func(t *testing.T) { assertCRDAccepted(t, crd) })
 	}
+}
+
+// assertCRDAccepted validates crd as a POST to customresourcedefinitions does.
+func assertCRDAccepted(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	internal := toInternal(t, crd)
+	// The registry's PrepareForCreate.
+	internal.Status = apiextensions.CustomResourceDefinitionStatus{}
+	for _, v := range internal.Spec.Versions {
+		if v.Storage {
+			internal.Status.StoredVersions = []string{v.Name}
+		}
+	}
+	errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal)
+	assert.Empty(t, errs.ToAggregate(), "the API server would reject the CRD")
 }
 
 // TestSchemaIsStructural checks each version's schema is structural, which a v1 CRD
@@ -311,13 +329,16 @@ func TestCRDIsAccepted(t *testing.T) {
 func TestSchemaIsStructural(t *testing.T) {
 	for name, crd := range loadCRDs(t) {
 		for _, v := range crd.Spec.Versions {
-			t.Run(name+"/"+v.Name, func(t *testing.T) {
-				s, err := structuralschema.NewStructural(internalSchema(t, v))
-				require.NoError(t, err)
-				assert.Empty(t, structuralschema.ValidateStructural(nil, s).ToAggregate())
-			})
+			t.Run(name+"/"+v.Name, func(t *testing.T) { assertStructural(t, v) })
 		}
 	}
+}
+
+func assertStructural(t *testing.T, v apiextensionsv1.CustomResourceDefinitionVersion) {
+	t.Helper()
+	s, err := structuralschema.NewStructural(internalSchema(t, v))
+	require.NoError(t, err)
+	assert.Empty(t, structuralschema.ValidateStructural(nil, s).ToAggregate())
 }
 
 // compiledRule is one x-kubernetes-validations rule after compilation.
@@ -453,24 +474,30 @@ func countRules(s *apiextensionsv1.JSONSchemaProps) int {
 func TestCELRulesCompile(t *testing.T) {
 	for name, crd := range loadCRDs(t) {
 		for _, v := range crd.Spec.Versions {
-			t.Run(name+"/"+v.Name, func(t *testing.T) {
-				s, err := structuralschema.NewStructural(internalSchema(t, v))
-				require.NoError(t, err)
-				one := uint64(1)
-				rules := compileAll(t, s, model.SchemaDeclType(s, true), field.NewPath("openAPIV3Schema"), &one)
-				require.Len(t, rules, countRules(v.Schema.OpenAPIV3Schema), "some rules were not reached")
-
-				var total uint64
-				for _, r := range rules {
-					t.Logf("%s: cost %d: %s", r.path, r.cost, r.rule)
-					assert.LessOrEqual(t, r.cost, uint64(crdvalidation.StaticEstimatedCostLimit),
-						"%s: rule %q is over the per-rule cost budget", r.path, r.rule)
-					total = add(total, r.cost)
-				}
-				assert.LessOrEqual(t, total, uint64(crdvalidation.StaticEstimatedCRDCostLimit), "rules are over the CRD's cost budget")
-			})
+			t.Run(name+"/"+v.Name, func(t *testing.T) { assertCELWithinBudget(t, v) })
 		}
 	}
+}
+
+// assertCELWithinBudget compiles the rules of one version and checks their costs; it
+// returns the total estimated cost.
+func assertCELWithinBudget(t *testing.T, v apiextensionsv1.CustomResourceDefinitionVersion) uint64 {
+	t.Helper()
+	s, err := structuralschema.NewStructural(internalSchema(t, v))
+	require.NoError(t, err)
+	one := uint64(1)
+	rules := compileAll(t, s, model.SchemaDeclType(s, true), field.NewPath("openAPIV3Schema"), &one)
+	require.Len(t, rules, countRules(v.Schema.OpenAPIV3Schema), "some rules were not reached")
+
+	var total uint64
+	for _, r := range rules {
+		t.Logf("%s: cost %d: %s", r.path, r.cost, r.rule)
+		assert.LessOrEqual(t, r.cost, uint64(crdvalidation.StaticEstimatedCostLimit),
+			"%s: rule %q is over the per-rule cost budget", r.path, r.rule)
+		total = add(total, r.cost)
+	}
+	assert.LessOrEqual(t, total, uint64(crdvalidation.StaticEstimatedCRDCostLimit), "rules are over the CRD's cost budget")
+	return total
 }
 
 // TestExamplesAreAdmitted creates every LlamaStackDistribution in artifacts/examples,

@@ -20,8 +20,10 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	v1alpha2 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	internal "github.com/llamastack/llama-stack-controller/pkg/generated/applyconfiguration/internal"
 	llamastackv1alpha1 "github.com/llamastack/llama-stack-controller/pkg/generated/applyconfiguration/llamastack/v1alpha1"
+	llamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/generated/applyconfiguration/llamastack/v1alpha2"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
@@ -72,6 +74,76 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &llamastackv1alpha1.UserConfigSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VersionInfo"):
 		return &llamastackv1alpha1.VersionInfoApplyConfiguration{}
+
+		// Group=llamastack.io, Version=v1alpha2
+	case v1alpha2.SchemeGroupVersion.WithKind("AllowedFromSpec"):
+		return &llamastackv1alpha2.AllowedFromSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("AutoscalingSpec"):
+		return &llamastackv1alpha2.AutoscalingSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("BaseConfigSpec"):
+		return &llamastackv1alpha2.BaseConfigSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("CABundleConfig"):
+		return &llamastackv1alpha2.CABundleConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("DistributionConfig"):
+		return &llamastackv1alpha2.DistributionConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("DistributionSpec"):
+		return &llamastackv1alpha2.DistributionSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ExposeSpec"):
+		return &llamastackv1alpha2.ExposeSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("KVStorageSpec"):
+		return &llamastackv1alpha2.KVStorageSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("LlamaStackDistribution"):
+		return &llamastackv1alpha2.LlamaStackDistributionApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("LlamaStackDistributionSpec"):
+		return &llamastackv1alpha2.LlamaStackDistributionSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("LlamaStackDistributionStatus"):
+		return &llamastackv1alpha2.LlamaStackDistributionStatusApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ModelConfig"):
+		return &llamastackv1alpha2.ModelConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("NetworkingSpec"):
+		return &llamastackv1alpha2.NetworkingSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("OverrideConfigSpec"):
+		return &llamastackv1alpha2.OverrideConfigSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("PodDisruptionBudgetSpec"):
+		return &llamastackv1alpha2.PodDisruptionBudgetSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("PostgresSpec"):
+		return &llamastackv1alpha2.PostgresSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ProviderConfig"):
+		return &llamastackv1alpha2.ProviderConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ProviderHealthStatus"):
+		return &llamastackv1alpha2.ProviderHealthStatusApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ProviderInfo"):
+		return &llamastackv1alpha2.ProviderInfoApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ProvidersSpec"):
+		return &llamastackv1alpha2.ProvidersSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("PVCStorageSpec"):
+		return &llamastackv1alpha2.PVCStorageSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("RedisSpec"):
+		return &llamastackv1alpha2.RedisSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ResolvedDistributionStatus"):
+		return &llamastackv1alpha2.ResolvedDistributionStatusApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ResourcesSpec"):
+		return &llamastackv1alpha2.ResourcesSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("SecretKeyRef"):
+		return &llamastackv1alpha2.SecretKeyRefApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("SecretValue"):
+		return &llamastackv1alpha2.SecretValueApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ShieldConfig"):
+		return &llamastackv1alpha2.ShieldConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("SQLStorageSpec"):
+		return &llamastackv1alpha2.SQLStorageSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("StateStorageSpec"):
+		return &llamastackv1alpha2.StateStorageSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("TLSSpec"):
+		return &llamastackv1alpha2.TLSSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("ToolGroupConfig"):
+		return &llamastackv1alpha2.ToolGroupConfigApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("VersionInfo"):
+		return &llamastackv1alpha2.VersionInfoApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("WorkloadOverrides"):
+		return &llamastackv1alpha2.WorkloadOverridesApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("WorkloadSpec"):
+		return &llamastackv1alpha2.WorkloadSpecApplyConfiguration{}
 
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	llamastackv1alpha1 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha1"
+	llamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha2"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -31,17 +32,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	LlamastackV1alpha1() llamastackv1alpha1.LlamastackV1alpha1Interface
+	LlamastackV1alpha2() llamastackv1alpha2.LlamastackV1alpha2Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
 	llamastackV1alpha1 *llamastackv1alpha1.LlamastackV1alpha1Client
+	llamastackV1alpha2 *llamastackv1alpha2.LlamastackV1alpha2Client
 }
 
 // LlamastackV1alpha1 retrieves the LlamastackV1alpha1Client
 func (c *Clientset) LlamastackV1alpha1() llamastackv1alpha1.LlamastackV1alpha1Interface {
 	return c.llamastackV1alpha1
+}
+
+// LlamastackV1alpha2 retrieves the LlamastackV1alpha2Client
+func (c *Clientset) LlamastackV1alpha2() llamastackv1alpha2.LlamastackV1alpha2Interface {
+	return c.llamastackV1alpha2
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -92,6 +100,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.llamastackV1alpha2, err = llamastackv1alpha2.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.llamastackV1alpha1 = llamastackv1alpha1.New(c)
+	cs.llamastackV1alpha2 = llamastackv1alpha2.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

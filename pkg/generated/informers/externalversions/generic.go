@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	v1alpha2 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -55,6 +56,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=llamastack.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("llamastackdistributions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Llamastack().V1alpha1().LlamaStackDistributions().Informer()}, nil
+
+		// Group=llamastack.io, Version=v1alpha2
+	case v1alpha2.SchemeGroupVersion.WithResource("llamastackdistributions"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Llamastack().V1alpha2().LlamaStackDistributions().Informer()}, nil
 
 	}
 

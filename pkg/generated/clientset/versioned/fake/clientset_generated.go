@@ -23,6 +23,8 @@ import (
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llamastackv1alpha1 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha1"
 	fakellamastackv1alpha1 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha1/fake"
+	llamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha2"
+	fakellamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/typed/llamastack/v1alpha2/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -139,4 +141,9 @@ var (
 // LlamastackV1alpha1 retrieves the LlamastackV1alpha1Client
 func (c *Clientset) LlamastackV1alpha1() llamastackv1alpha1.LlamastackV1alpha1Interface {
 	return &fakellamastackv1alpha1.FakeLlamastackV1alpha1{Fake: &c.Fake}
+}
+
+// LlamastackV1alpha2 retrieves the LlamastackV1alpha2Client
+func (c *Clientset) LlamastackV1alpha2() llamastackv1alpha2.LlamastackV1alpha2Interface {
+	return &fakellamastackv1alpha2.FakeLlamastackV1alpha2{Fake: &c.Fake}
 }

@@ -20,6 +20,7 @@ package fake
 
 import (
 	llamastackv1alpha1 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	llamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	llamastackv1alpha1.AddToScheme,
+	llamastackv1alpha2.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition

@@ -21,12 +21,15 @@ package llamastack
 import (
 	internalinterfaces "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions/internalinterfaces"
 	v1alpha1 "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions/llamastack/v1alpha1"
+	v1alpha2 "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions/llamastack/v1alpha2"
 )
 
 // Interface provides access to each of this group's versions.
 type Interface interface {
 	// V1alpha1 provides access to shared informers for resources in V1alpha1.
 	V1alpha1() v1alpha1.Interface
+	// V1alpha2 provides access to shared informers for resources in V1alpha2.
+	V1alpha2() v1alpha2.Interface
 }
 
 type group struct {
@@ -43,4 +46,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // V1alpha1 returns a new v1alpha1.Interface.
 func (g *group) V1alpha1() v1alpha1.Interface {
 	return v1alpha1.New(g.factory, g.namespace, g.tweakListOptions)
+}
+
+// V1alpha2 returns a new v1alpha2.Interface.
+func (g *group) V1alpha2() v1alpha2.Interface {
+	return v1alpha2.New(g.factory, g.namespace, g.tweakListOptions)
 }

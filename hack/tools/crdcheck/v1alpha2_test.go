@@ -1,0 +1,731 @@
+package crdcheck
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// v1alpha2 is not served yet: its package carries the controller-gen marker
+// +kubebuilder:skip, so artifacts/crd holds v1alpha1 alone. These tests generate the
+// CRD it will become (both versions, v1alpha2 the storage version) from a copy of
+// pkg/apis without that marker, and check it as the tests of crd_test.go check the
+// CRD in artifacts/crd.
+const (
+	repoRoot           = "../../.."
+	v1alpha2Dir        = "pkg/apis/llamastack/v1alpha2"
+	skipMarker         = "// +kubebuilder:skip"
+	apiVersionV1alpha2 = "llamastack.io/v1alpha2"
+	examplesV1alpha2   = examplesDir + "/v1alpha2"
+)
+
+var twoVersions struct {
+	once sync.Once
+	crd  *apiextensionsv1.CustomResourceDefinition
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if twoVersionsDir != "" {
+		_ = os.RemoveAll(twoVersionsDir)
+	}
+	os.Exit(code)
+}
+
+// twoVersionsDir is where the copy of the API and the generated CRD are kept for
+// the whole test binary, removed by TestMain.
+var twoVersionsDir string
+
+// twoVersionCRD generates, once per test binary, the CRD with both versions.
+func twoVersionCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	twoVersions.once.Do(func() {
+		twoVersions.crd, twoVersions.err = generateTwoVersionCRD()
+	})
+	require.NoError(t, twoVersions.err)
+	return twoVersions.crd
+}
+
+// generateTwoVersionCRD copies the module's go.mod, go.sum and pkg/apis to a temporary
+// module, drops the skip marker from the v1alpha2 package and runs controller-gen
+// (this module's tool) on it.
+func generateTwoVersionCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := os.MkdirTemp("", "crdcheck-v1alpha2-")
+	if err != nil {
+		return nil, err
+	}
+	twoVersionsDir = dir
+	for _, f := range []string{"go.mod", "go.sum"} {
+		if err := copyFile(filepath.Join(repoRoot, f), filepath.Join(dir, f)); err != nil {
+			return nil, err
+		}
+	}
+	apis := filepath.Join(repoRoot, "pkg", "apis")
+	err = filepath.WalkDir(apis, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, path)
+		if err != nil {
+			return err
+		}
+		return copyFile(path, filepath.Join(dir, rel))
+	})
+	if err != nil {
+		return nil, err
+	}
+	doc := filepath.Join(dir, v1alpha2Dir, "doc.go")
+	text, err := os.ReadFile(doc)
+	if err != nil {
+		return nil, err
+	}
+	var kept []string
+	removed := false
+	for _, line := range strings.Split(string(text), "\n") {
+		if strings.TrimSpace(line) == skipMarker {
+			removed = true
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if !removed {
+		return nil, fmt.Errorf("%s/doc.go has no %q line: if v1alpha2 is served now, check artifacts/crd instead", v1alpha2Dir, skipMarker)
+	}
+	if err := os.WriteFile(doc, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		return nil, err
+	}
+
+	out := filepath.Join(dir, "crd")
+	cmd := exec.Command("go", "tool", "controller-gen", "crd",
+		"paths="+filepath.Join(dir, "pkg", "apis")+"/...", "output:crd:dir="+out)
+	cmd.Dir = ".." // the hack/tools module, whose tool controller-gen is
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("controller-gen: %v\n%s", err, stderr.String())
+	}
+	j, err := os.ReadFile(filepath.Join(out, "llamastack.io_llamastackdistributions.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(j, crd); err != nil {
+		return nil, err
+	}
+	return crd, nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}
+
+func version(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, name string) apiextensionsv1.CustomResourceDefinitionVersion {
+	t.Helper()
+	for _, v := range crd.Spec.Versions {
+		if v.Name == name {
+			return v
+		}
+	}
+	require.Failf(t, "missing version", "CRD has no version %s", name)
+	return apiextensionsv1.CustomResourceDefinitionVersion{}
+}
+
+// TestTwoVersionCRD checks the CRD with v1alpha2 added: accepted by the API server,
+// structural, its CEL rules within budget, v1alpha2 the storage version with the
+// same subresources, columns and short name, and v1alpha1 exactly as artifacts/crd
+// serves it today.
+func TestTwoVersionCRD(t *testing.T) {
+	crd := twoVersionCRD(t)
+	require.Equal(t, crdName, crd.Name)
+	require.Len(t, crd.Spec.Versions, 2)
+	assert.Equal(t, []string{"llsd"}, crd.Spec.Names.ShortNames)
+
+	t.Run("accepted", func(t *testing.T) { assertCRDAccepted(t, crd) })
+	for _, v := range crd.Spec.Versions {
+		t.Run("structural/"+v.Name, func(t *testing.T) { assertStructural(t, v) })
+		t.Run("CEL/"+v.Name, func(t *testing.T) { assertCELWithinBudget(t, v) })
+	}
+
+	v1 := version(t, crd, "v1alpha1")
+	v2 := version(t, crd, "v1alpha2")
+	assert.True(t, v1.Served)
+	assert.False(t, v1.Storage)
+	assert.True(t, v2.Served)
+	assert.True(t, v2.Storage, "v1alpha2 is the storage version")
+
+	require.NotNil(t, v2.Subresources)
+	assert.NotNil(t, v2.Subresources.Status)
+	require.NotNil(t, v2.Subresources.Scale)
+	assert.Equal(t, ".spec.workload.replicas", v2.Subresources.Scale.SpecReplicasPath)
+	assert.Equal(t, ".status.replicas", v2.Subresources.Scale.StatusReplicasPath)
+	require.NotNil(t, v2.Subresources.Scale.LabelSelectorPath)
+	assert.Equal(t, ".status.selector", *v2.Subresources.Scale.LabelSelectorPath)
+	assert.Equal(t, v1.AdditionalPrinterColumns, v2.AdditionalPrinterColumns)
+
+	// v1alpha1 as served today, but for the storage flag.
+	today, ok := loadCRDs(t)[crdName]
+	require.True(t, ok)
+	require.Len(t, today.Spec.Versions, 1)
+	want := today.Spec.Versions[0]
+	want.Storage = false
+	assert.Equal(t, want, v1, "adding v1alpha2 must not change v1alpha1")
+}
+
+// TestTwoVersionCRDSelectableFields: the ConfigMaps a CR names can be looked up by
+// field selector in v1alpha2 too.
+func TestTwoVersionCRDSelectableFields(t *testing.T) {
+	v2 := version(t, twoVersionCRD(t), "v1alpha2")
+	var got []string
+	for _, f := range v2.SelectableFields {
+		got = append(got, f.JSONPath)
+	}
+	assert.ElementsMatch(t, []string{
+		".spec.overrideConfig.configMapName",
+		".spec.overrideConfig.configMapNamespace",
+		".spec.networking.tls.caBundle.configMapName",
+		".spec.networking.tls.caBundle.configMapNamespace",
+		".spec.baseConfig.configMapName",
+	}, got)
+}
+
+// TestV1alpha2Examples admits every LlamaStackDistribution in artifacts/examples/v1alpha2
+// and checks that each example file of v1alpha1 has its v1alpha2 version there.
+func TestV1alpha2Examples(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+
+	v1files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, file := range v1files {
+		hasLLSD := false
+		for _, doc := range readDocuments(t, file) {
+			hasLLSD = hasLLSD || decodeObject(t, doc)["kind"] == kind
+		}
+		if hasLLSD {
+			name := strings.Replace(filepath.Base(file), "_v1alpha1_", "_v1alpha2_", 1)
+			assert.FileExists(t, filepath.Join(examplesV1alpha2, name), "%s has no v1alpha2 version", file)
+		}
+	}
+
+	files, err := filepath.Glob(filepath.Join(examplesV1alpha2, "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	total := 0
+	for _, file := range files {
+		for i, doc := range readDocuments(t, file) {
+			obj := decodeObject(t, doc)
+			if obj["kind"] != kind {
+				continue
+			}
+			total++
+			u := unstructured.Unstructured{Object: obj}
+			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) {
+				assert.Equal(t, apiVersionV1alpha2, u.GetAPIVersion())
+				a := s.create(t, obj)
+				assert.Empty(t, a.errs.ToAggregate())
+				assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
+			})
+		}
+	}
+	assert.Positive(t, total)
+}
+
+// newLLSDv2 builds a v1alpha2 LlamaStackDistribution named name with spec given as YAML.
+func newLLSDv2(t *testing.T, name, spec string) map[string]any {
+	t.Helper()
+	obj := newLLSD(t, name, spec)
+	obj["apiVersion"] = apiVersionV1alpha2
+	return obj
+}
+
+const validV2 = `
+distribution:
+  name: starter
+`
+
+// TestV1alpha2Admission creates v1alpha2 objects that the schema and its CEL rules
+// must admit or reject: each rule new in v1alpha2, and each v1alpha1 rule at its new
+// home.
+func TestV1alpha2Admission(t *testing.T) {
+	type admissionCase struct {
+		name    string
+		spec    string
+		want    []string // substrings of the errors; none means admitted
+		notWant []string
+	}
+	cases := map[string]admissionCase{
+		"minimal": {spec: validV2},
+		"image alone": {spec: `
+distribution: {image: quay.io/example/llama-stack:1.0}`},
+
+		// v1alpha1's rules at their v1alpha2 homes.
+		"distribution with both name and image": {
+			spec: "distribution: {name: starter, image: quay.io/x:1}",
+			want: []string{"spec.distribution", "Only one of name or image can be specified"},
+		},
+		"distribution with neither": {
+			spec:    "distribution: {}",
+			want:    []string{"spec.distribution", "One of name or image must be specified"},
+			notWant: []string{"Only one of"},
+		},
+		"image with a space": {
+			spec: `distribution: {image: " quay.io/x:1"}`,
+			want: []string{"spec.distribution.image", "should match"},
+		},
+		"name of 49 characters": {
+			name: strings.Repeat("a", 49), spec: validV2,
+			want: []string{"metadata.name must be at most 48 characters"},
+		},
+		"name not a DNS-1035 label": {
+			name: "1abc", spec: validV2,
+			want: []string{"must be a DNS-1035 label"},
+		},
+		"autoscaling minReplicas above maxReplicas": {
+			spec: validV2 + "workload:\n  autoscaling: {minReplicas: 5, maxReplicas: 2}\n",
+			want: []string{"spec.workload.autoscaling", "minReplicas must be less than or equal to maxReplicas"},
+		},
+		"PDB with both budgets": {
+			spec: validV2 + "workload:\n  podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n",
+			want: []string{"spec.workload.podDisruptionBudget", "Only one of minAvailable or maxUnavailable can be specified"},
+		},
+		"PDB maxUnavailable over 100%": {
+			spec: validV2 + "workload:\n  podDisruptionBudget: {maxUnavailable: 150%}\n",
+			want: []string{"spec.workload.podDisruptionBudget", "maxUnavailable must be a non-negative integer or a percentage"},
+		},
+		"PDB minAvailable negative": {
+			spec: validV2 + "workload:\n  podDisruptionBudget: {minAvailable: -1}\n",
+			want: []string{"spec.workload.podDisruptionBudget", "minAvailable must be a non-negative integer or a percentage"},
+		},
+		"storage size zero": {
+			spec: validV2 + "workload:\n  storage: {size: \"0\"}\n",
+			want: []string{"spec.workload.storage.size", "storage.size must be more than zero"},
+		},
+		"storage mountPath relative": {
+			spec: validV2 + "workload:\n  storage: {mountPath: data}\n",
+			want: []string{"spec.workload.storage.mountPath", "storage.mountPath must be an absolute path"},
+		},
+		"storage access mode unknown": {
+			spec: validV2 + "workload:\n  storage: {accessModes: [ReadWriteSometimes]}\n",
+			want: []string{"spec.workload.storage.accessModes", "accessModes may hold"},
+		},
+		"volumeMount relative": {
+			spec: validV2 + `
+workload:
+  overrides:
+    volumes: [{name: a, emptyDir: {}}]
+    volumeMounts: [{name: a, mountPath: data}]`,
+			want: []string{"spec.workload.overrides.volumeMounts[0].mountPath", "mountPath must be an absolute path"},
+		},
+		"container name not a DNS label": {
+			spec: validV2 + "workload:\n  overrides: {containerName: Bad_Name}\n",
+			want: []string{"spec.workload.overrides.containerName", "should match"},
+		},
+		"ingress annotation key not a qualified name": {
+			spec: validV2 + "networking:\n  expose: {annotations: {\"bad key!\": v}}\n",
+			want: []string{"spec.networking.expose.annotations", "annotation keys must be qualified names"},
+		},
+		"CA bundle key with ..": {
+			spec: validV2 + "networking:\n  tls:\n    caBundle: {configMapName: ca, configMapKeys: [a..b]}\n",
+			want: []string{"spec.networking.tls.caBundle.configMapKeys[0]", "a ConfigMap key must not contain '..'"},
+		},
+		"baseConfig key with ..": {
+			spec: "distribution: {image: quay.io/x:1}\nbaseConfig: {configMapName: base, key: a..b}\n",
+			want: []string{"spec.baseConfig.key", "a ConfigMap key must not contain '..'"},
+		},
+		"port 0 written out": {
+			spec: validV2 + "networking: {port: 0}\n",
+			want: []string{"spec.networking.port", "should be greater than or equal to 1"},
+		},
+		"replicas -1": {
+			spec: validV2 + "workload: {replicas: -1}\n",
+			want: []string{"spec.workload.replicas", "should be greater than or equal to 0"},
+		},
+		"replicas 0": {spec: validV2 + "workload: {replicas: 0}\n"},
+
+		// overrideConfig is the whole config.
+		"overrideConfig alone": {spec: validV2 + "overrideConfig: {configMapName: run}\n"},
+		"overrideConfig with providers": {
+			spec: validV2 + "overrideConfig: {configMapName: run}\nproviders:\n  inference: [{provider: vllm}]\n",
+			want: []string{"overrideConfig is the whole config.yaml as given: it cannot be combined with providers, resources, storage or disabled"},
+		},
+		"overrideConfig with resources": {
+			spec: validV2 + "overrideConfig: {configMapName: run}\nresources:\n  models: [{name: m}]\n",
+			want: []string{"it cannot be combined with providers, resources, storage or disabled"},
+		},
+		"overrideConfig with storage": {
+			spec: validV2 + "overrideConfig: {configMapName: run}\nstorage:\n  kv: {type: sqlite}\n",
+			want: []string{"it cannot be combined with providers, resources, storage or disabled"},
+		},
+		"overrideConfig with disabled": {
+			spec: validV2 + "overrideConfig: {configMapName: run}\ndisabled: [safety]\n",
+			want: []string{"it cannot be combined with providers, resources, storage or disabled"},
+		},
+		"overrideConfig with baseConfig": {
+			spec: validV2 + "overrideConfig: {configMapName: run}\nbaseConfig: {configMapName: base}\n",
+			want: []string{"overrideConfig is the whole config.yaml as given: it cannot be combined with baseConfig"},
+		},
+
+		// Provider ids.
+		"one provider without id": {spec: validV2 + "providers:\n  inference: [{provider: vllm, endpoint: \"http://vllm:8000/v1\"}]\n"},
+		"two providers with ids":  {spec: validV2 + "providers:\n  inference: [{id: a, provider: vllm}, {id: b, provider: ollama}]\n"},
+		"two providers, one without id": {
+			spec: validV2 + "providers:\n  inference: [{id: a, provider: vllm}, {provider: ollama}]\n",
+			want: []string{"spec.providers.inference", "every provider of a list of two or more needs an id"},
+		},
+		"two vector stores without ids": {
+			spec: validV2 + "providers:\n  vectorIo: [{provider: inline::faiss}, {provider: pgvector}]\n",
+			want: []string{"spec.providers.vectorIo", "every provider of a list of two or more needs an id"},
+		},
+		"same id in two APIs": {
+			spec: validV2 + "providers:\n  inference: [{id: shared, provider: vllm}]\n  safety: [{id: shared, provider: inline::llama-guard}]\n",
+			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
+		},
+		"same id twice in one API": {
+			spec: validV2 + "providers:\n  toolRuntime: [{id: t, provider: tavily-search}, {id: t, provider: brave-search}]\n",
+			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
+		},
+		"defaulted ids that collide across APIs": {
+			spec: validV2 + "providers:\n  agents: [{provider: inline::meta-reference}]\n  eval: [{provider: inline::meta-reference}]\n",
+			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
+		},
+		"defaulted id colliding with an explicit one": {
+			spec: validV2 + "providers:\n  inference: [{provider: remote::vllm}]\n  files: [{id: vllm, provider: inline::localfs}]\n",
+			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
+		},
+		"distinct defaulted ids": {spec: validV2 + "providers:\n  inference: [{provider: vllm}]\n  safety: [{provider: inline::llama-guard}]\n  files: [{provider: inline::localfs}]\n"},
+		"provider type with unknown prefix": {
+			spec: validV2 + "providers:\n  inference: [{provider: \"other::vllm\"}]\n",
+			want: []string{"spec.providers.inference[0].provider", "should match"},
+		},
+		"endpoint without scheme": {
+			spec: validV2 + "providers:\n  inference: [{provider: vllm, endpoint: \"vllm:8000\"}]\n",
+			want: []string{"spec.providers.inference[0].endpoint", "should match"},
+		},
+		"provider with secrets and settings": {spec: validV2 + `
+providers:
+  inference:
+  - provider: vllm
+    apiKey: {secretKeyRef: {name: vllm, key: token}}
+    secretRefs: {tls_cert: {secretKeyRef: {name: vllm, key: cert}}}
+    settings: {max_tokens: 4096, network: {tls: {verify: false}}}`},
+		"apiKey and secretRefs.api_key": {
+			spec: validV2 + `
+providers:
+  inference:
+  - provider: openai
+    apiKey: {secretKeyRef: {name: a, key: k}}
+    secretRefs: {api_key: {secretKeyRef: {name: b, key: k}}}`,
+			want: []string{"spec.providers.inference[0]", "apiKey and secretRefs.api_key would be the same environment variable"},
+		},
+		"secretRefs key not snake_case": {
+			spec: validV2 + `
+providers:
+  inference:
+  - provider: openai
+    secretRefs: {Api-Key: {secretKeyRef: {name: b, key: k}}}`,
+			want: []string{"spec.providers.inference[0].secretRefs", "secretRefs keys must be snake_case config field names"},
+		},
+		"secretKeyRef without key": {
+			spec: validV2 + `
+providers:
+  inference:
+  - provider: openai
+    apiKey: {secretKeyRef: {name: a}}`,
+			want: []string{"spec.providers.inference[0].apiKey.secretKeyRef.key", "Required value"},
+		},
+
+		// Disabled APIs.
+		"disabled alone": {spec: validV2 + "disabled: [postTraining, telemetry]\n"},
+		"disabled API with providers": {
+			spec: validV2 + "disabled: [safety]\nproviders:\n  safety: [{provider: inline::llama-guard}]\n",
+			want: []string{"spec.disabled", "an API in disabled cannot also have providers"},
+		},
+		"disabled API, providers of another": {spec: validV2 + "disabled: [safety]\nproviders:\n  inference: [{provider: vllm}]\n"},
+		"disabled unknown API": {
+			spec: validV2 + "disabled: [vector_io]\n",
+			want: []string{"spec.disabled[0]", "Unsupported value"},
+		},
+		"disabled inference with models": {
+			spec: validV2 + "disabled: [inference]\nresources:\n  models: [{name: m}]\n",
+			want: []string{"spec.resources", "resources need their API"},
+		},
+		"disabled safety with shields": {
+			spec: validV2 + "disabled: [safety]\nresources:\n  shields: [{name: s}]\n",
+			want: []string{"spec.resources", "resources need their API"},
+		},
+		"disabled toolRuntime with tools": {
+			spec: validV2 + "disabled: [toolRuntime]\nresources:\n  tools: [{name: builtin::websearch}]\n",
+			want: []string{"spec.resources", "resources need their API"},
+		},
+
+		// Resources naming providers.
+		"model naming a CR inference provider": {spec: validV2 + `
+providers:
+  inference: [{id: a, provider: vllm}, {id: b, provider: ollama}]
+resources:
+  models: [{name: m1, provider: b}, {name: m2}]`},
+		"model naming the defaulted id": {spec: validV2 + `
+providers:
+  inference: [{provider: remote::vllm}]
+resources:
+  models: [{name: m1, provider: vllm}]`},
+		"model naming a provider the CR does not have": {
+			spec: validV2 + `
+providers:
+  inference: [{id: a, provider: vllm}]
+resources:
+  models: [{name: m1, provider: ollama}]`,
+			want: []string{"spec.resources.models", "resources.models[].provider must be the id of one of providers.inference"},
+		},
+		"model naming a safety provider": {
+			spec: validV2 + `
+providers:
+  inference: [{id: a, provider: vllm}]
+  safety: [{id: guard, provider: inline::llama-guard}]
+resources:
+  models: [{name: m1, provider: guard}]`,
+			want: []string{"spec.resources.models", "resources.models[].provider must be the id of one of providers.inference"},
+		},
+		"model naming a base provider (no CR inference providers)": {spec: validV2 + `
+resources:
+  models: [{name: m1, provider: ollama}]`},
+		"shield naming a provider the CR does not have": {
+			spec: validV2 + `
+providers:
+  safety: [{id: guard, provider: inline::llama-guard}]
+resources:
+  shields: [{name: s, provider: other}]`,
+			want: []string{"spec.resources.shields", "resources.shields[].provider must be the id of one of providers.safety"},
+		},
+		"tool naming a provider the CR does not have": {
+			spec: validV2 + `
+providers:
+  toolRuntime: [{id: tavily, provider: tavily-search}]
+resources:
+  tools: [{name: builtin::websearch, provider: brave}]`,
+			want: []string{"spec.resources.tools", "resources.tools[].provider must be the id of one of providers.toolRuntime"},
+		},
+		"two models of one name": {
+			spec: validV2 + "resources:\n  models: [{name: m}, {name: m}]\n",
+			want: []string{"spec.resources.models[1]", "Duplicate value"},
+		},
+		"model type unknown": {
+			spec: validV2 + "resources:\n  models: [{name: m, modelType: vision}]\n",
+			want: []string{"spec.resources.models[0].modelType", "Unsupported value"},
+		},
+
+		// State storage.
+		"kv redis": {spec: validV2 + "storage:\n  kv: {type: redis, redis: {host: redis}}\n"},
+		"kv redis without its block": {
+			spec: validV2 + "storage:\n  kv: {type: redis}\n",
+			want: []string{"spec.storage.kv", "kv.redis is required with type redis, and allowed only with it"},
+		},
+		"kv redis block with type sqlite": {
+			spec: validV2 + "storage:\n  kv: {redis: {host: redis}}\n",
+			want: []string{"spec.storage.kv", "kv.redis is required with type redis, and allowed only with it"},
+		},
+		"kv redis without host": {
+			spec: validV2 + "storage:\n  kv: {type: redis, redis: {port: 6380}}\n",
+			want: []string{"spec.storage.kv.redis.host", "Required value"},
+		},
+		"kv postgres without its block": {
+			spec: validV2 + "storage:\n  kv: {type: postgres}\n",
+			want: []string{"spec.storage.kv", "kv.postgres is required with type postgres, and allowed only with it"},
+		},
+		"sql postgres": {spec: validV2 + "storage:\n  sql: {type: postgres, postgres: {host: pg, user: llama, passwordSecretRef: {name: pg, key: password}}}\n"},
+		"sql postgres without its block": {
+			spec: validV2 + "storage:\n  sql: {type: postgres}\n",
+			want: []string{"spec.storage.sql", "sql.postgres is required with type postgres, and allowed only with it"},
+		},
+		"sql postgres block with type sqlite": {
+			spec: validV2 + "storage:\n  sql: {type: sqlite, postgres: {host: pg, user: llama}}\n",
+			want: []string{"spec.storage.sql", "sql.postgres is required with type postgres, and allowed only with it"},
+		},
+		"sql postgres without user": {
+			spec: validV2 + "storage:\n  sql: {type: postgres, postgres: {host: pg}}\n",
+			want: []string{"spec.storage.sql.postgres.user", "Required value"},
+		},
+		"sql redis": {
+			spec: validV2 + "storage:\n  sql: {type: redis}\n",
+			want: []string{"spec.storage.sql.type", "Unsupported value"},
+		},
+
+		// Server TLS.
+		"tls enabled with a Secret": {spec: validV2 + "networking:\n  tls: {enabled: true, secretName: cert}\n"},
+		"tls enabled without a Secret": {
+			spec: validV2 + "networking:\n  tls: {enabled: true}\n",
+			want: []string{"spec.networking.tls", "tls.secretName is required when tls.enabled is true"},
+		},
+		"tls caBundle only": {spec: validV2 + "networking:\n  tls: {caBundle: {configMapName: ca}}\n"},
+	}
+
+	// Every rule of the v1alpha2 schema has a case that expects its message.
+	var wants []string
+	for _, tc := range cases {
+		wants = append(wants, tc.want...)
+	}
+	for _, msg := range ruleMessages(version(t, twoVersionCRD(t), "v1alpha2").Schema.OpenAPIV3Schema) {
+		covered := false
+		for _, w := range wants {
+			covered = covered || (len(w) >= 15 && strings.Contains(msg, w))
+		}
+		assert.True(t, covered, "no case rejects an object with the rule message %q", msg)
+	}
+
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objName := tc.name
+			if objName == "" {
+				objName = "sample"
+			}
+			a := s.create(t, newLLSDv2(t, objName, tc.spec))
+			require.Empty(t, a.unknownFields)
+			if len(tc.want) == 0 {
+				assert.Empty(t, a.errs.ToAggregate())
+				return
+			}
+			require.NotEmpty(t, a.errs, "the object was admitted")
+			msg := a.errs.ToAggregate().Error()
+			t.Logf("rejected: %s", msg)
+			for _, want := range tc.want {
+				assert.Contains(t, msg, want)
+			}
+			for _, notWant := range tc.notWant {
+				assert.NotContains(t, msg, notWant)
+			}
+		})
+	}
+}
+
+// TestV1alpha2Defaults checks the defaults the API server fills in on create.
+func TestV1alpha2Defaults(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	get := func(t *testing.T, obj map[string]any, path ...string) any {
+		t.Helper()
+		v, found, err := unstructured.NestedFieldNoCopy(obj, path...)
+		require.NoError(t, err)
+		require.True(t, found, "%v not set", path)
+		return v
+	}
+
+	// workload defaults to {} so that replicas (the scale subresource's path) is
+	// always there.
+	a := s.create(t, newLLSDv2(t, "defaults", validV2))
+	require.Empty(t, a.errs.ToAggregate())
+	assert.EqualValues(t, 1, get(t, a.obj.Object, "spec", "workload", "replicas"))
+	_, found, err := unstructured.NestedFieldNoCopy(a.obj.Object, "spec", "networking")
+	require.NoError(t, err)
+	assert.False(t, found, "networking has no default")
+
+	a = s.create(t, newLLSDv2(t, "defaults", `
+distribution: {image: quay.io/x:1}
+baseConfig: {configMapName: base}
+networking:
+  expose: {}
+  tls: {caBundle: {configMapName: ca}}
+storage:
+  kv: {type: redis, redis: {host: redis}}
+  sql: {type: postgres, postgres: {host: pg, user: llama}}
+workload: {replicas: 0}
+`))
+	require.Empty(t, a.errs.ToAggregate())
+	o := a.obj.Object
+	assert.EqualValues(t, 0, get(t, o, "spec", "workload", "replicas"), "replicas 0 is kept")
+	assert.Equal(t, "config.yaml", get(t, o, "spec", "baseConfig", "key"))
+	assert.Equal(t, true, get(t, o, "spec", "networking", "expose", "enabled"), "expose: {} exposes")
+	assert.Equal(t, false, get(t, o, "spec", "networking", "tls", "enabled"))
+	assert.EqualValues(t, 6379, get(t, o, "spec", "storage", "kv", "redis", "port"))
+	assert.EqualValues(t, 5432, get(t, o, "spec", "storage", "sql", "postgres", "port"))
+
+	a = s.create(t, newLLSDv2(t, "defaults", validV2+"storage:\n  kv: {}\n  sql: {}\n"))
+	require.Empty(t, a.errs.ToAggregate())
+	assert.Equal(t, "sqlite", get(t, a.obj.Object, "spec", "storage", "kv", "type"))
+	assert.Equal(t, "sqlite", get(t, a.obj.Object, "spec", "storage", "sql", "type"))
+}
+
+// TestV1alpha2Status writes a v1alpha2 status through the status subresource: v1alpha1's
+// status plus resolvedDistribution.
+func TestV1alpha2Status(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	obj := newLLSDv2(t, "sample", validV2)
+	j, err := yaml.YAMLToJSON([]byte(validStatus + `
+resolvedDistribution:
+  image: docker.io/llamastack/distribution-starter:0.3.4
+  serverVersion: 0.3.4
+  configSource: distribution
+  configHash: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+`))
+	require.NoError(t, err)
+	obj["status"] = decodeObject(t, j)
+	a := s.updateStatus(t, obj)
+	assert.Empty(t, a.errs.ToAggregate())
+	assert.Empty(t, a.unknownFields)
+	img, _, err := unstructured.NestedString(a.obj.Object, "status", "resolvedDistribution", "image")
+	require.NoError(t, err)
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.3.4", img)
+}
+
+// TestV1alpha2Settings: provider settings are free-form and kept as given.
+func TestV1alpha2Settings(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	a := s.create(t, newLLSDv2(t, "settings", validV2+`
+providers:
+  inference:
+  - provider: vllm
+    settings:
+      max_tokens: 4096
+      network: {tls: {verify: false}, headers: {X-A: b}}
+      allowed_models: [a, b]
+`))
+	require.Empty(t, a.errs.ToAggregate())
+	assert.Empty(t, a.unknownFields)
+	providers, _, err := unstructured.NestedSlice(a.obj.Object, "spec", "providers", "inference")
+	require.NoError(t, err)
+	require.Len(t, providers, 1)
+	assert.Equal(t, map[string]any{
+		"max_tokens":     int64(4096),
+		"network":        map[string]any{"tls": map[string]any{"verify": false}, "headers": map[string]any{"X-A": "b"}},
+		"allowed_models": []any{"a", "b"},
+	}, providers[0].(map[string]any)["settings"])
+}
+
+// ruleMessages lists the messages of the x-kubernetes-validations rules in a schema.
+func ruleMessages(s *apiextensionsv1.JSONSchemaProps) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range s.XValidations {
+		out = append(out, r.Message)
+	}
+	for _, p := range s.Properties {
+		out = append(out, ruleMessages(&p)...)
+	}
+	if s.Items != nil {
+		out = append(out, ruleMessages(s.Items.Schema)...)
+	}
+	if s.AdditionalProperties != nil {
+		out = append(out, ruleMessages(s.AdditionalProperties.Schema)...)
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package v1alpha2
+
+// Condition types of a LlamaStackDistribution.
+const (
+	// ConditionReady is the aggregate: the server is running and reachable through its Service.
+	ConditionReady = "Ready"
+	// ConditionDeploymentReady reports the server Deployment, and every user error that keeps it from converging.
+	ConditionDeploymentReady = "DeploymentReady"
+	// ConditionProgressing reports a rollout of the server Deployment, as the Deployment's
+	// own condition of that name does: True while rolling out and once complete (by its
+	// reason), False when the rollout stopped making progress.
+	ConditionProgressing = "Progressing"
+	// ConditionStorageReady reports the PersistentVolumeClaim (present only with spec.workload.storage).
+	ConditionStorageReady = "StorageReady"
+	// ConditionServiceReady reports the Service.
+	ConditionServiceReady = "ServiceReady"
+	// ConditionHealthCheck reports the running server's own /v1/health answer.
+	ConditionHealthCheck = "HealthCheck"
+	// ConditionStorageInSync reports whether the PersistentVolumeClaim matches
+	// spec.workload.storage: it cannot shrink, and its class and access modes are fixed.
+	ConditionStorageInSync = "StorageInSync"
+	// ConditionStorageAccessWarning is True while ReadWriteOnce storage is combined with
+	// more than one replica or autoscaling: pods on other nodes cannot mount the volume.
+	ConditionStorageAccessWarning = "StorageAccessWarning"
+	// ConditionVolumeMountWarning is True while a volume of the server container is
+	// mounted inside the directory of another and hides part of it, one of them being
+	// the controller's (storage, user config, CA bundle). Nested mounts are legal, so
+	// the pod still runs.
+	ConditionVolumeMountWarning = "VolumeMountWarning"
+	// ConditionConfigGenerated reports the server's config.yaml: generated from
+	// the spec and its base, taken from overrideConfig, or why neither could be
+	// done. While False, what runs is kept.
+	ConditionConfigGenerated = "ConfigGenerated"
+)
+
+// Condition reasons of a LlamaStackDistribution.
+const (
+	ReasonDeploymentReady   = "DeploymentReady"
+	ReasonDeploymentPending = "DeploymentPending"
+	ReasonDeploymentScaling = "DeploymentScaling"
+	ReasonDeploymentFailed  = "DeploymentFailed"
+	ReasonStorageReady      = "StorageReady"
+	ReasonStorageFailed     = "StorageFailed"
+	ReasonServiceReady      = "ServiceReady"
+	ReasonServiceFailed     = "ServiceFailed"
+	ReasonReady             = "Ready"
+	ReasonNotReady          = "NotReady"
+	ReasonTerminating       = "Terminating"
+
+	// ReasonScaledToZero: spec.replicas is 0 (without autoscaling): no server runs, and
+	// that is the state asked for, so the CR is Ready.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonReplicaFailure: the Deployment cannot create its pods (its own ReplicaFailure
+	// condition, e.g. a missing ServiceAccount or an exceeded quota).
+	ReasonReplicaFailure = "ReplicaFailure"
+
+	ReasonRollingOut               = "RollingOut"
+	ReasonRolloutComplete          = "RolloutComplete"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+
+	ReasonHealthCheckPassed  = "HealthCheckPassed"
+	ReasonHealthCheckFailed  = "HealthCheckFailed"
+	ReasonHealthCheckPending = "HealthCheckPending"
+	// ReasonServerNotAvailable: no replica is available to ask.
+	ReasonServerNotAvailable = "ServerNotAvailable"
+
+	ReasonStorageInSync         = "InSync"
+	ReasonShrinkRefused         = "ShrinkRefused"
+	ReasonStorageFieldImmutable = "StorageFieldImmutable"
+	ReasonResizeRefused         = "ResizeRefused"
+	ReasonResizing              = "Resizing"
+	ReasonReadWriteOnceShared   = "ReadWriteOnceShared"
+
+	// ReasonNestedMountPaths: a volume mount lies inside another's directory.
+	ReasonNestedMountPaths = "NestedMountPaths"
+
+	// User errors: the spec or its environment needs a change; the controller waits for it.
+	ReasonDistributionNotSupported = "DistributionNotSupported"
+	ReasonConfigMapNotFound        = "ConfigMapNotFound"
+	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
+	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
+	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
+	ReasonCABundleInvalid  = "CABundleInvalid"
+	ReasonResourceNotOwned = "ResourceNotOwned"
+	// ReasonResourceInvalid: the API server rejected a child built from the spec (for
+	// example a workload.overrides volume named like one of the controller's).
+	ReasonResourceInvalid = "ResourceInvalid"
+
+	// ReasonConfigGenerated: the config was generated, or overrideConfig used.
+	ReasonConfigGenerated = "ConfigGenerated"
+	// ReasonBaseConfigRequired: the controller knows no base config for the
+	// image (a direct image, or an unknown server version) and baseConfig is unset.
+	ReasonBaseConfigRequired = "BaseConfigRequired"
+	// ReasonConfigInvalid: the spec cannot be applied to the base config (for
+	// example two secret references mapping to one environment variable).
+	ReasonConfigInvalid = "ConfigInvalid"
+)

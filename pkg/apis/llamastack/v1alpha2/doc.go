@@ -1,0 +1,91 @@
+// +k8s:deepcopy-gen=package
+// +groupName=llamastack.io
+// +kubebuilder:skip
+
+// Package v1alpha2 is the v1alpha2 version of the llamastack.io API: the
+// LlamaStackDistribution resource with typed providers, resources and state
+// storage from which the controller generates the server's config.yaml, and
+// the Kubernetes settings of v1alpha1 regrouped under networking and workload.
+// It is the hub of conversion and, once served, the storage version.
+//
+// The package marker +kubebuilder:skip above keeps v1alpha2 out of the CRD in
+// artifacts/crd until the conversion webhook serves it (controller-gen's
+// +kubebuilder:skipversion, a marker of the type, refuses the type's printer
+// columns, subresources and selectable fields); hack/tools/crdcheck generates
+// and checks the two-version CRD without it. Remove it to serve v1alpha2.
+//
+// # Where each v1alpha1 field lives in v1alpha2
+//
+// Every v1alpha1 field has exactly one home (paths under spec unless noted; the
+// conversion tests in v1alpha1 read this table and check it):
+//
+//	v1alpha1                                     v1alpha2
+//	replicas                                     workload.replicas
+//	server.distribution.name                     distribution.name
+//	server.distribution.image                    distribution.image
+//	server.containerSpec.name                    workload.overrides.containerName
+//	server.containerSpec.port                    networking.port
+//	server.containerSpec.resources               workload.resources
+//	server.containerSpec.env                     workload.overrides.env
+//	server.containerSpec.command                 workload.overrides.command
+//	server.containerSpec.args                    workload.overrides.args
+//	server.containerSpec.securityContext         workload.overrides.containerSecurityContext
+//	server.workers                               workload.workers
+//	server.podOverrides.serviceAccountName       workload.overrides.serviceAccountName
+//	server.podOverrides.terminationGracePeriodSeconds
+//	                                             workload.overrides.terminationGracePeriodSeconds
+//	server.podOverrides.volumes                  workload.overrides.volumes
+//	server.podOverrides.volumeMounts             workload.overrides.volumeMounts
+//	server.podOverrides.securityContext          workload.overrides.securityContext
+//	server.podDisruptionBudget.minAvailable      workload.podDisruptionBudget.minAvailable
+//	server.podDisruptionBudget.maxUnavailable    workload.podDisruptionBudget.maxUnavailable
+//	server.topologySpreadConstraints             workload.topologySpreadConstraints
+//	server.autoscaling.minReplicas               workload.autoscaling.minReplicas
+//	server.autoscaling.maxReplicas               workload.autoscaling.maxReplicas
+//	server.autoscaling.targetCPUUtilizationPercentage
+//	                                             workload.autoscaling.targetCPUUtilizationPercentage
+//	server.autoscaling.targetMemoryUtilizationPercentage
+//	                                             workload.autoscaling.targetMemoryUtilizationPercentage
+//	server.storage.size                          workload.storage.size
+//	server.storage.mountPath                     workload.storage.mountPath
+//	server.storage.storageClassName              workload.storage.storageClassName
+//	server.storage.accessModes                   workload.storage.accessModes
+//	server.userConfig.configMapName              overrideConfig.configMapName
+//	server.userConfig.configMapNamespace         overrideConfig.configMapNamespace
+//	server.tlsConfig.caBundle.configMapName      networking.tls.caBundle.configMapName
+//	server.tlsConfig.caBundle.configMapNamespace networking.tls.caBundle.configMapNamespace
+//	server.tlsConfig.caBundle.configMapKeys      networking.tls.caBundle.configMapKeys
+//	network.exposeRoute                          networking.expose.enabled
+//	network.ingress.className                    networking.expose.className
+//	network.ingress.host                         networking.expose.hostname
+//	network.ingress.tlsSecretName                networking.expose.tlsSecretName
+//	network.ingress.annotations                  networking.expose.annotations
+//	network.allowedFrom.namespaces               networking.allowedFrom.namespaces
+//	network.allowedFrom.labels                   networking.allowedFrom.labels
+//	status.* (every field)                       status.* (same name and meaning)
+//
+// New in v1alpha2, with no v1alpha1 home (kept in the annotation
+// llamastack.io/conversion-data when an object is read as v1alpha1):
+// baseConfig, providers, resources, storage, disabled, networking.tls.enabled,
+// networking.tls.secretName, and status.resolvedDistribution.
+//
+// Two of the moves change a default that only applies when the field's parent is
+// present: v1alpha1's replicas defaults to 1 at the top of spec, v1alpha2's
+// workload.replicas defaults to 1 inside workload, which itself defaults to {};
+// v1alpha1's exposeRoute defaults to false, v1alpha2's expose.enabled defaults to
+// true once expose is written (a conversion writes it out either way).
+//
+// # Where each v1alpha1 validation rule lives in v1alpha2
+//
+// Every field carried over keeps exactly its v1alpha1 schema (patterns, bounds,
+// defaults and CEL rules), so an object valid in v1alpha1 converts to one valid
+// in v1alpha2. The CEL rules: metadata.name at most 48 characters and a DNS-1035
+// label (root, unchanged); exactly one of distribution name and image
+// (distribution); minReplicas <= maxReplicas (workload.autoscaling); PDB budgets
+// and their exclusion (workload.podDisruptionBudget); storage size above zero and
+// mountPath absolute (workload.storage); accessModes values
+// (workload.storage.accessModes); volumeMounts absolute
+// (workload.overrides.volumeMounts); annotation keys qualified names
+// (networking.expose.annotations); ConfigMap keys without ".."
+// (networking.tls.caBundle.configMapKeys, and baseConfig.key).
+package v1alpha2
