@@ -101,6 +101,15 @@ stop() {
         fi
         wait "${controller}" 2>/dev/null || true
     fi
+    # A signal between a restart's fork and `controller=$!` leaves the new controller
+    # unnamed: stop whatever background job is left.
+    local rest
+    rest=$(jobs -p)
+    if [[ -n "${rest}" ]]; then
+        # shellcheck disable=SC2086
+        kill -TERM ${rest} 2>/dev/null || true
+        wait 2>/dev/null || true
+    fi
 }
 trap stop EXIT
 # A trapped signal makes `wait` return at once; the trap then ends the script, and stop

@@ -135,6 +135,15 @@ func TestUserErrorTransitionsAreLogged(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, 1, countLines(buffer.String(), "problem is resolved"), "logs:\n%s", buffer.String())
 	assert.Equal(t, 1, countLines(buffer.String(), "cannot converge"))
+
+	// A warning condition: one line when it appears, one when it goes.
+	f.setDeploymentStatus("app", replicaFailure)
+	f.converge("app")
+	f.sync("app")
+	assert.Equal(t, 1, countLines(buffer.String(), "has a warning"), "logs:\n%s", buffer.String())
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Equal(t, 1, countLines(buffer.String(), "warning is resolved"), "logs:\n%s", buffer.String())
 }
 
 // countLines counts the lines of logs that contain s.
@@ -194,4 +203,33 @@ func TestDeletedDuringSyncIsNotAnError(t *testing.T) {
 	require.True(t, g.c.processNextWorkItem(ctx))
 	assert.Contains(t, buffer.String(), "Error syncing")
 	assert.Equal(t, 1, g.c.queue.NumRequeues(key("app")))
+}
+
+// TestDeploymentCauseIsStableAndFirst: pods coming up one by one under a quota do not
+// record a Warning each, and a missing ServiceAccount is named even when the Deployment
+// lists its progress deadline first.
+func TestDeploymentCauseIsStableAndFirst(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 }))
+	f.converge("app")
+	f.events()
+	for available := range int32(3) {
+		f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+			replicaFailure(d)
+			d.Status.Replicas, d.Status.AvailableReplicas = available, available
+		})
+		f.converge("app")
+	}
+	assert.Equal(t, 1, countEvents(f.events(), "Warning ReplicaFailure"), "one cause, one Warning")
+
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+		replicaFailure(d)
+		d.Status.Conditions = []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "app-5d8c" has timed out progressing.`},
+			d.Status.Conditions[1],
+		}
+	})
+	f.converge("app")
+	c := cond(t, f.llsd("app"), v1alpha1.ConditionReady)
+	assert.Equal(t, v1alpha1.ReasonReplicaFailure, c.Reason)
+	assert.Contains(t, c.Message, `serviceaccount "custom-sa" not found`)
 }

@@ -93,17 +93,23 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 	}
 	unknownKeys := len(cfg.problems) > 0
 
-	if raw, ok := cm.Data[keyFeatureFlags]; ok && strings.TrimSpace(raw) != "" {
-		enabled, problem := parseFeatureFlags(raw)
-		if problem != "" {
-			cfg.networkPolicyKnown = false
-			cfg.problems = append(cfg.problems, problem+"; NetworkPolicies are left as they are until it is fixed")
-		} else {
-			cfg.enableNetworkPolicy = enabled
-		}
-	} else if !ok && unknownKeys {
-		// featureFlags may be the key that is misspelt: not a "disabled".
+	// Only an explicit enableNetworkPolicy.enabled decides: a ConfigMap that does not say
+	// (no featureFlags, an empty one, enableNetworkPolicy: {}) is not a "disabled" that
+	// deletes every NetworkPolicy.
+	raw, ok := cm.Data[keyFeatureFlags]
+	enabled, said, problem := parseFeatureFlags(raw)
+	switch {
+	case problem != "":
 		cfg.networkPolicyKnown = false
+		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies are left as they are until it is fixed")
+	case !said:
+		cfg.networkPolicyKnown = false
+		if ok || !unknownKeys { // (a misspelt key is reported above)
+			cfg.problems = append(cfg.problems, fmt.Sprintf(
+				"key %s does not set enableNetworkPolicy.enabled; NetworkPolicies are left as they are until it says true or false", keyFeatureFlags))
+		}
+	default:
+		cfg.enableNetworkPolicy = enabled
 	}
 
 	if raw, ok := cm.Data[keyImageOverrides]; ok && strings.TrimSpace(raw) != "" {
@@ -130,38 +136,40 @@ func typoConsequence(cm *corev1.ConfigMap, key string) string {
 }
 
 // parseFeatureFlags reads featureFlags strictly: every key known, every value of its type.
-// It returns enableNetworkPolicy.enabled, or a problem naming the key.
-func parseFeatureFlags(raw string) (bool, string) {
+// It returns enableNetworkPolicy.enabled and whether it was set, or a problem naming the key.
+func parseFeatureFlags(raw string) (enabled, said bool, problem string) {
+	if strings.TrimSpace(raw) == "" {
+		return false, false, ""
+	}
 	var doc any
 	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
-		return false, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
+		return false, false, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
 	}
 	const example = "enableNetworkPolicy: {enabled: true}"
 	top, ok := doc.(map[string]any)
 	if !ok {
-		return false, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
+		return false, false, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
 	}
-	enabled := false
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "enableNetworkPolicy" {
-			return false, fmt.Sprintf("key %s: unknown flag %q (known flags: enableNetworkPolicy)", keyFeatureFlags, k)
+			return false, false, fmt.Sprintf("key %s: unknown flag %q (known flags: enableNetworkPolicy)", keyFeatureFlags, k)
 		}
 		np, ok := top[k].(map[string]any)
 		if !ok {
-			return false, fmt.Sprintf("key %s: enableNetworkPolicy must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, yamlKind(top[k]))
+			return false, false, fmt.Sprintf("key %s: enableNetworkPolicy must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, yamlKind(top[k]))
 		}
 		for _, field := range slices.Sorted(maps.Keys(np)) {
 			if field != "enabled" {
-				return false, fmt.Sprintf("key %s: unknown field %q in enableNetworkPolicy (known fields: enabled)", keyFeatureFlags, field)
+				return false, false, fmt.Sprintf("key %s: unknown field %q in enableNetworkPolicy (known fields: enabled)", keyFeatureFlags, field)
 			}
 			b, ok := np[field].(bool)
 			if !ok {
-				return false, fmt.Sprintf("key %s: enableNetworkPolicy.enabled must be true or false, not %s", keyFeatureFlags, yamlKind(np[field]))
+				return false, false, fmt.Sprintf("key %s: enableNetworkPolicy.enabled must be true or false, not %s", keyFeatureFlags, yamlKind(np[field]))
 			}
-			enabled = b
+			enabled, said = b, true
 		}
 	}
-	return enabled, ""
+	return enabled, said, ""
 }
 
 // parseImageOverrides reads image-overrides into cfg: a mapping of distribution name to

@@ -102,6 +102,7 @@ func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
 
 func TestParseOperatorConfigSkipsOneBadImageReference(t *testing.T) {
 	cfg := parseOperatorConfig(operatorConfigMap(map[string]string{
+		"featureFlags": featureFlagsOff,
 		"image-overrides": "starter: " + overrideImage + "\n" +
 			"remote-vllm: 'Not An Image!'\n" +
 			"postgres-demo: registry.example.com:5000/team/server@sha256:" + sha256Zeros + "\n",
@@ -119,7 +120,7 @@ func TestParseOperatorConfigSkipsOneBadImageReference(t *testing.T) {
 	assert.Contains(t, cfg.problems[0], "remote-vllm")
 	assert.Contains(t, cfg.problems[0], "Not An Image!")
 
-	invalid := parseOperatorConfig(operatorConfigMap(map[string]string{"image-overrides": invalidYAML}), builtinDistributions())
+	invalid := parseOperatorConfig(operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff, "image-overrides": invalidYAML}), builtinDistributions())
 	assert.True(t, invalid.keepAllImages)
 	assert.Empty(t, invalid.imageOverrides)
 	assert.Len(t, invalid.problems, 1)
@@ -150,8 +151,17 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 	}{
 		{name: "enabled", data: map[string]string{"featureFlags": featureFlagsOn}, npKnown: true, npEnabled: true},
 		{name: "flow style", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enabled: true}"}, npKnown: true, npEnabled: true},
-		{name: "empty flag mapping is off", data: map[string]string{"featureFlags": "enableNetworkPolicy: {}"}, npKnown: true},
-		{name: "empty featureFlags is off", data: map[string]string{"featureFlags": ""}, npKnown: true},
+		{name: "disabled", data: map[string]string{"featureFlags": featureFlagsOff}, npKnown: true},
+		{name: "empty flag mapping says nothing", data: map[string]string{"featureFlags": "enableNetworkPolicy: {}"},
+			problemHas: []string{"does not set enableNetworkPolicy.enabled", "left as they are"}},
+		{name: "empty mapping says nothing", data: map[string]string{"featureFlags": "{}"},
+			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
+		{name: "empty featureFlags says nothing", data: map[string]string{"featureFlags": ""},
+			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
+		{name: "no featureFlags says nothing", data: map[string]string{"image-overrides": "starter: " + overrideImage},
+			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
+		{name: "no data says nothing", data: map[string]string{},
+			keepAll: false, problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
 		{name: "enable for enabled", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enable: true}"},
 			problemHas: []string{"featureFlags", `"enable"`, "enableNetworkPolicy", "left as they are"}},
 		{name: "enabeld typo", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
@@ -327,6 +337,12 @@ func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
 	assert.Nil(t, f.stored(kindNetworkPolicy, "fresh-network-policy"))
 	assert.Equal(t, testImage, f.image("fresh"))
 
+	// Recreated without featureFlags (kubectl create configmap --from-literal=image-overrides=...):
+	// it does not say "disabled", so the NetworkPolicy stays.
+	f.setOperatorConfig(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"})
+	assert.Empty(t, childWrites(f.sync("app")))
+	assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
+
 	// Recreated: it says again what runs.
 	f.setOperatorConfig(map[string]string{"featureFlags": featureFlagsOff})
 	assert.Equal(t, []string{"delete networkpolicies app-network-policy", "patch deployments app"}, childWrites(f.sync("app")))
@@ -397,7 +413,7 @@ func TestOperatorConfigHandlerReportsInvalidContent(t *testing.T) {
 	assert.Empty(t, f.events())
 	assert.Zero(t, f.c.queue.Len())
 
-	oneBad := operatorConfigMap(map[string]string{"image-overrides": "starter: 'Not An Image!'\n"})
+	oneBad := operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "starter: 'Not An Image!'\n"})
 	oneBad.ResourceVersion = "2"
 	h.OnUpdate(bad, oneBad)
 	events = f.events()
@@ -445,6 +461,14 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 			})
 			f.converge("app")
 			assert.Equal(t, overrideImage, f.image("app"), "the hand edit is repaired to the controller's choice")
+
+			// A hand edit of the annotation itself is not adopted either.
+			f.updateDeployment("app", "kubectl-annotate", func(d *appsv1.Deployment) {
+				d.Annotations[annotationImage] = "example.com/hand-annotated:1"
+			})
+			f.converge("app")
+			assert.NotEqual(t, "example.com/hand-annotated:1", f.image("app"))
+			assert.Equal(t, overrideImage, f.image("app"), "the container image the controller still owns is kept")
 		})
 	}
 }

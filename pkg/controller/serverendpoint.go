@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -121,6 +122,9 @@ type proxyEndpoint struct {
 	port               int32
 }
 
+// endpointAddressRE matches an IPv4 or bracketed IPv6 address with an optional port.
+var endpointAddressRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-fA-F:.]+\](?::\d+)?`)
+
 // proxyRefusal describes a non-2xx answer that came through the API server's service
 // proxy: it may be the API server's own (it could not reach the pods) rather than the
 // server's, so the message says so, with the proxy's words (a Status message, or a
@@ -137,6 +141,13 @@ func (e *proxyEndpoint) proxyRefusal(code int, body []byte) string {
 	}
 	// client-go adds the request to the words it could not decode.
 	detail = strings.TrimSuffix(detail, fmt.Sprintf(" (get services %s:%d)", e.service, e.port))
+	// The API server proxies each request to one endpoint picked at random: its address
+	// would change the message from one probe to the next. Other digits (a request id,
+	// a time) would too: such words are left out.
+	detail = endpointAddressRE.ReplaceAllString(detail, "<pod address>")
+	if strings.ContainsAny(detail, "0123456789") {
+		detail = ""
+	}
 	if detail != "" {
 		msg += ": " + truncate(detail, 256, ellipsis)
 	}

@@ -143,6 +143,19 @@ func TestServerEndpointNames(t *testing.T) {
 	assert.Equal(t, proxyPrefix, proxied(proxiedLLSD).(interface{ String() string }).String())
 }
 
+// TestProxyRefusalIsStable: the API server picks a random endpoint per proxied request;
+// the message must not change with it, or every probe would rewrite the status.
+func TestProxyRefusalIsStable(t *testing.T) {
+	ep := &proxyEndpoint{namespace: "demo", service: "app-service", port: 8321}
+	status := func(addr string) []byte {
+		return []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error trying to reach service: dial tcp ` + addr + `: i/o timeout","code":503}`)
+	}
+	first := ep.proxyRefusal(503, status("10.244.0.1:8321"))
+	assert.Equal(t, first, ep.proxyRefusal(503, status("10.244.3.17:8321")))
+	assert.Equal(t, first, ep.proxyRefusal(503, status("[fd00::1:2]:8321")))
+	assert.NotContains(t, first, "10.244")
+}
+
 // TestProxyRefusalIsExplained: a non-2xx answer through the API server's service proxy
 // names the proxy and its words (under make run the API server cannot reach pods on
 // kwok's fake nodes, and refuses with a plain-text 403); direct probes say only the code.
@@ -160,7 +173,12 @@ func TestProxyRefusalIsExplained(t *testing.T) {
 			_, _ = w.Write([]byte("resolve_deny: denied destination\n"))
 		}, []string{"HTTP 403 through the API server's service proxy: resolve_deny: denied destination", "make run"}},
 		{"API Status 503", reply(http.StatusServiceUnavailable, apiStatus),
-			[]string{"HTTP 503 through the API server's service proxy: error trying to reach service: dial tcp 10.244.0.1:8321: i/o timeout (if the API server"}},
+			[]string{"HTTP 503 through the API server's service proxy: error trying to reach service: dial tcp <pod address>: i/o timeout (if the API server"}},
+		{"plain text with a request id", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte("upstream failed, request 8f1c2"))
+		}, []string{"HTTP 502 through the API server's service proxy (if"}},
 		{"server's own JSON 500", reply(http.StatusInternalServerError, `{"detail":"boom"}`),
 			[]string{"HTTP 500 through the API server's service proxy (if"}},
 	}

@@ -246,20 +246,29 @@ func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (
 	if have >= want {
 		return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
 	}
-	// What the Deployment already says of its current spec is the cause.
+	// What the Deployment already says of its current spec is the cause: pods it cannot
+	// create first (a rollout that ran out of time is often the consequence). The
+	// message holds the Deployment's words and no counts, so it changes only with the
+	// cause (one Warning Event per cause, not one per pod that starts).
 	if d.Status.ObservedGeneration >= d.Generation {
-		for _, c := range d.Status.Conditions {
-			switch {
-			case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-				return false, v1alpha1.ReasonReplicaFailure, fmt.Sprintf(
-					"Deployment has %d of %d replicas available and cannot create pods (%s): %s", have, want, c.Reason, c.Message)
-			case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded:
-				return false, v1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf(
-					"Deployment has %d of %d replicas available and stopped making progress: %s", have, want, c.Message)
-			}
+		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+			return false, v1alpha1.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
+		}
+		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
+			return false, v1alpha1.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
 		}
 	}
 	return false, v1alpha1.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+}
+
+// deploymentCondition returns the Deployment's condition of that type, or nil.
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // scaledToZero tells whether the CR asks for no server: spec.replicas 0 without
@@ -371,6 +380,8 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 		if now != nil && w.bad(now) && (was == nil || !w.bad(was) || was.Message != now.Message) {
 			logger.Info("LlamaStackDistribution has a warning", "condition", w.condType, "reason", now.Reason, "message", now.Message)
 			c.recorder.Event(l, corev1.EventTypeWarning, now.Reason, now.Message)
+		} else if was != nil && w.bad(was) && (now == nil || !w.bad(now)) {
+			logger.Info("LlamaStackDistribution's warning is resolved", "condition", w.condType, "was", was.Reason)
 		}
 	}
 	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {

@@ -371,19 +371,26 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 }
 
 // runningImage is the image the controller last chose for the CR's Deployment, if it
-// runs the same distribution (for a Deployment from before that was recorded, the
-// server container's image).
+// runs the same distribution: read from the fields the controller still owns (its
+// llamastack.io/image annotation, else the server container's image), so that a hand
+// edit of either (which takes the field from the controller) is repaired, not adopted.
 func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
 	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
 	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Server.Distribution.Name {
 		return ""
 	}
-	if image := d.Annotations[annotationImage]; image != "" {
+	owned, err := c.deployments.extract(d, FieldManager)
+	if err != nil {
+		return ""
+	}
+	if image := owned.Annotations[annotationImage]; image != "" {
 		return image
 	}
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		if ctr.Name == containerName(l) {
-			return ctr.Image
+	if owned.Spec != nil && owned.Spec.Template != nil && owned.Spec.Template.Spec != nil {
+		for _, ctr := range owned.Spec.Template.Spec.Containers {
+			if ptr.Deref(ctr.Name, "") == containerName(l) && ptr.Deref(ctr.Image, "") != "" {
+				return *ctr.Image
+			}
 		}
 	}
 	return ""
