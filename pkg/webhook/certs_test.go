@@ -204,7 +204,7 @@ func (f *fixture) caBundle() []*x509.Certificate {
 }
 
 // writes lists the fakes' create, update and patch actions since the last call, as
-// "verb resource[/name]".
+// "verb resource[/name]": the Secrets' first, then the CRDs'.
 func (f *fixture) writes() []string {
 	var out []string
 	for _, c := range []*core.Fake{&f.kube.Fake, &f.ext.Fake} {
