@@ -94,7 +94,10 @@ func (e errorString) Error() string { return string(e) }
 // fixture is a cluster of fake clientsets that any number of CertManagers (replicas)
 // share, with one fake clock.
 type fixture struct {
-	t     *testing.T
+	t *testing.T
+	// namespace and secretName of the replicas: testNamespace and testSecret.
+	namespace, secretName string
+
 	ctx   context.Context
 	kube  *k8sfake.Clientset
 	ext   *apiextensionsfake.Clientset
@@ -107,7 +110,7 @@ func newFixture(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *fi
 	t.Cleanup(cancel)
 	var rv atomic.Int64
 	rv.Store(1000)
-	f := &fixture{t: t, ctx: ctx, kube: k8sfake.NewClientset(), clock: testingclock.NewFakeClock(time.Now().Truncate(time.Second))}
+	f := &fixture{t: t, namespace: testNamespace, secretName: testSecret, ctx: ctx, kube: k8sfake.NewClientset(), clock: testingclock.NewFakeClock(time.Now().Truncate(time.Second))}
 	if crd != nil {
 		f.ext = apiextensionsfake.NewClientset(crd)
 	} else {
@@ -142,7 +145,7 @@ func webhookCRD(strategy apiextensionsv1.ConversionStrategyType) *apiextensionsv
 func (f *fixture) replica(informers bool) *CertManager {
 	f.t.Helper()
 	m, err := NewCertManager(CertConfig{
-		Namespace: testNamespace, SecretName: testSecret, ServiceName: "webhook",
+		Namespace: f.namespace, SecretName: f.secretName, ServiceName: "webhook",
 		ExtraHosts: []string{"localhost", "127.0.0.1"}, Clock: f.clock,
 	}, f.kube, f.ext)
 	require.NoError(f.t, err)
@@ -172,8 +175,8 @@ func (f *fixture) waitCached(m *CertManager) {
 		return a.GetResourceVersion()
 	}
 	require.NoError(f.t, wait.PollUntilContextTimeout(f.ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		s1 := rv(f.kube.Tracker().Get(secretsGVR, testNamespace, testSecret))
-		s2 := rv(m.secretLister.Secrets(testNamespace).Get(testSecret))
+		s1 := rv(f.kube.Tracker().Get(secretsGVR, f.namespace, f.secretName))
+		s2 := rv(m.secretLister.Secrets(f.namespace).Get(f.secretName))
 		c1 := rv(f.ext.Tracker().Get(crdsGVR, "", CRDName))
 		c2 := rv(m.crdLister.Get(CRDName))
 		return s1 == s2 && c1 == c2, nil
@@ -182,7 +185,7 @@ func (f *fixture) waitCached(m *CertManager) {
 
 func (f *fixture) secret() *corev1.Secret {
 	f.t.Helper()
-	obj, err := f.kube.Tracker().Get(secretsGVR, testNamespace, testSecret)
+	obj, err := f.kube.Tracker().Get(secretsGVR, f.namespace, f.secretName)
 	require.NoError(f.t, err)
 	return obj.(*corev1.Secret)
 }
