@@ -210,7 +210,7 @@ func (h *ConversionHandler) convertObject(raw []byte, toAPIVersion string) ([]by
 		// The API server sends none of these; were it to, the object is already converted.
 		return raw, nil
 	}
-	out, err := h.converter.Convert(in, toAPIVersion)
+	out, err := safeConvert(h.converter, in, toAPIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s %s from %s to %s: %w", h.gk.Kind, describe(in), in.GetAPIVersion(), toAPIVersion, err)
 	}
@@ -222,6 +222,17 @@ func (h *ConversionHandler) convertObject(raw []byte, toAPIVersion string) ([]by
 		return nil, fmt.Errorf("encoding %s %s in %s: %w", h.gk.Kind, describe(in), toAPIVersion, err)
 	}
 	return data, nil
+}
+
+// safeConvert calls the Converter, turning a panic into an error: a bug that one object
+// triggers fails that review, with a message, not the connection.
+func safeConvert(c Converter, in *unstructured.Unstructured, toAPIVersion string) (out *unstructured.Unstructured, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the converter panicked: %v", r)
+		}
+	}()
+	return c.Convert(in, toAPIVersion)
 }
 
 // decodeObject decodes an object, as the API server's own decoder would (integers stay

@@ -269,6 +269,15 @@ func TestConversionFailures(t *testing.T) {
 			converter: failing, objects: []string{v1("a")},
 			wantMessage: "object 1 of 1: converting LlamaStackDistribution ns/a from llamastack.io/v1alpha1 to llamastack.io/v1alpha2: spec.x has no home in v1alpha2",
 		},
+		"converter panics": {
+			converter: ConverterFunc(func(in *unstructured.Unstructured, _ string) (*unstructured.Unstructured, error) {
+				var m map[string]any
+				m["spec"] = in.Object["spec"]
+				return nil, nil
+			}),
+			objects:     []string{v1("a")},
+			wantMessage: "from llamastack.io/v1alpha1 to llamastack.io/v1alpha2: the converter panicked: assignment to entry in nil map",
+		},
 		"converter returns nothing": {
 			converter: ConverterFunc(func(*unstructured.Unstructured, string) (*unstructured.Unstructured, error) { return nil, nil }),
 			objects:   []string{v1("a")}, wantMessage: "the converter returned no object",
