@@ -76,7 +76,7 @@ func planCertificates(current map[string][]byte, now time.Time, p certPolicy, pu
 	if n := len(cas); n > 0 {
 		cas = slices.DeleteFunc(cas, func(c *x509.Certificate) bool { return !now.Before(c.NotAfter) || !c.IsCA })
 		if dropped := n - len(cas); dropped > 0 {
-			plan.reasons = append(plan.reasons, fmt.Sprintf("%d expired CA(s) dropped from the bundle", dropped))
+			plan.reasons = append(plan.reasons, fmt.Sprintf("%d expired or non-CA certificate(s) dropped from the bundle", dropped))
 		}
 	}
 	slices.SortStableFunc(cas, func(a, b *x509.Certificate) int { return b.NotBefore.Compare(a.NotBefore) })

@@ -80,6 +80,11 @@ type CertConfig struct {
 // to their names; whichever finds something due writes the Secret: a create fails for
 // all but one replica, which then read the winner's Secret, and an update carries the
 // resourceVersion it was planned from, so that two replicas never both replace it.
+//
+// A deleted Secret is made again, with a new CA: until the API servers have read the
+// CRD's new caBundle, a few seconds, conversions through a replica serving the new
+// certificate fail. Otherwise a new CA joins the old one in the bundle, which keeps it
+// until it expires.
 type CertManager struct {
 	cfg    CertConfig
 	policy certPolicy
