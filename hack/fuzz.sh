@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of pkg/controller for FUZZTIME (default 30s), then checks every
-# input of the builder targets, the seeds and what the fuzzing kept in the Go cache, with the
-# Kubernetes API's own validators and the CRD itself (hack/validate, a module of its own
-# so that k8s.io/kubernetes stays out of the controller's). Exits non-zero on the first
-# failure, printing the failing input.
+# Runs each fuzz target of pkg/controller and pkg/webhook for FUZZTIME (default 30s), then
+# checks every input of the builder targets, the seeds and what the fuzzing kept in the Go
+# cache, with the Kubernetes API's own validators and the CRD itself (hack/validate, a
+# module of its own so that k8s.io/kubernetes stays out of the controller's). Exits
+# non-zero on the first failure, printing the failing input.
 #
 #   FUZZTIME=20s hack/fuzz.sh          # what CI runs
 #   FUZZ_TARGETS=FuzzBuilders hack/fuzz.sh
@@ -12,15 +12,25 @@ set -o errexit -o nounset -o pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
 fuzztime=${FUZZTIME:-30s}
-targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle}
+targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle FuzzConversionRequest}
 pkg=github.com/llamastack/llama-stack-controller/pkg/controller
 log=$(mktemp)
 objects=$(mktemp -d)
 trap 'rm -rf "${log}" "${objects}"' EXIT
 
+# The package of each target: the conversion webhook's request body in pkg/webhook, the
+# rest in pkg/controller.
+package_of() {
+	case "$1" in
+	FuzzConversionRequest) echo pkg/webhook ;;
+	*) echo pkg/controller ;;
+	esac
+}
+
 for target in ${targets}; do
+	dir=$(package_of "${target}")
 	echo "fuzz: ${target} for ${fuzztime}"
-	if ! go test ./pkg/controller -run '^$' -fuzz "^${target}\$" -fuzztime "${fuzztime}" 2>&1 | tee "${log}"; then
+	if ! go test "./${dir}" -run '^$' -fuzz "^${target}\$" -fuzztime "${fuzztime}" 2>&1 | tee "${log}"; then
 		# Go 1.26's fuzz coordinator can report the end of -fuzztime itself as a failure,
 		# a bare "context deadline exceeded" with no input written (go.dev/issue/75804,
 		# fixed in Go 1.27): that is not a finding.
@@ -30,9 +40,9 @@ for target in ${targets}; do
 		fi
 		# go test names the file it wrote the input to; show the input itself.
 		for f in $(grep -o "testdata/fuzz/${target}/[0-9a-f]*" "${log}" | sort -u); do
-			echo "fuzz: ${target} failed on pkg/controller/${f}:"
-			cat "pkg/controller/${f}"
-			echo "fuzz: reproduce with: go test ./pkg/controller -run '${target}/$(basename "${f}")'"
+			echo "fuzz: ${target} failed on ${dir}/${f}:"
+			cat "${dir}/${f}"
+			echo "fuzz: reproduce with: go test ./${dir} -run '${target}/$(basename "${f}")'"
 		done
 		exit 1
 	fi

@@ -1,0 +1,181 @@
+package webhook
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// The Secret's keys. It is of type kubernetes.io/tls, so tls.crt and tls.key are the
+// serving certificate; ca.crt is the trust bundle the CRD's caBundle carries (every CA
+// not yet expired, newest first) and ca.key the newest CA's key, with which the
+// serving certificate is signed.
+const (
+	keyCABundle = "ca.crt"
+	keyCAKey    = "ca.key"
+	keyTLSCert  = corev1.TLSCertKey
+	keyTLSKey   = corev1.TLSPrivateKeyKey
+)
+
+// certPolicy says what certificates to keep.
+type certPolicy struct {
+	hosts           []string
+	caValidity      time.Duration
+	servingValidity time.Duration
+	// caPropagation is how long a new CA is in the trust bundle before it signs a
+	// renewed serving certificate, so that every API server has read the CRD's new
+	// caBundle before any replica serves a certificate only the new CA verifies.
+	caPropagation time.Duration
+}
+
+// certPlan is what the Secret should hold, and when to look again.
+type certPlan struct {
+	data    map[string][]byte
+	changed bool
+	// reasons says what changed, for the log.
+	reasons []string
+	// serving is the serving certificate in data; caBundle is data[keyCABundle].
+	serving  *tls.Certificate
+	caBundle []byte
+	// next is when something falls due: a renewal, a CA to drop, a CA that may sign.
+	next time.Time
+}
+
+// planCertificates decides the Secret's data from its current data at now: it keeps
+// whatever is valid and not yet due, and makes what is missing, invalid or due.
+// published reports whether a CA is in the CRD's caBundle already.
+//
+// A CA is due at two thirds of its life: a new one is made and put first in the bundle,
+// the old one stays in the bundle until it expires, and a serving certificate it signed
+// stays valid. The serving certificate is due at two thirds of its life, or at once
+// when it is missing, broken, expired, for other hosts, or signed by no CA of the
+// bundle; a due certificate is signed by the newest CA once that CA is published and
+// has been for caPropagation (a merely due certificate, still valid for a third of its
+// life, waits for that; a broken one does not).
+func planCertificates(current map[string][]byte, now time.Time, p certPolicy, published func(*x509.Certificate) bool) (*certPlan, error) {
+	plan := &certPlan{data: maps.Clone(current)}
+	if plan.data == nil {
+		plan.data = map[string][]byte{}
+	}
+	var next []time.Time
+
+	// The trust bundle: the CAs still valid, newest first.
+	cas, err := parseCertificates(current[keyCABundle])
+	if err != nil {
+		plan.reasons = append(plan.reasons, "the CA bundle does not parse: "+err.Error())
+		cas = nil
+	}
+	if n := len(cas); n > 0 {
+		cas = slices.DeleteFunc(cas, func(c *x509.Certificate) bool { return !now.Before(c.NotAfter) || !c.IsCA })
+		if dropped := n - len(cas); dropped > 0 {
+			plan.reasons = append(plan.reasons, fmt.Sprintf("%d expired or non-CA certificate(s) dropped from the bundle", dropped))
+		}
+	}
+	slices.SortStableFunc(cas, func(a, b *x509.Certificate) int { return b.NotBefore.Compare(a.NotBefore) })
+	cas = slices.CompactFunc(cas, func(a, b *x509.Certificate) bool { return a.Equal(b) })
+
+	// The signing CA: the newest, with its key, and not due.
+	var signer *keyPair
+	if len(cas) > 0 {
+		if kp, err := parseKeyPair(encodeCertificates(cas[:1]), current[keyCAKey]); err == nil {
+			signer = kp
+		}
+	}
+	switch {
+	case len(cas) == 0:
+		plan.reasons = append(plan.reasons, "no valid CA")
+	case signer == nil:
+		plan.reasons = append(plan.reasons, "no key for the newest CA")
+	case !now.Before(renewAt(signer.cert)):
+		plan.reasons = append(plan.reasons, fmt.Sprintf("the CA is due for renewal since %s", renewAt(signer.cert).Format(time.RFC3339)))
+		signer = nil
+	}
+	if signer == nil {
+		if signer, err = newCA(now, p.caValidity); err != nil {
+			return nil, err
+		}
+		cas = append([]*x509.Certificate{signer.cert}, cas...)
+	}
+	next = append(next, renewAt(signer.cert))
+	for _, old := range cas[1:] {
+		next = append(next, old.NotAfter)
+	}
+
+	// The serving certificate.
+	serving, problem := checkServing(current, now, p.hosts, cas)
+	unusable := problem != ""
+	if problem == "" && !now.Before(renewAt(serving.cert)) {
+		problem = fmt.Sprintf("the serving certificate is due for renewal since %s", renewAt(serving.cert).Format(time.RFC3339))
+	}
+	settled := signer.cert.NotBefore.Add(clockSkew + p.caPropagation)
+	switch {
+	case problem == "":
+		next = append(next, renewAt(serving.cert))
+	case !unusable && (now.Before(settled) || !published(signer.cert)):
+		// Still valid for a third of its life: wait until the new CA has reached the
+		// API servers (the CRD's update, when it is not published yet, triggers a sync
+		// of its own).
+		if now.Before(settled) {
+			next = append(next, settled)
+		}
+		next = append(next, serving.cert.NotAfter)
+	default:
+		plan.reasons = append(plan.reasons, problem)
+		if serving, err = newServingCert(signer, now, p.servingValidity, p.hosts); err != nil {
+			return nil, err
+		}
+		next = append(next, renewAt(serving.cert))
+	}
+
+	plan.caBundle = encodeCertificates(cas)
+	plan.set(keyCABundle, plan.caBundle)
+	plan.set(keyCAKey, signer.keyPEM)
+	plan.set(keyTLSCert, serving.certPEM)
+	plan.set(keyTLSKey, serving.keyPEM)
+	if !plan.changed {
+		plan.reasons = nil
+	}
+	tlsCert, err := tls.X509KeyPair(serving.certPEM, serving.keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	plan.serving = &tlsCert
+	plan.next = slices.MinFunc(next, time.Time.Compare)
+	return plan, nil
+}
+
+func (p *certPlan) set(key string, value []byte) {
+	if !bytes.Equal(p.data[key], value) {
+		p.data[key] = value
+		p.changed = true
+	}
+}
+
+// checkServing returns the serving certificate of data if it can be served: it parses,
+// matches its key, is valid at now, is for exactly hosts, and a CA of cas signed it.
+// Otherwise it says why not.
+func checkServing(data map[string][]byte, now time.Time, hosts []string, cas []*x509.Certificate) (*keyPair, string) {
+	if len(data[keyTLSCert]) == 0 {
+		return nil, "no serving certificate"
+	}
+	kp, err := parseKeyPair(data[keyTLSCert], data[keyTLSKey])
+	switch {
+	case err != nil:
+		return nil, "the serving certificate does not load: " + err.Error()
+	case now.Before(kp.cert.NotBefore) || !now.Before(kp.cert.NotAfter):
+		return nil, fmt.Sprintf("the serving certificate is valid only from %s to %s", kp.cert.NotBefore.Format(time.RFC3339), kp.cert.NotAfter.Format(time.RFC3339))
+	case !sets.New(hostsOf(kp.cert)...).Equal(sets.New(hosts...)):
+		return nil, fmt.Sprintf("the serving certificate is for %s, not %s", strings.Join(hostsOf(kp.cert), ", "), strings.Join(hosts, ", "))
+	case issuedBy(kp.cert, cas) == nil:
+		return nil, "no CA of the bundle signed the serving certificate"
+	}
+	return kp, ""
+}
