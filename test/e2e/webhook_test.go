@@ -4,11 +4,13 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -20,14 +22,17 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
+	"github.com/llamastack/llama-stack-controller/pkg/conversion"
 	"github.com/llamastack/llama-stack-controller/pkg/webhook"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
 // webhookTestCRD is a CRD of the controller's name, served in two versions and
 // converted by a webhook at url, with no caBundle: the CertManager sets it. Its schema
-// keeps anything, since the stub converter only moves objects between versions.
+// keeps anything: the CRD's own schemas are checked by hack/test-crd.sh, and this test is
+// about the webhook and the conversion.
 func webhookTestCRD(url string) *apiextensionsv1.CustomResourceDefinition {
 	schema := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 		Type: "object", XPreserveUnknownFields: ptr.To(true),
@@ -60,8 +65,8 @@ func webhookTestCRD(url string) *apiextensionsv1.CustomResourceDefinition {
 // ServiceAccount impersonated), served on loopback, and a CRD whose clientConfig.url
 // points there. The CertManager creates the Secret and sets the CRD's caBundle, and
 // the API server then converts through the webhook both ways: an object written in
-// v1alpha1 is stored in v1alpha2 and read back in either. The converter is a stub
-// (the conversion functions come with the v1alpha2 types).
+// v1alpha1 is stored in v1alpha2 and read back in either, by the real conversion
+// functions, and a v1alpha1 client's read-edit-write keeps the v1alpha2-only fields.
 //
 // On a control plane of its own: the suite's cluster has the real CRD, which the
 // suite's controller uses.
@@ -101,7 +106,7 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	go certs.Run(whCtx)
 	handler, err := webhook.NewConversionHandler(schema.GroupKind{Group: "llamastack.io", Kind: "LlamaStackDistribution"},
-		[]string{"v1alpha1", "v1alpha2"}, webhook.ConverterFunc(stubConversion), 0)
+		conversion.Versions, webhook.ConverterFunc(conversion.Convert), 0)
 	require.NoError(t, err)
 	srv, err := webhook.NewServer(webhook.ServerOptions{BindAddress: addr, Certificates: certs, Handler: handler})
 	require.NoError(t, err)
@@ -122,7 +127,8 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(secret.Data["ca.crt"]), string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle))
 
-	// Written in v1alpha1, stored in v1alpha2 (a conversion), read in both.
+	// Written in v1alpha1, stored in v1alpha2 (a conversion by the real conversion
+	// functions), read in both.
 	dyn := dynamic.NewForConfigOrDie(admin)
 	gvr := func(v string) schema.GroupVersionResource {
 		return schema.GroupVersionResource{Group: "llamastack.io", Version: v, Resource: "llamastackdistributions"}
@@ -130,7 +136,9 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "llamastack.io/v1alpha1", "kind": "LlamaStackDistribution",
 		"metadata": map[string]any{"name": "converted", "namespace": "default"},
-		"spec":     map[string]any{"replicas": int64(2)},
+		"spec": map[string]any{"replicas": int64(2), "server": map[string]any{
+			"distribution": map[string]any{"name": "starter"},
+		}},
 	}}
 	eventually(t, 30*time.Second, "a v1alpha1 object is created through the webhook", func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(gvr("v1alpha1")).Namespace("default").Create(ctx, obj, metav1.CreateOptions{})
@@ -142,25 +150,39 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	v2, err := dyn.Resource(gvr("v1alpha2")).Namespace("default").Get(ctx, "converted", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "llamastack.io/v1alpha2", v2.GetAPIVersion())
-	require.Equal(t, "llamastack.io/v1alpha1", v2.GetAnnotations()["e2e/converted-from"], "stored through the webhook")
+	replicas, _, err := unstructured.NestedInt64(v2.Object, "spec", "workload", "replicas")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), replicas, "v1alpha1's spec.replicas is v1alpha2's spec.workload.replicas")
+	name, _, _ := unstructured.NestedString(v2.Object, "spec", "distribution", "name")
+	require.Equal(t, "starter", name)
 	v1, err := dyn.Resource(gvr("v1alpha1")).Namespace("default").Get(ctx, "converted", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "llamastack.io/v1alpha1", v1.GetAPIVersion())
-	require.Equal(t, "llamastack.io/v1alpha2", v1.GetAnnotations()["e2e/converted-from"], "read through the webhook")
-	replicas, _, err := unstructured.NestedInt64(v1.Object, "spec", "replicas")
+	replicas, _, err = unstructured.NestedInt64(v1.Object, "spec", "replicas")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), replicas)
-}
 
-// stubConversion moves an object to another version, recording where it came from.
-func stubConversion(in *unstructured.Unstructured, to string) (*unstructured.Unstructured, error) {
-	out := in.DeepCopy()
-	out.SetAPIVersion(to)
-	ann := out.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann["e2e/converted-from"] = in.GetAPIVersion()
-	out.SetAnnotations(ann)
-	return out, nil
+	// Written in v1alpha2 with fields v1alpha1 has no place for; a v1alpha1 client reads,
+	// edits and writes it back; the v1alpha2 fields are still there.
+	raw, err := os.ReadFile(filepath.Join(env.root, "artifacts", "examples", "v1alpha2", "providers.yaml"))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	withProviders := &unstructured.Unstructured{Object: doc}
+	withProviders.SetNamespace("default")
+	_, err = dyn.Resource(gvr("v1alpha2")).Namespace("default").Create(ctx, withProviders, metav1.CreateOptions{})
+	require.NoError(t, err)
+	old, err := dyn.Resource(gvr("v1alpha1")).Namespace("default").Get(ctx, "providers", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, old.GetAnnotations()["llamastack.io/conversion-data"], "v1alpha1 keeps what it cannot hold")
+	require.NoError(t, unstructured.SetNestedField(old.Object, int64(3), "spec", "replicas"))
+	_, err = dyn.Resource(gvr("v1alpha1")).Namespace("default").Update(ctx, old, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	after, err := dyn.Resource(gvr("v1alpha2")).Namespace("default").Get(ctx, "providers", metav1.GetOptions{})
+	require.NoError(t, err)
+	replicas, _, _ = unstructured.NestedInt64(after.Object, "spec", "workload", "replicas")
+	assert.Equal(t, int64(3), replicas, "the v1alpha1 edit applies")
+	assert.Equal(t, doc["spec"].(map[string]any)["providers"], after.Object["spec"].(map[string]any)["providers"], "providers survive a v1alpha1 client's write")
+	assert.Equal(t, doc["spec"].(map[string]any)["resources"], after.Object["spec"].(map[string]any)["resources"], "resources too")
+	assert.Empty(t, after.GetAnnotations()["llamastack.io/conversion-data"], "no conversion data left on the hub")
 }

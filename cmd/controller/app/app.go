@@ -81,6 +81,21 @@ type Options struct {
 	LeaseName string
 	// LeaseNamespace is the Lease's namespace; "" means the operator namespace.
 	LeaseNamespace string
+
+	// WebhookBindAddress serves the CRD's conversion webhook (HTTPS, /convert) on every
+	// replica; "" or "0" turns it off.
+	WebhookBindAddress string
+	// WebhookCertMode is where its certificate comes from: WebhookCertModeSelf (default)
+	// or WebhookCertModeFiles (WebhookCertDir).
+	WebhookCertMode string
+	// WebhookCertDir holds tls.crt and tls.key in files mode.
+	WebhookCertDir string
+	// WebhookServiceName is the webhook's Service, named in the certificate it makes;
+	// "" means DefaultWebhookServiceName.
+	WebhookServiceName string
+	// WebhookCertHosts are more names and IP addresses for that certificate,
+	// comma-separated (make run: localhost,127.0.0.1).
+	WebhookCertHosts string
 }
 
 // withDefaults fills the zero values that have a default.
@@ -135,6 +150,7 @@ func (o Options) Validate() error {
 	if o.LeaderElect {
 		errs = append(errs, o.withDefaults().validateLeaderElection()...)
 	}
+	errs = append(errs, o.validateWebhook()...)
 	return errors.Join(errs...)
 }
 
@@ -237,6 +253,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	opNamespace := ResolveOperatorNamespace(o.OperatorNamespace)
 	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers, "leaderElect", o.LeaderElect)
+	if o.webhookEnabled() {
+		// Every replica serves conversions, leader or not.
+		ready, err := startWebhook(ctx, cfg, kubeClient, o, opNamespace)
+		if err != nil {
+			return err
+		}
+		h.setWebhook(ready)
+	}
 	run := func(ctx context.Context) error {
 		return runController(ctx, cfg, kubeClient, client, eventClient, o, opNamespace, h)
 	}

@@ -34,6 +34,8 @@ func TestOptionsValidate(t *testing.T) {
 		want string
 	}{
 		"no workers":           {func(o *Options) { o.Workers = 0 }, "--workers must be at least 1"},
+		"webhook cert mode":    {func(o *Options) { o.WebhookBindAddress = ":9443"; o.WebhookCertMode = "acme" }, "--webhook-cert-mode must be self or files"},
+		"webhook files no dir": {func(o *Options) { o.WebhookBindAddress = ":9443"; o.WebhookCertMode = "files" }, "--webhook-cert-mode=files needs --webhook-cert-dir"},
 		"zero qps":             {func(o *Options) { o.QPS = 0 }, "--kube-api-qps must be positive"},
 		"no burst":             {func(o *Options) { o.Burst = 0 }, "--kube-api-burst must be at least 1"},
 		"negative event qps":   {func(o *Options) { o.EventQPS = -1 }, "--kube-api-events-qps must not be negative"},

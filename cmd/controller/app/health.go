@@ -23,6 +23,9 @@ type health struct {
 	mu      sync.Mutex
 	standby bool
 	synced  func() bool
+	// webhook is the conversion webhook's readiness (it serves with a valid
+	// certificate); nil without the webhook.
+	webhook func() error
 }
 
 func newHealth(leaderElection bool) *health {
@@ -38,6 +41,13 @@ func (h *health) setStandby(standby bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.standby = standby
+}
+
+// setWebhook records the conversion webhook's readiness check.
+func (h *health) setWebhook(ready func() error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.webhook = ready
 }
 
 // setRunning records the running controller's sync check, or nil once it stopped.
@@ -59,8 +69,15 @@ func (h *health) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
 	h.mu.Lock()
-	standby, synced := h.standby, h.synced
+	standby, synced, webhook := h.standby, h.synced, h.webhook
 	h.mu.Unlock()
+	if webhook != nil {
+		// The API server calls any ready replica for conversions.
+		if err := webhook(); err != nil {
+			http.Error(w, "conversion webhook: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
 	switch {
 	case synced != nil && synced():
 		_, _ = fmt.Fprintln(w, "ok")

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -39,6 +40,15 @@ func TestReadyz(t *testing.T) {
 			http.StatusOK, "ok"},
 		"stopped": {true, func(h *health) { h.setStandby(false); h.setRunning(hasSynced); h.setRunning(nil) },
 			http.StatusServiceUnavailable, "the controller is not running"},
+		"webhook without a certificate": {true, func(h *health) { h.setWebhook(func() error { return errors.New("no serving certificate yet") }) },
+			http.StatusServiceUnavailable, "conversion webhook: no serving certificate yet"},
+		"webhook serving, standing by": {true, func(h *health) { h.setWebhook(func() error { return nil }) },
+			http.StatusOK, "ok: standing by for the leader lease"},
+		"webhook failing, caches synced": {false, func(h *health) {
+			synced = true
+			h.setRunning(hasSynced)
+			h.setWebhook(func() error { return errors.New("certificate expired") })
+		}, http.StatusServiceUnavailable, "conversion webhook: certificate expired"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

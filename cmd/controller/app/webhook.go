@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/conversion"
+	"github.com/llamastack/llama-stack-controller/pkg/webhook"
+)
+
+const (
+	// DefaultWebhookServiceName is the webhook's Service in the operator namespace.
+	DefaultWebhookServiceName = "llama-stack-controller-webhook"
+	// WebhookCertModeSelf: the controller makes and renews its certificates (a Secret
+	// shared by the replicas) and keeps the CRD's caBundle current.
+	WebhookCertModeSelf = "self"
+	// WebhookCertModeFiles: tls.crt and tls.key in WebhookCertDir, kept by someone else
+	// (cert-manager), who also keeps the caBundle.
+	WebhookCertModeFiles = "files"
+	// fileCertsInterval is how often files mode looks for a renewed certificate.
+	fileCertsInterval = 10 * time.Second
+)
+
+// webhookEnabled tells whether the options serve the conversion webhook.
+func (o Options) webhookEnabled() bool {
+	return o.WebhookBindAddress != "" && o.WebhookBindAddress != "0"
+}
+
+func (o Options) validateWebhook() []error {
+	if !o.webhookEnabled() {
+		return nil
+	}
+	var errs []error
+	switch o.WebhookCertMode {
+	case "", WebhookCertModeSelf:
+	case WebhookCertModeFiles:
+		if o.WebhookCertDir == "" {
+			errs = append(errs, fmt.Errorf("--webhook-cert-mode=files needs --webhook-cert-dir (holding tls.crt and tls.key)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--webhook-cert-mode must be %s or %s, got %q", WebhookCertModeSelf, WebhookCertModeFiles, o.WebhookCertMode))
+	}
+	return errs
+}
+
+// startWebhook serves the conversion webhook until ctx is cancelled, on every replica
+// (the API server calls any of them through the Service), with the certificates of
+// o.WebhookCertMode, and returns its readiness check.
+func startWebhook(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, o Options, opNamespace string) (func() error, error) {
+	logger := klog.FromContext(ctx).WithName("webhook")
+	ctx = klog.NewContext(ctx, logger)
+	var certs webhook.CertificateSource
+	switch o.WebhookCertMode {
+	case WebhookCertModeFiles:
+		files, err := webhook.NewFileCertificates(o.WebhookCertDir+"/tls.crt", o.WebhookCertDir+"/tls.key")
+		if err != nil {
+			return nil, err
+		}
+		go files.Run(ctx, fileCertsInterval)
+		certs = files
+	default:
+		crdClient, err := apiextensionsclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("building the CustomResourceDefinition client: %w", err)
+		}
+		service := o.WebhookServiceName
+		if service == "" {
+			service = DefaultWebhookServiceName
+		}
+		manager, err := webhook.NewCertManager(webhook.CertConfig{
+			Namespace: opNamespace, ServiceName: service, ExtraHosts: splitList(o.WebhookCertHosts),
+		}, kubeClient, crdClient)
+		if err != nil {
+			return nil, err
+		}
+		go manager.Run(ctx)
+		certs = manager
+	}
+	handler, err := webhook.NewConversionHandler(schema.GroupKind{Group: "llamastack.io", Kind: "LlamaStackDistribution"},
+		conversion.Versions, webhook.ConverterFunc(conversion.Convert), 0)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{BindAddress: o.WebhookBindAddress, Certificates: certs, Handler: handler})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := srv.Serve(ctx); err != nil {
+			logger.Error(err, "Conversion webhook stopped")
+		}
+	}()
+	logger.Info("Serving the conversion webhook", "address", srv.Addr().String(), "certMode", o.WebhookCertMode)
+	return srv.Ready, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
