@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,7 +183,14 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	replicas, _, _ = unstructured.NestedInt64(after.Object, "spec", "workload", "replicas")
 	assert.Equal(t, int64(3), replicas, "the v1alpha1 edit applies")
-	assert.Equal(t, doc["spec"].(map[string]any)["providers"], after.Object["spec"].(map[string]any)["providers"], "providers survive a v1alpha1 client's write")
-	assert.Equal(t, doc["spec"].(map[string]any)["resources"], after.Object["spec"].(map[string]any)["resources"], "resources too")
+	asJSON := func(v any) string {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for _, field := range []string{"providers", "resources", "disabled"} {
+		assert.JSONEq(t, asJSON(doc["spec"].(map[string]any)[field]), asJSON(after.Object["spec"].(map[string]any)[field]),
+			"%s survive a v1alpha1 client's write", field)
+	}
 	assert.Empty(t, after.GetAnnotations()["llamastack.io/conversion-data"], "no conversion data left on the hub")
 }
