@@ -34,7 +34,7 @@ type caRef struct {
 }
 
 // resolveCABundle finds the CA bundle sources of l in the cache: the ConfigMap of
-// spec.server.tlsConfig.caBundle, then the namespace's odh-trusted-ca-bundle when it
+// spec.networking.tls.caBundle, then the namespace's odh-trusted-ca-bundle when it
 // exists. It checks what can be checked without their data.
 func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *userError) {
 	var refs []caRef

@@ -10,7 +10,7 @@ import (
 )
 
 // newHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
-// spec.server.autoscaling is set.
+// spec.workload.autoscaling is set.
 func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
 	var a v1alpha2.AutoscalingSpec
 	if l.Spec.Workload.Autoscaling != nil {
@@ -44,7 +44,7 @@ func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAuto
 	}
 }
 
-// hpaMinReplicas is the HPA's lower bound: the largest of 1, spec.replicas and
+// hpaMinReplicas is the HPA's lower bound: the largest of 1, workload.replicas and
 // autoscaling.minReplicas, lowered to autoscaling.maxReplicas if it is above it, so that the
 // HPA is always valid.
 func hpaMinReplicas(l *v1alpha2.LlamaStackDistribution) int32 {

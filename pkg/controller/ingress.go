@@ -18,7 +18,7 @@ func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
 }
 
 // newIngress builds the Ingress routing every path to the server Service. Without
-// spec.network.ingress it sets no class, host, TLS or annotations, as upstream, so the
+// networking.expose options it sets no class, host, TLS or annotations, as upstream, so the
 // cluster's defaults apply; fields it does not set are left to whoever sets them.
 func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{

@@ -16,7 +16,7 @@ type serverMount struct {
 	// what is the controller's name for one of its own mounts ("the storage volume");
 	// field, when set, is the spec field that gave the path.
 	what, field string
-	// user is true for a mount of spec.server.podOverrides.volumeMounts.
+	// user is true for a mount of spec.workload.overrides.volumeMounts.
 	user bool
 }
 

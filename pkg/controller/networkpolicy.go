@@ -21,8 +21,9 @@ const (
 
 // newNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
 // the CR's namespace, the controller's namespace, the namespaces named or labelled in
-// spec.network.allowedFrom and, once spec.network is set, the OpenShift routers. A "*"
-// namespace admits every namespace instead.
+// spec.networking.allowedFrom and, once networking.expose or allowedFrom is written (in
+// v1alpha1: once spec.network is), the OpenShift routers. A "*" namespace admits every
+// namespace instead.
 func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},

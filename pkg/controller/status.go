@@ -225,7 +225,7 @@ func serving(d *appsv1.Deployment) bool {
 
 // deploymentReady tells whether the server is available at the desired count: as many
 // replicas available as the Deployment asks for (its own spec.replicas, whoever set it),
-// but never more than the CR asks for (spec.replicas, or the HPA's lower bound while
+// but never more than the CR asks for (workload.replicas, or the HPA's lower bound while
 // autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
 // keeps the replicas available leaves it ready (see rolloutProgress); with the reason
 // and message of DeploymentReady.
@@ -271,7 +271,7 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 	return nil
 }
 
-// scaledToZero tells whether the CR asks for no server: spec.replicas 0 without
+// scaledToZero tells whether the CR asks for no server: workload.replicas 0 without
 // autoscaling. It is Ready once the Deployment exists (and the Service, and storage if
 // asked): there is nothing to wait for, and no server to probe.
 func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {

@@ -335,7 +335,7 @@ func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 	return false
 }
 
-// resolveImage picks the server image: spec.server.distribution.image as given, or the
+// resolveImage picks the server image: spec.distribution.image as given, or the
 // image of the named distribution, overridden by the operator ConfigMap. While
 // image-overrides does not say clearly which image a distribution runs (it is missing or
 // does not parse, or its entry is invalid), a running Deployment keeps its image.
@@ -396,7 +396,7 @@ func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
 	return ""
 }
 
-// ensureDeployment applies the Deployment. With autoscaling, spec.replicas is handed
+// ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
 // over to the HPA without a dip: the controller keeps applying the live value for as
 // long as it still owns the field, and drops it once the HPA (or anyone) has written it.
 func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, error) {

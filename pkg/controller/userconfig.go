@@ -15,7 +15,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// userConfig is spec.server.userConfig resolved against the cluster.
+// userConfig is spec.overrideConfig (v1alpha1 userConfig) resolved against the cluster.
 type userConfig struct {
 	// mountName is the ConfigMap in the CR's namespace that the pod mounts.
 	mountName string
