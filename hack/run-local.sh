@@ -162,7 +162,9 @@ if [[ "${LLSC_LOCAL:-0}" == 1 ]]; then
         kubectl apply -n default --dry-run=server -f "${EXAMPLE}" >/dev/null 2>&1 && break
         sleep 0.5
     done
-    kubectl apply -n default -f "${EXAMPLE}"
+    if ! kubectl apply -n default -f "${EXAMPLE}"; then
+        say "${EXAMPLE} was not applied: a v1alpha1 object needs the controller's conversion webhook (see its log); the controller keeps running"
+    fi
     cat <<MSG
 
 The controller runs on a local control plane (kube-apiserver, etcd, kwok fake nodes).
