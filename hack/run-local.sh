@@ -7,6 +7,13 @@
 # ports from 8080 and 8081 up, unless the arguments set --metrics-bind-address or
 # --health-probe-bind-address. The ports are chosen once and kept across restarts.
 #
+# On the local control plane the CRD's conversion webhook is the controller's, on
+# 127.0.0.1 at the first free port from 9443 up (the CRD's clientConfig.url; the
+# controller's certificate covers 127.0.0.1 and sets the caBundle), unless the
+# arguments set --webhook-bind-address. Against another cluster the CRD is applied as
+# artifacts/crd has it (the webhook Service of an installed controller) and no webhook
+# is served here: the API server could not reach it.
+#
 # When the controller exits on its own (a crash, a kill -9, a failed start) it is
 # started again after a backoff: 1 s, doubling up to 30 s, back to 1 s after a run of
 # 60 s or more. The cluster (on the local control plane: its data, every CR and PVC)
@@ -31,7 +38,7 @@ say() { echo "run-local: $*" >&2; }
 # The bind addresses the arguments set, if any (-flag=value, -flag value, with one or
 # two dashes, as Go's flag package reads them).
 metrics_addr='' health_addr=''
-metrics_set=0 health_set=0
+metrics_set=0 health_set=0 webhook_set=0
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     case "${args[i]}" in
@@ -39,10 +46,22 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     -metrics-bind-address | --metrics-bind-address) metrics_set=1 metrics_addr=${args[i + 1]:-} ;;
     -health-probe-bind-address=* | --health-probe-bind-address=*) health_set=1 health_addr=${args[i]#*=} ;;
     -health-probe-bind-address | --health-probe-bind-address) health_set=1 health_addr=${args[i + 1]:-} ;;
+    -webhook-bind-address* | --webhook-bind-address*) webhook_set=1 ;;
     esac
 done
 
-kubectl apply --server-side -f artifacts/crd/
+# The local control plane reaches the controller's webhook on loopback.
+webhook_flags=()
+if [[ "${LLSC_LOCAL:-0}" == 1 && ${webhook_set} == 0 ]]; then
+    [[ -x "${LOCALCLUSTER}" ]] || { say "${LOCALCLUSTER} not found: run make build (or set LOCALCLUSTER)"; exit 1; }
+    webhook_port=$("${LOCALCLUSTER}" free-ports 9443)
+    webhook_flags=(--webhook-bind-address "127.0.0.1:${webhook_port}" --webhook-cert-hosts localhost,127.0.0.1)
+    kubectl patch --local -o yaml -f artifacts/crd/llamastack.io_llamastackdistributions.yaml --type=json \
+        -p "[{\"op\":\"replace\",\"path\":\"/spec/conversion/webhook/clientConfig\",\"value\":{\"url\":\"https://127.0.0.1:${webhook_port}/convert\"}}]" |
+        kubectl apply --server-side -f -
+else
+    kubectl apply --server-side -f artifacts/crd/
+fi
 kubectl apply --server-side -f artifacts/controller/namespace.yaml -f artifacts/rbac/ -f artifacts/controller/operator_config.yaml
 kubectl wait --for=condition=Established --timeout=60s crd/llamastackdistributions.llamastack.io
 
@@ -119,7 +138,7 @@ trap 'trap "" INT TERM; exit 143' TERM
 
 start_controller() {
     "${BIN}" --kubeconfig "${KUBECONFIG}" --operator-namespace llama-stack-controller-system \
-        ${bind_flags[@]+"${bind_flags[@]}"} "$@" &
+        ${bind_flags[@]+"${bind_flags[@]}"} ${webhook_flags[@]+"${webhook_flags[@]}"} "$@" &
     controller=$!
     started=${SECONDS}
     say "controller started (pid ${controller})"
@@ -130,13 +149,28 @@ start_controller "$@"
 kubectl_path=$(command -v kubectl)
 metrics_url=$(endpoint "${metrics_addr}" /metrics)
 health_url=$(endpoint "${health_addr}" "/healthz /readyz")
+webhook_url=off
+if [[ -n "${webhook_port:-}" ]]; then
+    webhook_url="https://127.0.0.1:${webhook_port}/convert (the CRD's conversion webhook)"
+elif ((webhook_set)); then
+    webhook_url="as the arguments set it"
+fi
 if [[ "${LLSC_LOCAL:-0}" == 1 ]]; then
-    kubectl apply -n default -f "${EXAMPLE}"
+    # The example is v1alpha1: the API server converts it through the controller's
+    # webhook, which serves once it has its certificate and the caBundle is set.
+    for ((i = 0; i < 120; i++)); do
+        kubectl apply -n default --dry-run=server -f "${EXAMPLE}" >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    if ! kubectl apply -n default -f "${EXAMPLE}"; then
+        say "${EXAMPLE} was not applied: a v1alpha1 object needs the controller's conversion webhook (see its log); the controller keeps running"
+    fi
     cat <<MSG
 
 The controller runs on a local control plane (kube-apiserver, etcd, kwok fake nodes).
 Metrics: ${metrics_url}
 Health:  ${health_url}
+Webhook: ${webhook_url}
 In another terminal:
 
     export KUBECONFIG=${KUBECONFIG}

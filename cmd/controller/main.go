@@ -42,7 +42,7 @@ func main() {
 	flag.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", app.DefaultRetryPeriod, "Time between renewals by the leader and attempts by standbys.")
 	flag.StringVar(&o.LeaseName, "leader-elect-resource-name", app.DefaultLeaseName, "Name of the Lease.")
 	flag.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "", "Namespace of the Lease (default: the operator namespace).")
-	flag.StringVar(&o.WebhookBindAddress, "webhook-bind-address", "0", "Address of the CRD's conversion webhook (HTTPS, /convert), served by every replica; 0 turns it off (the default until the CRD serves v1alpha2).")
+	flag.StringVar(&o.WebhookBindAddress, "webhook-bind-address", "0", "Address of the CRD's conversion webhook (HTTPS, /convert), served by every replica; 0 turns it off (the artifacts serve it on :9443).")
 	flag.StringVar(&o.WebhookCertMode, "webhook-cert-mode", app.WebhookCertModeSelf, "Where the webhook's certificate comes from: self (made, renewed and published in the CRD's caBundle by the controller) or files (tls.crt and tls.key in --webhook-cert-dir, kept by cert-manager).")
 	flag.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "Directory of tls.crt and tls.key with --webhook-cert-mode=files.")
 	flag.StringVar(&o.WebhookServiceName, "webhook-service-name", app.DefaultWebhookServiceName, "The webhook's Service in the operator namespace, named in the certificate the controller makes.")

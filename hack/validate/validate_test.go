@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,8 +187,12 @@ func loadCRD(t *testing.T) *crd {
 	scheme.Default(v1)
 	internal := &apiextensionsinternal.CustomResourceDefinition{}
 	require.NoError(t, scheme.Convert(v1, internal, nil))
-	require.Len(t, internal.Spec.Versions, 1)
-	version := internal.Spec.Versions[0]
+	// The fuzzed CRs are v1alpha1 (the builders' inputs are written in it).
+	i := slices.IndexFunc(internal.Spec.Versions, func(v apiextensionsinternal.CustomResourceDefinitionVersion) bool {
+		return v.Name == "v1alpha1"
+	})
+	require.GreaterOrEqual(t, i, 0, "the CRD has no v1alpha1")
+	version := internal.Spec.Versions[i]
 	// The internal type keeps a schema shared by every version at the top.
 	validation := internal.Spec.Validation
 	if version.Schema != nil {

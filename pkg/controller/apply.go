@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Write strategy (see README, "How the controller writes"):
@@ -56,7 +56,7 @@ type notOwnedError struct {
 }
 
 // newNotOwnedError describes obj, which l does not control.
-func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha1.LlamaStackDistribution) *notOwnedError {
+func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) *notOwnedError {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return &notOwnedError{
 		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
@@ -74,7 +74,7 @@ func (e *notOwnedError) Error() string {
 }
 
 // isControlledBy reports whether obj's controller reference points at l, by Kind and UID.
-func isControlledBy(obj metav1.Object, l *v1alpha1.LlamaStackDistribution) bool {
+func isControlledBy(obj metav1.Object, l *v1alpha2.LlamaStackDistribution) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return ref != nil && ref.Kind == controllerKind.Kind && ref.UID == l.UID
 }
@@ -102,14 +102,14 @@ func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) 
 // ensure applies desired unless the live object already carries exactly what our
 // manager would apply. It returns the resulting object; a *notOwnedError when an object
 // of that name belongs to someone else.
-func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object) (T, error) {
+func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, desired metav1.Object) (T, error) {
 	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
 }
 
 // ensureObject is ensure; with precondition, an apply to an existing object carries the
 // cached resourceVersion, so it fails with a conflict (and a quiet retry) instead of
 // writing values computed from a stale cache.
-func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
+func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
 	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired), precondition: precondition})
 }
 
@@ -140,7 +140,7 @@ func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool
 // upstream operator, skips the write when nothing we own would change, and applies
 // otherwise. It returns the existing object when nothing was written, and the existing
 // object together with the error when the apply failed.
-func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
+func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
 	var zero T
 	namespace, name := l.Namespace, o.name
 	cur, found, err := k.current(ctx, namespace, name)
@@ -204,7 +204,7 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1a
 // those two managers own become ours (see takeOverPatch), so that the apply that follows
 // removes what only upstream set, as if we had made the object. Fields of any other
 // manager (users, other controllers) are left with them.
-func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, cur T) (T, error) {
+func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, cur T) (T, error) {
 	namespace, name := cur.GetNamespace(), cur.GetName()
 	// The cache keeps only our manager's entry; the others are read live.
 	live, err := k.live(ctx, namespace, name)
@@ -283,7 +283,7 @@ func hasManager(obj metav1.Object, manager string) bool {
 }
 
 // write sends the apply configuration and records what happened.
-func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
+func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
 	logger := klog.FromContext(ctx)
 	obj, err := k.apply(ctx, namespace, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
@@ -300,7 +300,7 @@ func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha1
 
 // deleteIfOwned deletes the named child when it exists and this CR controls it.
 // Objects of that name that belong to someone else are left alone.
-func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, c *Controller, l *v1alpha1.LlamaStackDistribution, name string) error {
+func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, name string) error {
 	cur, err := k.cached(l.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil

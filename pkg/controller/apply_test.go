@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Tests of apply.go: first its functions, on the Service kind over the fixture's fakes;
@@ -42,7 +43,7 @@ func (f *fixture) failing(verb string, err error) {
 // (as its Create would) and in the caches.
 func ownedService(f *fixture, l *v1alpha1.LlamaStackDistribution) *corev1.Service {
 	f.t.Helper()
-	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(l), metav1.CreateOptions{})
+	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(hub(l)), metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	f.refreshCaches()
 	return svc
@@ -102,14 +103,14 @@ func TestCurrent(t *testing.T) {
 }
 
 func TestEnsureObject(t *testing.T) {
-	portChanged := func(l *v1alpha1.LlamaStackDistribution) *corev1.Service {
+	portChanged := func(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
 		svc := newService(l)
 		svc.Spec.Ports[0].Port = 9000
 		return svc
 	}
 	tests := map[string]struct {
 		setup        func(f *fixture, l *v1alpha1.LlamaStackDistribution)
-		desired      func(l *v1alpha1.LlamaStackDistribution) *corev1.Service
+		desired      func(l *v1alpha2.LlamaStackDistribution) *corev1.Service
 		precondition bool
 		wantWrites   []string
 		wantEvents   []string
@@ -125,7 +126,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and unchanged: nothing sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -134,7 +135,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed: applied": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -145,7 +146,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed, with precondition: the cached resourceVersion is sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, l, newService(l))
+				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				// The fake API assigns no resourceVersions: give the object one.
 				obj, err := f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
@@ -188,7 +189,7 @@ func TestEnsureObject(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			got, err := f.c.services.ensureObject(f.ctx, f.c, l, tc.desired(l), tc.precondition)
+			got, err := f.c.services.ensureObject(f.ctx, f.c, hub(l), tc.desired(hub(l)), tc.precondition)
 
 			actions := f.kubeclient.Actions()
 			assert.Equal(t, tc.wantWrites, writesTo(actions, "services", "app-service"))
@@ -230,7 +231,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	l := newLLSD("app")
 	f := newFixture(t, l)
 	svcs := f.kubeclient.CoreV1().Services(testNamespace)
-	_, err := svcs.Create(f.ctx, newService(l), metav1.CreateOptions{FieldManager: "manager"})
+	_, err := svcs.Create(f.ctx, newService(hub(l)), metav1.CreateOptions{FieldManager: "manager"})
 	require.NoError(t, err)
 	ac := coreac.Service("app-service", testNamespace).WithLabels(map[string]string{"upstream": "yes"})
 	_, err = svcs.Apply(f.ctx, ac, metav1.ApplyOptions{FieldManager: "app", Force: true})
@@ -238,7 +239,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	f.refreshCaches()
 	f.kubeclient.ClearActions()
 
-	_, err = f.c.services.ensure(f.ctx, f.c, l, newService(l))
+	_, err = f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
 	require.NoError(t, err)
 
 	var patchTypes []types.PatchType
@@ -316,7 +317,7 @@ func TestDeleteIfOwned(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			err := f.c.services.deleteIfOwned(f.ctx, f.c, l, "app-service")
+			err := f.c.services.deleteIfOwned(f.ctx, f.c, hub(l), "app-service")
 
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
@@ -470,9 +471,9 @@ func TestHasManager(t *testing.T) {
 
 func TestToApplyConfiguration(t *testing.T) {
 	l := newLLSD("app")
-	withStatus := newService(l)
+	withStatus := newService(hub(l))
 	withStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
-	noKind := newService(l)
+	noKind := newService(hub(l))
 	noKind.TypeMeta = metav1.TypeMeta{}
 	cm := configMap(testNamespace, "c", map[string]string{"k": "v"}, nil)
 	cm.CreationTimestamp = metav1.Time{}
@@ -490,14 +491,14 @@ func TestToApplyConfiguration(t *testing.T) {
 			obj: withStatus,
 			to:  func(o any) (any, error) { return toApplyConfiguration[coreac.ServiceApplyConfiguration](o) },
 			want: coreac.Service("app-service", testNamespace).
-				WithLabels(newService(l).Labels).
+				WithLabels(newService(hub(l)).Labels).
 				WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
 					WithKind("LlamaStackDistribution").WithName("app").WithUID("uid-app").
 					WithController(true).WithBlockOwnerDeletion(true)).
 				WithSpec(coreac.ServiceSpec().WithType(corev1.ServiceTypeClusterIP).
-					WithSelector(newService(l).Spec.Selector).
+					WithSelector(newService(hub(l)).Spec.Selector).
 					WithPorts(coreac.ServicePort().WithName("http").WithPort(8321).WithProtocol(corev1.ProtocolTCP).
-						WithTargetPort(newService(l).Spec.Ports[0].TargetPort))),
+						WithTargetPort(newService(hub(l)).Spec.Ports[0].TargetPort))),
 		},
 		"a ConfigMap's data": {
 			obj:  cm,
@@ -554,7 +555,7 @@ func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
 		for variant, labelled := range foreignVariants {
 			t.Run(k.kind+"/"+variant, func(t *testing.T) {
 				l := newLLSD("app", allChildren)
-				name := k.name(l)
+				name := k.name(hub(l))
 				foreign := foreignObject(k, name, labelled)
 				f := newFixture(t, append(allChildrenObjects(), l, foreign)...)
 				before := f.stored(k, name)
@@ -568,7 +569,7 @@ func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
 				assert.Equal(t, before, after, "someone else's %s was changed", k.kind)
 
 				got := f.llsd("app")
-				requireUserError(t, got, v1alpha1.ReasonResourceNotOwned, fmt.Sprintf("%s %s/%s", k.kind, testNamespace, name))
+				requireUserError(t, got, v1alpha2.ReasonResourceNotOwned, fmt.Sprintf("%s %s/%s", k.kind, testNamespace, name))
 				events := f.events()
 				assert.Equal(t, 1, countEvents(events, "Warning ResourceNotOwned"), "events: %v", events)
 				assert.True(t, hasEvent(events, name), "events: %v", events)
@@ -578,7 +579,7 @@ func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
 				assert.Empty(t, writesTo(actions, k.resource, name))
 				assert.Empty(t, writesTo(actions, "llamastackdistributions", "app"), "status unchanged")
 				assert.Zero(t, countEvents(f.events(), "Warning"))
-				assert.Equal(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+				assert.Equal(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 			})
 		}
 	}
@@ -589,7 +590,7 @@ func TestForeignObjectIsNotDeletedWhenFeatureIsOff(t *testing.T) {
 		for variant, labelled := range foreignVariants {
 			t.Run(k.kind+"/"+variant, func(t *testing.T) {
 				l := newLLSD("app") // no autoscaling, PDB, Ingress or user config
-				name := k.name(l)
+				name := k.name(hub(l))
 				f := newFixture(t, l, foreignObject(k, name, labelled),
 					operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}))
 
@@ -684,7 +685,7 @@ func TestNewNotOwnedError(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "app-service", OwnerReferences: tc.owners}}
-			err := newNotOwnedError("Service", obj, l)
+			err := newNotOwnedError("Service", obj, hub(l))
 			assert.Equal(t, tc.orphaned, err.orphaned)
 			if tc.orphaned {
 				assert.Contains(t, err.Error(), "garbage collector")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // convergedCases are the CRs of BenchmarkSyncConverged: the lightest and the heaviest CR
@@ -56,7 +57,7 @@ func BenchmarkSyncConverged(b *testing.B) {
 				f.setPVCPhase("app-pvc", corev1.ClaimBound)
 			}
 			f.converge("app")
-			if !meta.IsStatusConditionTrue(f.llsd("app").Status.Conditions, v1alpha1.ConditionReady) {
+			if !meta.IsStatusConditionTrue(f.llsd("app").Status.Conditions, v1alpha2.ConditionReady) {
 				b.Fatalf("the CR is not Ready: %+v", f.llsd("app").Status.Conditions)
 			}
 			f.events()

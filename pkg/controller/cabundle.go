@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// CA bundle: the certificates of spec.server.tlsConfig.caBundle and of the namespace's
+// CA bundle: the certificates of spec.networking.tls.caBundle and of the namespace's
 // odh-trusted-ca-bundle, gathered into one managed ConfigMap and mounted into the server pod.
 const (
 	// caBundleKey is the key of the managed ConfigMap, and the default key read from an
@@ -39,7 +39,7 @@ const (
 
 var caKeyPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-_.]*[a-zA-Z0-9])?$`)
 
-// validateCAKeys checks the keys listed in spec.server.tlsConfig.caBundle.configMapKeys,
+// validateCAKeys checks the keys listed in spec.networking.tls.caBundle.configMapKeys,
 // in order, and reports the first bad one. The CRD enforces the same rules at admission;
 // this guards objects stored before it did.
 func validateCAKeys(keys []string) error {

@@ -368,5 +368,5 @@ func TestCABundleTooLargeForConfigMap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	l := newLLSD("big")
-	require.Empty(t, configMapErrors(newCABundleConfigMap(l, bundle, "h")))
+	require.Empty(t, configMapErrors(newCABundleConfigMap(hub(l), bundle, "h")))
 }

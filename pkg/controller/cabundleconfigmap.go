@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // annotationBundleHash on the managed CA bundle ConfigMap records the hash of the data
@@ -34,11 +34,11 @@ type caRef struct {
 }
 
 // resolveCABundle finds the CA bundle sources of l in the cache: the ConfigMap of
-// spec.server.tlsConfig.caBundle, then the namespace's odh-trusted-ca-bundle when it
+// spec.networking.tls.caBundle, then the namespace's odh-trusted-ca-bundle when it
 // exists. It checks what can be checked without their data.
-func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRef, *userError) {
+func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *userError) {
 	var refs []caRef
-	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
+	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
 		spec := tls.CABundle
 		ns, name := spec.ConfigMapNamespace, spec.ConfigMapName
 		if ns == "" {
@@ -52,7 +52,7 @@ func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRe
 			}
 		}
 		if err := validateCAKeys(keys); err != nil {
-			return nil, &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
+			return nil, &userError{v1alpha2.ReasonCABundleInvalid, err.Error()}
 		}
 		cm, problem := c.referencedConfigMap(l, "spec.server.tlsConfig.caBundle", "CA bundle ConfigMap", ns, name)
 		if problem != nil {
@@ -60,7 +60,7 @@ func (c *Controller) resolveCABundle(l *v1alpha1.LlamaStackDistribution) ([]caRe
 		}
 		for _, k := range keys {
 			if _, ok := cm.Data[k]; !ok {
-				return nil, &userError{v1alpha1.ReasonConfigMapKeyMissing, fmt.Sprintf(
+				return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
 					"CA bundle ConfigMap %s/%s has no key '%s'", ns, name, k)}
 			}
 		}
@@ -91,7 +91,7 @@ func caBundleMountHash(cm *corev1.ConfigMap) string {
 }
 
 // newCABundleConfigMap is the managed <name>-ca-bundle ConfigMap holding bundle.
-func newCABundleConfigMap(l *v1alpha1.LlamaStackDistribution, bundle, sourcesHash string) *corev1.ConfigMap {
+func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHash string) *corev1.ConfigMap {
 	lbls := childLabels(l)
 	lbls[labelComponent] = "ca-bundle"
 	data := map[string]string{}
@@ -119,7 +119,7 @@ func newCABundleConfigMap(l *v1alpha1.LlamaStackDistribution, bundle, sourcesHas
 // sources are read live only when their cached hashes changed, or when the managed
 // ConfigMap was edited. Without sources nothing is done here: deleteUnneededConfigMaps
 // deletes the ConfigMap once the Deployment no longer mounts it.
-func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackDistribution, refs []caRef) (string, *userError, error) {
+func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackDistribution, refs []caRef) (string, *userError, error) {
 	if len(refs) == 0 {
 		return "", nil, nil
 	}
@@ -157,7 +157,7 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha1.LlamaStackD
 				c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
 			}
 			if err != nil {
-				problem = &userError{v1alpha1.ReasonCABundleInvalid, err.Error()}
+				problem = &userError{v1alpha2.ReasonCABundleInvalid, err.Error()}
 				c.caFailures.Store(key, caFailure{uid: l.UID, sourcesHash: sourcesHash, problem: *problem})
 				return nil, nil
 			}

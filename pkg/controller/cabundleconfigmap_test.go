@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 func withCABundle(name, namespace string, keys ...v1alpha1.ConfigMapKey) func(*v1alpha1.LlamaStackDistribution) {
@@ -112,7 +113,7 @@ func TestODHTrustedCABundle(t *testing.T) {
 		configMap(testNamespace, odhTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
 	f.converge("app")
 	l := f.llsd("app")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, l.Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)
 	assert.False(t, caMount(t, f.deployment("app")))
 	assert.Empty(t, f.sync("app"), "a blank ODH bundle is not re-read on every sync")
 
@@ -126,7 +127,7 @@ func TestODHTrustedCABundle(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, certs[0], f.managedCA("app").Data[caBundleKey])
 	assert.True(t, hasEvent(f.events(), "CABundleKeySkipped"))
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
 
 // The user errors of upstream §8/§9 that the schema cannot catch: a missing ConfigMap, a
@@ -139,15 +140,15 @@ func TestCABundleUserErrors(t *testing.T) {
 		reason string
 		facts  []string
 	}{
-		"missing ConfigMap": {reason: v1alpha1.ReasonConfigMapNotFound, facts: []string{testNamespace + "/custom-ca", "not found"}},
+		"missing ConfigMap": {reason: v1alpha2.ReasonConfigMapNotFound, facts: []string{testNamespace + "/custom-ca", "not found"}},
 		"missing key": {data: map[string]string{caBundleKey: cert}, keys: []v1alpha1.ConfigMapKey{"zz"},
-			reason: v1alpha1.ReasonConfigMapKeyMissing, facts: []string{"'zz'", testNamespace + "/custom-ca"}},
+			reason: v1alpha2.ReasonConfigMapKeyMissing, facts: []string{"'zz'", testNamespace + "/custom-ca"}},
 		"no certificate": {data: map[string]string{caBundleKey: "not a certificate"},
-			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'", "custom-ca"}},
+			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'", "custom-ca"}},
 		"a public key only": {data: map[string]string{caBundleKey: pemBlock("PUBLIC KEY", []byte("x"))},
-			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"custom-ca"}},
+			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"custom-ca"}},
 		"a certificate that does not parse": {data: map[string]string{caBundleKey: pemBlock("CERTIFICATE", []byte("garbage"))},
-			reason: v1alpha1.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'"}},
+			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestCABundleUserErrors(t *testing.T) {
 			f.updateLLSD("app", withCABundle("custom-ca", "", tc.keys...))
 			f.sync("app")
 			requireUserError(t, f.llsd("app"), tc.reason, tc.facts...)
-			msg := cond(t, f.llsd("app"), v1alpha1.ConditionDeploymentReady).Message
+			msg := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Message
 			assert.False(t, strings.Contains(msg, "failed to"), "no chains of 'failed to': %s", msg)
 			assert.Equal(t, before.Spec, f.deployment("app").Spec, "the running Deployment was changed")
 			assert.Nil(t, f.managedCA("app"))
@@ -174,7 +175,7 @@ func TestCABundleCrossNamespace(t *testing.T) {
 	f := newFixture(t, newLLSD("app", withCABundle("shared-ca", "other")),
 		configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, nil))
 	f.sync("app")
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, "other/shared-ca")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/shared-ca")
 
 	f.putConfigMap(configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, map[string]string{AllowedNamespacesAnnotation: "*"}))
 	f.converge("app")
@@ -188,7 +189,7 @@ func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
 	f := newFixture(t, newLLSD("app", withCABundle("custom-ca", "")),
 		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: "no certificate"}, nil))
 	f.sync("app")
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonCABundleInvalid)
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonCABundleInvalid)
 	assert.Empty(t, f.sync("app"), "no reads and no writes while nothing changed")
 
 	cert := testCertPEMs(t, 1)[0]

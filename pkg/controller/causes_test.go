@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const missingSAMessage = `pods "app-5d8c-" is forbidden: error looking up service account demo/custom-sa: serviceaccount "custom-sa" not found`
@@ -45,11 +46,11 @@ func TestDeploymentCausesReachTheStatus(t *testing.T) {
 	f.setDeploymentStatus("app", replicaFailure)
 	f.converge("app")
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseFailed, got.Status.Phase)
-	for _, ct := range []string{v1alpha1.ConditionDeploymentReady, v1alpha1.ConditionReady} {
+	assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
+	for _, ct := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionReady} {
 		c := cond(t, got, ct)
 		assert.Equal(t, metav1.ConditionFalse, c.Status, ct)
-		assert.Equal(t, v1alpha1.ReasonReplicaFailure, c.Reason, ct)
+		assert.Equal(t, v1alpha2.ReasonReplicaFailure, c.Reason, ct)
 		assert.Contains(t, c.Message, `serviceaccount "custom-sa" not found`, ct)
 		assert.Contains(t, c.Message, "FailedCreate", ct)
 	}
@@ -62,7 +63,7 @@ func TestDeploymentCausesReachTheStatus(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
 	assert.Equal(t, 1, countEvents(f.events(), "Normal Ready"))
 
 	// A rollout past its deadline with nothing available.
@@ -73,9 +74,9 @@ func TestDeploymentCausesReachTheStatus(t *testing.T) {
 	})
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseFailed, got.Status.Phase)
-	c := cond(t, got, v1alpha1.ConditionReady)
-	assert.Equal(t, v1alpha1.ReasonProgressDeadlineExceeded, c.Reason)
+	assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
+	c := cond(t, got, v1alpha2.ConditionReady)
+	assert.Equal(t, v1alpha2.ReasonProgressDeadlineExceeded, c.Reason)
 	assert.Contains(t, c.Message, "has timed out progressing")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ProgressDeadlineExceeded"))
 
@@ -85,8 +86,8 @@ func TestDeploymentCausesReachTheStatus(t *testing.T) {
 		d.Generation = d.Status.ObservedGeneration + 1
 	})
 	f.converge("app")
-	assert.Equal(t, v1alpha1.ReasonDeploymentScaling, cond(t, f.llsd("app"), v1alpha1.ConditionDeploymentReady).Reason)
-	assert.Equal(t, v1alpha1.PhaseInitializing, f.llsd("app").Status.Phase)
+	assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Equal(t, v1alpha2.PhaseInitializing, f.llsd("app").Status.Phase)
 }
 
 // TestScaledToZero: replicas 0 is a state asked for: Ready (reason ScaledToZero), with no
@@ -98,14 +99,14 @@ func TestScaledToZero(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, int32(0), *f.deployment("app").Spec.Replicas)
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
-	ready := cond(t, got, v1alpha1.ConditionReady)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
+	ready := cond(t, got, v1alpha2.ConditionReady)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
-	assert.Equal(t, v1alpha1.ReasonScaledToZero, ready.Reason)
-	assert.Equal(t, v1alpha1.ReasonScaledToZero, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
-	hc := cond(t, got, v1alpha1.ConditionHealthCheck)
+	assert.Equal(t, v1alpha2.ReasonScaledToZero, ready.Reason)
+	assert.Equal(t, v1alpha2.ReasonScaledToZero, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
+	hc := cond(t, got, v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionUnknown, hc.Status)
-	assert.Equal(t, v1alpha1.ReasonScaledToZero, hc.Reason)
+	assert.Equal(t, v1alpha2.ReasonScaledToZero, hc.Reason)
 	assert.Zero(t, srv.requests.Load(), "no server to probe")
 	events := f.events()
 	require.Equal(t, 1, countEvents(events, "Normal Ready"), "events: %v", events)
@@ -114,8 +115,8 @@ func TestScaledToZero(t *testing.T) {
 	// Scaled up again: not Ready until a replica serves.
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 1 })
 	f.converge("app")
-	assert.Equal(t, v1alpha1.PhaseInitializing, f.llsd("app").Status.Phase)
-	assert.Equal(t, v1alpha1.ReasonServerNotAvailable, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Reason)
+	assert.Equal(t, v1alpha2.PhaseInitializing, f.llsd("app").Status.Phase)
+	assert.Equal(t, v1alpha2.ReasonServerNotAvailable, cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck).Reason)
 }
 
 // TestUserErrorTransitionsAreLogged: a user error appearing, changing and going away
@@ -129,7 +130,7 @@ func TestUserErrorTransitionsAreLogged(t *testing.T) {
 	f.converge("app")
 	f.sync("app")
 	assert.Equal(t, 1, countLines(buffer.String(), "cannot converge"), "logs:\n%s", buffer.String())
-	assert.Contains(t, buffer.String(), v1alpha1.ReasonDistributionNotSupported)
+	assert.Contains(t, buffer.String(), v1alpha2.ReasonDistributionNotSupported)
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "starter" })
 	f.converge("app")
@@ -172,10 +173,10 @@ func TestForeignServiceIsNotProbed(t *testing.T) {
 		}
 		f.converge("app")
 		assert.Zero(t, srv.requests.Load(), "the foreign Service was called (user error %v)", userError)
-		hc := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+		hc := cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 		assert.Equal(t, metav1.ConditionUnknown, hc.Status)
 		assert.Contains(t, hc.Message, "not the controller's")
-		assert.Equal(t, metav1.ConditionFalse, cond(t, f.llsd("app"), v1alpha1.ConditionServiceReady).Status)
+		assert.Equal(t, metav1.ConditionFalse, cond(t, f.llsd("app"), v1alpha2.ConditionServiceReady).Status)
 	}
 }
 
@@ -188,7 +189,7 @@ func TestDeletedDuringSyncIsNotAnError(t *testing.T) {
 	ctx := klog.NewContext(f.ctx, logger)
 	buffer := logger.GetSink().(ktesting.Underlier).GetBuffer()
 
-	require.NoError(t, f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Delete(f.ctx, "app", metav1.DeleteOptions{}))
+	require.NoError(t, f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Delete(f.ctx, "app", metav1.DeleteOptions{}))
 	f.c.queue.Add(key("app"))
 	require.True(t, f.c.processNextWorkItem(ctx))
 	assert.NotContains(t, buffer.String(), "Error syncing", "logs:\n%s", buffer.String())
@@ -229,7 +230,7 @@ func TestDeploymentCauseIsStableAndFirst(t *testing.T) {
 		}
 	})
 	f.converge("app")
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionReady)
-	assert.Equal(t, v1alpha1.ReasonReplicaFailure, c.Reason)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionReady)
+	assert.Equal(t, v1alpha2.ReasonReplicaFailure, c.Reason)
 	assert.Contains(t, c.Message, `serviceaccount "custom-sa" not found`)
 }

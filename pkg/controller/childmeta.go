@@ -3,12 +3,12 @@ package controller
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // childObjectMeta is the metadata every child carries: its name, the CR's namespace, the
 // child labels and a controller reference to the CR. Children carry no annotations.
-func childObjectMeta(l *v1alpha1.LlamaStackDistribution, name string) metav1.ObjectMeta {
+func childObjectMeta(l *v1alpha2.LlamaStackDistribution, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       l.Namespace,

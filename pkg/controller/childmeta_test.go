@@ -102,42 +102,42 @@ func TestChildObjectMetadata(t *testing.T) {
 	}{
 		"service": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newService(l)
+				o := newService(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "Service", wantName: "demo-service",
 		},
 		"pvc": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newPVC(l)
+				o := newPVC(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "PersistentVolumeClaim", wantName: "demo-pvc",
 		},
 		"hpa": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newHPA(l)
+				o := newHPA(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "autoscaling/v2", wantKind: "HorizontalPodAutoscaler", wantName: "demo-hpa",
 		},
 		"pdb": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newPDB(l)
+				o := newPDB(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "policy/v1", wantKind: "PodDisruptionBudget", wantName: "demo-pdb",
 		},
 		"ingress": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newIngress(l)
+				o := newIngress(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "networking.k8s.io/v1", wantKind: "Ingress", wantName: "demo-ingress",
 		},
 		"network policy": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newNetworkPolicy(l, "llama-stack-controller-system")
+				o := newNetworkPolicy(hub(l), "llama-stack-controller-system")
 				return built{o.TypeMeta, o.ObjectMeta, nil}
 			},
 			wantAPIVersion: "networking.k8s.io/v1", wantKind: "NetworkPolicy", wantName: "demo-network-policy",
@@ -204,7 +204,7 @@ func TestChildObjectMetaHelper(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := childObjectMeta(tc.cr, tc.name)
+			got := childObjectMeta(hub(tc.cr), tc.name)
 			assert.Equal(t, tc.wantMeta, got)
 			require.Len(t, got.OwnerReferences, 1)
 			assert.True(t, metav1.IsControlledBy(&corev1.ConfigMap{ObjectMeta: got}, tc.cr))

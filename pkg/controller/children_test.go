@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Helpers shared by the sync-level tests (children, HPA handover, user config, operator
@@ -35,7 +36,7 @@ type ownedKind struct {
 	kind     string // as in the controller's messages
 	resource string // as in describe()
 	gvr      schema.GroupVersionResource
-	name     func(*v1alpha1.LlamaStackDistribution) string
+	name     func(*v1alpha2.LlamaStackDistribution) string
 	// newObject is an empty object of the kind.
 	newObject func() runtime.Object
 }
@@ -186,7 +187,7 @@ func requireApplies(t *testing.T, actions []core.Action) {
 }
 
 // assertControlledChild checks the controller reference (Kind and UID) and the child labels.
-func assertControlledChild(t *testing.T, obj metav1.Object, l *v1alpha1.LlamaStackDistribution) {
+func assertControlledChild(t *testing.T, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) {
 	t.Helper()
 	ref := metav1.GetControllerOf(obj)
 	if assert.NotNil(t, ref, "%s has no controller reference", obj.GetName()) {
@@ -207,7 +208,7 @@ func assertControlledChild(t *testing.T, obj metav1.Object, l *v1alpha1.LlamaSta
 }
 
 // cond returns the CR's condition of that type, failing when it is absent.
-func cond(t *testing.T, l *v1alpha1.LlamaStackDistribution, condType string) metav1.Condition {
+func cond(t *testing.T, l *v1alpha2.LlamaStackDistribution, condType string) metav1.Condition {
 	t.Helper()
 	c := meta.FindStatusCondition(l.Status.Conditions, condType)
 	require.NotNil(t, c, "condition %s missing; conditions: %+v", condType, l.Status.Conditions)
@@ -215,16 +216,16 @@ func cond(t *testing.T, l *v1alpha1.LlamaStackDistribution, condType string) met
 }
 
 // requireUserError checks the status of a CR held up by a user error.
-func requireUserError(t *testing.T, l *v1alpha1.LlamaStackDistribution, reason string, msgParts ...string) {
+func requireUserError(t *testing.T, l *v1alpha2.LlamaStackDistribution, reason string, msgParts ...string) {
 	t.Helper()
-	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
-	dr := cond(t, l, v1alpha1.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)
+	dr := cond(t, l, v1alpha2.ConditionDeploymentReady)
 	assert.Equal(t, metav1.ConditionFalse, dr.Status)
 	assert.Equal(t, reason, dr.Reason)
 	for _, p := range msgParts {
 		assert.Contains(t, dr.Message, p)
 	}
-	ready := cond(t, l, v1alpha1.ConditionReady)
+	ready := cond(t, l, v1alpha2.ConditionReady)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Equal(t, reason, ready.Reason)
 }
@@ -260,10 +261,10 @@ func TestEveryChildIsCreatedByServerSideApply(t *testing.T) {
 	}
 	for _, k := range allOwnedKinds {
 		t.Run(k.kind, func(t *testing.T) {
-			assert.Equal(t, []string{fmt.Sprintf("patch %s %s", k.resource, k.name(l))}, writesTo(actions, k.resource, k.name(l)))
-			obj := f.stored(k, k.name(l))
-			require.NotNil(t, obj, "%s %s not created", k.kind, k.name(l))
-			assertControlledChild(t, obj, l)
+			assert.Equal(t, []string{fmt.Sprintf("patch %s %s", k.resource, k.name(hub(l)))}, writesTo(actions, k.resource, k.name(hub(l))))
+			obj := f.stored(k, k.name(hub(l)))
+			require.NotNil(t, obj, "%s %s not created", k.kind, k.name(hub(l)))
+			assertControlledChild(t, obj, hub(l))
 			applied := slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 				return e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply
 			})

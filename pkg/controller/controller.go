@@ -40,11 +40,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
-	listers "github.com/llamastack/llama-stack-controller/pkg/generated/listers/llamastack/v1alpha1"
+	listers "github.com/llamastack/llama-stack-controller/pkg/generated/listers/llamastack/v1alpha2"
 )
 
 // Config is what NewController needs. The informer factories are started by the caller
@@ -144,7 +144,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	utilruntime.Must(llsdscheme.AddToScheme(scheme.Scheme))
 
-	llsdInformer := cfg.LLSDInformers.Llamastack().V1alpha1().LlamaStackDistributions()
+	llsdInformer := cfg.LLSDInformers.Llamastack().V1alpha2().LlamaStackDistributions()
 	deployInformer := cfg.ChildInformers.Apps().V1().Deployments()
 	svcInformer := cfg.ChildInformers.Core().V1().Services()
 	pvcInformer := cfg.ChildInformers.Core().V1().PersistentVolumeClaims()
@@ -426,7 +426,7 @@ func (c *Controller) deletedDuringSync(ctx context.Context, key cache.ObjectName
 	if !notFoundCR(err, key) {
 		return false
 	}
-	_, getErr := c.client.LlamastackV1alpha1().LlamaStackDistributions(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	_, getErr := c.client.LlamastackV1alpha2().LlamaStackDistributions(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	return apierrors.IsNotFound(getErr)
 }
 
@@ -439,7 +439,7 @@ func notFoundCR(err error, key cache.ObjectName) bool {
 		return false
 	}
 	d := status.Status().Details
-	return d.Group == v1alpha1.SchemeGroupVersion.Group && d.Kind == "llamastackdistributions" && d.Name == key.Name
+	return d.Group == v1alpha2.SchemeGroupVersion.Group && d.Kind == "llamastackdistributions" && d.Name == key.Name
 }
 
 // namespaceTerminating reports whether err, or one of the errors joined in it, is the

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -48,15 +49,20 @@ type fixture struct {
 	recorder *record.FakeRecorder
 }
 
-// newFixture builds a controller over fakes seeded with objs (CRs and Kubernetes objects).
+// newFixture builds a controller over fakes seeded with objs (CRs and Kubernetes
+// objects). A v1alpha1 CR is seeded in its v1alpha2 form, as the API server, storing
+// v1alpha2, would serve it to the controller.
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var llsds, kube []runtime.Object
 	for _, o := range objs {
-		if _, ok := o.(*v1alpha1.LlamaStackDistribution); ok {
-			llsds = append(llsds, o)
-		} else {
+		switch l := o.(type) {
+		case *v1alpha1.LlamaStackDistribution:
+			llsds = append(llsds, hub(l))
+		case *v1alpha2.LlamaStackDistribution:
+			llsds = append(llsds, l)
+		default:
 			kube = append(kube, o)
 		}
 	}
@@ -112,8 +118,8 @@ func (f *fixture) refreshCaches() {
 	managed := func(o metav1.Object) bool { return o.GetLabels()[labelManagedBy] == ManagedByValue }
 	ctx, all, k := f.ctx, metav1.ListOptions{}, f.kubeclient
 	strip := TransformStripManagedFields
-	l, err := f.client.LlamastackV1alpha1().LlamaStackDistributions("").List(ctx, all)
-	fill(f.llsdInformers.Llamastack().V1alpha1().LlamaStackDistributions().Informer(), strip, nil, l, err)
+	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions("").List(ctx, all)
+	fill(f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer(), strip, nil, l, err)
 	d, err := k.AppsV1().Deployments("").List(ctx, all)
 	fill(f.childInformers.Apps().V1().Deployments().Informer(), strip, managed, d, err)
 	s, err := k.CoreV1().Services("").List(ctx, all)
@@ -221,23 +227,40 @@ func (f *fixture) events() []string {
 	}
 }
 
-// llsd reads the CR back from the fake API.
-func (f *fixture) llsd(name string) *v1alpha1.LlamaStackDistribution {
+// llsd reads the CR back from the fake API, in v1alpha2, the version the controller
+// reads and writes.
+func (f *fixture) llsd(name string) *v1alpha2.LlamaStackDistribution {
 	f.t.Helper()
-	l, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return l
 }
 
-// updateLLSD edits the CR in the fake API, bumping its generation as the API server would.
+// updateLLSD edits the CR in the fake API, bumping its generation as the API server
+// would. The edit is written in v1alpha1, as the tests' CRs are: the stored v1alpha2
+// object is converted to v1alpha1, edited, and converted back, as a v1alpha1 client's
+// read-edit-write through the conversion webhook would be.
 func (f *fixture) updateLLSD(name string, edit func(*v1alpha1.LlamaStackDistribution)) {
 	f.t.Helper()
-	l := f.llsd(name)
-	edit(l)
+	var old v1alpha1.LlamaStackDistribution
+	require.NoError(f.t, old.ConvertFrom(f.llsd(name)))
+	edit(&old)
+	l := hub(&old)
 	l.Generation++
-	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
 	f.refreshCaches()
+}
+
+// hub is l converted to v1alpha2, the version the controller reads: the tests write
+// their CRs in v1alpha1, as users of the first release did, and pass them to the
+// controller's functions through it. l is not modified.
+func hub(l *v1alpha1.LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
+	var out v1alpha2.LlamaStackDistribution
+	if err := l.ConvertTo(&out); err != nil {
+		panic(fmt.Sprintf("converting %s/%s to v1alpha2: %v", l.Namespace, l.Name, err))
+	}
+	return &out
 }
 
 // newLLSD is a minimal CR; mods change it.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Environment variables the controller sets on the server container.
@@ -111,12 +111,8 @@ type deploymentInputs struct {
 
 // newDeployment builds the desired server Deployment of l. It makes no API
 // calls and neither aliases nor mutates l.
-func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *appsv1.Deployment {
-	server := &l.Spec.Server
-	overrides := server.PodOverrides
-	if overrides == nil {
-		overrides = &v1alpha1.PodOverrides{}
-	}
+func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *appsv1.Deployment {
+	overrides := overrides(l)
 
 	var replicas *int32
 	if in.replicas != nil {
@@ -134,7 +130,7 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 			MaxSurge:       ptr.To(defaultRollingStep),
 		},
 	}
-	if server.Storage != nil {
+	if l.Spec.Workload.Storage != nil {
 		// One pod at a time: a ReadWriteOnce volume cannot attach to two.
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
@@ -194,24 +190,24 @@ func newDeployment(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) *app
 	}
 }
 
-// serverWorkers is the number of server worker processes: spec.server.workers or 1.
-func serverWorkers(l *v1alpha1.LlamaStackDistribution) int32 {
-	if w := l.Spec.Server.Workers; w != nil && *w > 0 {
+// serverWorkers is the number of server worker processes: spec.workload.workers or 1.
+func serverWorkers(l *v1alpha2.LlamaStackDistribution) int32 {
+	if w := l.Spec.Workload.Workers; w != nil && *w > 0 {
 		return *w
 	}
 	return 1
 }
 
 // storageMountPath is where the server keeps its data: the storage mount path or /.llama.
-func storageMountPath(l *v1alpha1.LlamaStackDistribution) string {
-	if s := l.Spec.Server.Storage; s != nil && s.MountPath != "" {
+func storageMountPath(l *v1alpha2.LlamaStackDistribution) string {
+	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		return s.MountPath
 	}
 	return defaultMountPath
 }
 
-func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) corev1.Container {
-	cs := &l.Spec.Server.ContainerSpec
+func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.Container {
+	cs := overrides(l)
 	p := port(l)
 
 	c := corev1.Container{
@@ -220,7 +216,7 @@ func serverContainer(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) co
 		Ports:           []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}},
 		Env:             mergeEnv(controllerEnv(l, in), cs.Env),
 		Resources:       resolveResources(l),
-		SecurityContext: containerSecurityContext(cs),
+		SecurityContext: containerSecurityContext(cs.ContainerSecurityContext),
 		StartupProbe: &corev1.Probe{
 			ProbeHandler:        healthCheck(p),
 			InitialDelaySeconds: startupInitialDelaySeconds,
@@ -263,7 +259,7 @@ func healthCheck(p int32) corev1.ProbeHandler {
 }
 
 // controllerEnv is the controller's own environment of the server, in upstream's order.
-func controllerEnv(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
+func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: envHFHome, Value: storageMountPath(l)}}
 	if in.caBundleHash != "" {
 		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
@@ -306,8 +302,8 @@ func mergeEnv(controller, user []corev1.EnvVar) []corev1.EnvVar {
 // set to 1Gi, but never above the user's limit (the API server rejects a request above
 // its limit). When workers are set, a missing or zero CPU or memory limit equals the
 // request.
-func resolveResources(l *v1alpha1.LlamaStackDistribution) corev1.ResourceRequirements {
-	r := *l.Spec.Server.ContainerSpec.Resources.DeepCopy()
+func resolveResources(l *v1alpha2.LlamaStackDistribution) corev1.ResourceRequirements {
+	r := *l.Spec.Workload.Resources.DeepCopy()
 	if r.Requests == nil {
 		r.Requests = corev1.ResourceList{}
 	}
@@ -325,7 +321,7 @@ func resolveResources(l *v1alpha1.LlamaStackDistribution) corev1.ResourceRequire
 		}
 		r.Requests[name] = req
 	}
-	if l.Spec.Server.Workers != nil {
+	if l.Spec.Workload.Workers != nil {
 		if r.Limits == nil {
 			r.Limits = corev1.ResourceList{}
 		}
@@ -346,7 +342,7 @@ func quantityUnset(list corev1.ResourceList, name corev1.ResourceName) bool {
 // podSecurityContext is the user's, or the Pod Security restricted defaults. On OpenShift
 // the user and fsGroup are left out: the restricted-v2 SCC assigns them from the
 // namespace's range, and rejects a pod that asks for one outside it (1001 always is).
-func podSecurityContext(o *v1alpha1.PodOverrides, openShift bool) *corev1.PodSecurityContext {
+func podSecurityContext(o *v1alpha2.WorkloadOverrides, openShift bool) *corev1.PodSecurityContext {
 	if o.SecurityContext != nil {
 		return o.SecurityContext.DeepCopy()
 	}
@@ -362,9 +358,9 @@ func podSecurityContext(o *v1alpha1.PodOverrides, openShift bool) *corev1.PodSec
 	return sc
 }
 
-func containerSecurityContext(cs *v1alpha1.ContainerSpec) *corev1.SecurityContext {
-	if cs.SecurityContext != nil {
-		return cs.SecurityContext.DeepCopy()
+func containerSecurityContext(user *corev1.SecurityContext) *corev1.SecurityContext {
+	if user != nil {
+		return user.DeepCopy()
 	}
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
@@ -372,7 +368,7 @@ func containerSecurityContext(cs *v1alpha1.ContainerSpec) *corev1.SecurityContex
 	}
 }
 
-func volumeMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.VolumeMount {
+func volumeMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.VolumeMount {
 	sm := serverMounts(l, in)
 	mounts := make([]corev1.VolumeMount, len(sm))
 	for i := range sm {
@@ -381,9 +377,9 @@ func volumeMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []cor
 	return mounts
 }
 
-func podVolumes(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev1.Volume {
+func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.Volume {
 	storage := corev1.Volume{Name: volumeStorage}
-	if l.Spec.Server.Storage != nil {
+	if l.Spec.Workload.Storage != nil {
 		storage.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(l)}
 	} else {
 		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
@@ -406,30 +402,28 @@ func podVolumes(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []corev
 			}},
 		})
 	}
-	if o := l.Spec.Server.PodOverrides; o != nil {
-		for i := range o.Volumes {
-			volumes = append(volumes, *o.Volumes[i].DeepCopy())
-		}
+	for _, v := range overrides(l).Volumes {
+		volumes = append(volumes, *v.DeepCopy())
 	}
 	return volumes
 }
 
 // instanceSelector selects the pods of l's instance, for spreading and anti-affinity.
-func instanceSelector(l *v1alpha1.LlamaStackDistribution) *metav1.LabelSelector {
+func instanceSelector(l *v1alpha2.LlamaStackDistribution) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: l.Name}}
 }
 
 // topologySpreadConstraints are the user's, or with more than one replica a soft
 // spread over regions, zones and hosts.
-func topologySpreadConstraints(l *v1alpha1.LlamaStackDistribution) []corev1.TopologySpreadConstraint {
-	if user := l.Spec.Server.TopologySpreadConstraints; len(user) > 0 {
+func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.TopologySpreadConstraint {
+	if user := l.Spec.Workload.TopologySpreadConstraints; len(user) > 0 {
 		out := make([]corev1.TopologySpreadConstraint, len(user))
 		for i := range user {
 			out[i] = *user[i].DeepCopy()
 		}
 		return out
 	}
-	if l.Spec.Replicas <= 1 {
+	if specReplicas(l) <= 1 {
 		return nil
 	}
 	keys := []string{topologyKeyRegion, topologyKeyZone, topologyKeyHostname}
@@ -446,8 +440,8 @@ func topologySpreadConstraints(l *v1alpha1.LlamaStackDistribution) []corev1.Topo
 }
 
 // podAffinity prefers one pod per host when there is more than one replica.
-func podAffinity(l *v1alpha1.LlamaStackDistribution) *corev1.Affinity {
-	if l.Spec.Replicas <= 1 {
+func podAffinity(l *v1alpha2.LlamaStackDistribution) *corev1.Affinity {
+	if specReplicas(l) <= 1 {
 		return nil
 	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -466,14 +460,14 @@ func podAffinity(l *v1alpha1.LlamaStackDistribution) *corev1.Affinity {
 // Deployment), or two mounts at the same directory, however written (the storage mount
 // path may also meet the user-config or CA bundle mount; the API server rejects only
 // equal strings, and one volume would hide the other). The user gets the reason.
-func podConflict(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *userError {
+func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *userError {
 	if uc != nil {
 		in.userConfigMap = uc.mountName
 	}
 	volumes := map[string]bool{}
 	for _, v := range podVolumes(l, in) {
 		if volumes[v.Name] {
-			return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
+			return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
 				"spec.server.podOverrides.volumes: the volume name %q is used by the controller; choose another name", v.Name)}
 		}
 		volumes[v.Name] = true

@@ -567,7 +567,7 @@ func TestNewDeployment(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			d := newDeployment(testLLSD(tc.mutate), tc.in)
+			d := newDeployment(hub(testLLSD(tc.mutate)), tc.in)
 			require.NotNil(t, d)
 			// Whatever the CR says, the env never holds a name twice.
 			names := envNames(serverOf(t, d).Env)
@@ -635,7 +635,7 @@ func TestNewDeploymentDoesNotMutateOrAliasItsInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := testLLSD(tc.mutate)
 			before := l.DeepCopy()
-			d := newDeployment(l, tc.in)
+			d := newDeployment(hub(l), tc.in)
 			assert.Equal(t, before, l, "newDeployment changed its input")
 
 			// Scribble over everything the output holds; the CR must not see it.
@@ -793,7 +793,7 @@ echo "$$ python3 $*"
 }
 
 func TestStartupScriptRuns(t *testing.T) {
-	d := newDeployment(testLLSD(nil), withUserConfig(defaultInputs()))
+	d := newDeployment(hub(testLLSD(nil)), withUserConfig(defaultInputs()))
 	command := serverOf(t, d).Command
 	require.Len(t, command, 3)
 	dir := fakeTools(t)
@@ -862,7 +862,7 @@ func TestPodSecurityContextOnOpenShift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := defaultInputs()
 			in.openShift = tc.openShift
-			d := newDeployment(testLLSD(tc.mutate), in)
+			d := newDeployment(hub(testLLSD(tc.mutate)), in)
 			assert.Equal(t, tc.want, d.Spec.Template.Spec.SecurityContext)
 			// The container's restricted defaults are the same everywhere.
 			assert.Equal(t, &corev1.SecurityContext{

@@ -20,6 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // The API server mirrors serviceAccountName into the deprecated serviceAccount field.
@@ -67,9 +68,9 @@ func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
 		configMap("other", "cfg", map[string]string{"config.yaml": "x: 1"}, nil))
 	f.sync("missing")
 	f.sync("closed")
-	missing := cond(t, f.llsd("missing"), v1alpha1.ConditionDeploymentReady)
-	closed := cond(t, f.llsd("closed"), v1alpha1.ConditionDeploymentReady)
-	assert.Equal(t, v1alpha1.ReasonConfigMapNotAllowed, missing.Reason)
+	missing := cond(t, f.llsd("missing"), v1alpha2.ConditionDeploymentReady)
+	closed := cond(t, f.llsd("closed"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonConfigMapNotAllowed, missing.Reason)
 	assert.Equal(t, missing.Reason, closed.Reason)
 	assert.Equal(t, missing.Message, strings.ReplaceAll(closed.Message, "/cfg ", "/nope "))
 }
@@ -99,7 +100,7 @@ func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
-	require.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	clk := testingclock.NewFakePassiveClock(time.Now())
 	f.c.clock = clk
 	failing := true
@@ -116,16 +117,16 @@ func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 		err := f.c.syncHandler(f.ctx, key("app"))
 		require.ErrorContains(t, err, "admission webhook denied the request")
 		f.refreshCaches()
-		assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase, "a failure of %s is retried quietly", after)
+		assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase, "a failure of %s is retried quietly", after)
 	}
 	clk.SetTime(start.Add(31 * time.Second))
 	err := f.c.syncHandler(f.ctx, key("app"))
 	require.ErrorContains(t, err, "admission webhook denied the request")
 	f.refreshCaches()
 	l := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
-	c := cond(t, l, v1alpha1.ConditionDeploymentReady)
-	assert.Equal(t, v1alpha1.ReasonDeploymentFailed, c.Reason)
+	assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)
+	c := cond(t, l, v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonDeploymentFailed, c.Reason)
 	assert.Contains(t, c.Message, "Resource reconciliation failed:")
 	assert.Contains(t, c.Message, "admission webhook denied the request")
 
@@ -134,13 +135,13 @@ func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
-	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	failing = true
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 8081 })
 	clk.SetTime(clk.Now().Add(time.Hour))
 	require.Error(t, f.c.syncHandler(f.ctx, key("app")))
 	f.refreshCaches()
-	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 }
 
 // Conflicts never become a DeploymentFailed, and a real error joined with a conflict
@@ -218,7 +219,7 @@ func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
 				configMap("other", "cfg", map[string]string{"config.yaml": "x", caBundleKey: testCertPEMs(t, 1)[0]}, open))
 			f.c.watchNamespace = testNamespace
 			f.sync("app")
-			requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, "other/cfg", "--namespace="+testNamespace)
+			requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/cfg", "--namespace="+testNamespace)
 		})
 	}
 }

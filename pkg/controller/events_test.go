@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 )
 
@@ -37,7 +38,7 @@ func TestEventsGoThroughTheEventClient(t *testing.T) {
 
 	l := newLLSD("demo")
 	broken := newLLSD("broken", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "no-such-distribution" })
-	client := fake.NewClientset(l, broken)
+	client := fake.NewClientset(hub(l), hub(broken))
 	work := k8sfake.NewClientset()
 	events := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, work, func(cfg *Config) { cfg.EventClient = events })
@@ -55,7 +56,7 @@ func TestEventsGoThroughTheEventClient(t *testing.T) {
 				seen[e.InvolvedObject.Name+" "+e.Reason] = true
 			}
 			return seen["demo Created Created Deployment demo"] && seen["demo Created Created Service demo-service"] &&
-				seen["broken "+v1alpha1.ReasonDistributionNotSupported], nil
+				seen["broken "+v1alpha2.ReasonDistributionNotSupported], nil
 		}), "the Events are written through the event client")
 	_, err := work.AppsV1().Deployments(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
 	require.NoError(t, err, "the work client made the Deployment")
@@ -84,7 +85,7 @@ func TestEventsWithoutAnEventClientUseTheKubeClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	client := fake.NewClientset(newLLSD("demo"))
+	client := fake.NewClientset(hub(newLLSD("demo")))
 	work := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, work, func(*Config) {})
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
@@ -34,8 +35,10 @@ const fuzzOperatorNamespace = "llama-stack-controller-system"
 // the status it would write.
 type fuzzResult struct {
 	cr       *v1alpha1.LlamaStackDistribution
+	hub      *v1alpha2.LlamaStackDistribution // cr in v1alpha2, as the builders saw it
+	before   *v1alpha2.LlamaStackDistribution // hub before the builders ran
 	children []runtime.Object
-	status   v1alpha1.LlamaStackDistributionStatus
+	status   v1alpha2.LlamaStackDistributionStatus
 }
 
 // buildForFuzz does what a sync does with a CR, without an API server: it resolves the
@@ -48,25 +51,26 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		Spec:       spec,
 	}
 	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
-	res := fuzzResult{cr: l}
+	h := hub(l)
+	res := fuzzResult{cr: l, hub: h, before: h.DeepCopy()}
 	var obs observed
-	image, problem := c.resolveImage(l, operatorConfig{})
+	image, problem := c.resolveImage(h, operatorConfig{})
 	if problem != nil {
 		obs.problems = append(obs.problems, *problem)
 	}
 	in := deploymentInputs{image: image}
 	if uc := spec.Server.UserConfig; uc != nil {
 		source := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(l), Name: uc.ConfigMapName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(h), Name: uc.ConfigMapName},
 			Data:       map[string]string{userConfigKey: configData},
 		}
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
-			obs.problems = append(obs.problems, userError{v1alpha1.ReasonConfigMapNotFound,
+			obs.problems = append(obs.problems, userError{v1alpha2.ReasonConfigMapNotFound,
 				fmt.Sprintf("ConfigMap %s/%s referenced by spec.server.userConfig was not found", source.Namespace, source.Name)})
 		case source.Namespace != l.Namespace:
-			cp := newUserConfigCopy(l, source)
+			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
 			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[annotationSourceHash]
 		default:
@@ -74,42 +78,42 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		}
 	}
 	if caBundle {
-		cm := newCABundleConfigMap(l, configData, "sources")
+		cm := newCABundleConfigMap(h, configData, "sources")
 		res.children = append(res.children, cm)
 		in.caBundleHash = caBundleMountHash(cm)
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, nil)
-	if conflict := podConflict(l, in, nil); conflict != nil {
+	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(h, in, nil)
+	if conflict := podConflict(h, in, nil); conflict != nil {
 		obs.problems = append(obs.problems, *conflict)
 	}
 	if len(obs.problems) > 0 {
 		// A user error leaves every child as it is (a pod conflict only the Deployment;
 		// the other children are checked through the specs without one).
 		res.children = nil
-		res.status = c.calculateStatus(l, obs, metav1.Now())
+		res.status = c.calculateStatus(h, obs, metav1.Now())
 		return res
 	}
 	if spec.Server.Autoscaling == nil {
 		in.replicas = &l.Spec.Replicas
 	} else {
-		min := hpaMinReplicas(l)
+		min := hpaMinReplicas(h)
 		in.replicas = &min
 	}
-	obs.deployment = newDeployment(l, in)
-	obs.service = newService(l)
-	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(l, fuzzOperatorNamespace))
+	obs.deployment = newDeployment(h, in)
+	obs.service = newService(h)
+	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace))
 	if spec.Server.Storage != nil {
-		obs.pvc = newPVC(l)
+		obs.pvc = newPVC(h)
 		res.children = append(res.children, obs.pvc)
 	}
 	if spec.Server.Autoscaling != nil {
-		res.children = append(res.children, newHPA(l))
+		res.children = append(res.children, newHPA(h))
 	}
-	if wantsPDB(l) {
-		res.children = append(res.children, newPDB(l))
+	if wantsPDB(h) {
+		res.children = append(res.children, newPDB(h))
 	}
-	if wantsIngress(l) {
-		obs.ingress = newIngress(l)
+	if wantsIngress(h) {
+		obs.ingress = newIngress(h)
 		res.children = append(res.children, obs.ingress)
 	}
 	if len(configData)%2 == 1 {
@@ -121,12 +125,12 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		obs.deployment = d
 		obs.probe = &probeResult{uid: l.UID, info: serverInfo{
 			healthy: strings.HasPrefix(configData, "ok"), healthMsg: configData, version: configData,
-			providers: []v1alpha1.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
-				Health: v1alpha1.ProviderHealthStatus{Status: "OK", Message: configData}}},
+			providers: []v1alpha2.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
+				Health: v1alpha2.ProviderHealthStatus{Status: "OK", Message: configData}}},
 			providersKnown: true,
 		}}
 	}
-	res.status = c.calculateStatus(l, obs, metav1.Now())
+	res.status = c.calculateStatus(h, obs, metav1.Now())
 	return res
 }
 
@@ -158,13 +162,13 @@ func checkBuilders(t *testing.T, specJSON []byte, configData string, caBundle bo
 	}
 	before := spec.DeepCopy()
 	res := buildForFuzz(spec, configData, caBundle)
-	if !equalJSON(before, &res.cr.Spec) {
+	if !equalJSON(before, &res.cr.Spec) || !equalJSON(&res.before.Spec, &res.hub.Spec) {
 		t.Fatal("a builder changed the CR")
 	}
 	for _, obj := range res.children {
 		o := obj.(metav1.Object)
-		if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.cr) {
-			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.cr))
+		if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.hub) {
+			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.hub))
 		}
 		if errs := childErrors(obj); len(errs) > 0 {
 			t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)
@@ -370,7 +374,7 @@ func FuzzCABundle(f *testing.F) {
 		}
 		if err == nil {
 			l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid"}}
-			if errs := configMapErrors(newCABundleConfigMap(l, out1, "h")); len(errs) > 0 {
+			if errs := configMapErrors(newCABundleConfigMap(hub(l), out1, "h")); len(errs) > 0 {
 				t.Fatalf("the managed ConfigMap would be rejected: %v", errs.ToAggregate())
 			}
 		}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // maxConfigMapBytes is what the API server lets a ConfigMap hold (data and binaryData).
@@ -566,11 +567,11 @@ func configMapErrors(cm *corev1.ConfigMap) field.ErrorList {
 // statusErrors checks a computed status against the CRD's status schema rules that a
 // status write would hit: the conditions' own validation, the phase enum, a parseable
 // selector.
-func statusErrors(st *v1alpha1.LlamaStackDistributionStatus) field.ErrorList {
+func statusErrors(st *v1alpha2.LlamaStackDistributionStatus) field.ErrorList {
 	p := field.NewPath("status")
 	errs := metav1validation.ValidateConditions(st.Conditions, p.Child("conditions"))
 	switch st.Phase {
-	case "", v1alpha1.PhasePending, v1alpha1.PhaseInitializing, v1alpha1.PhaseReady, v1alpha1.PhaseFailed, v1alpha1.PhaseTerminating:
+	case "", v1alpha2.PhasePending, v1alpha2.PhaseInitializing, v1alpha2.PhaseReady, v1alpha2.PhaseFailed, v1alpha2.PhaseTerminating:
 	default:
 		errs = append(errs, field.NotSupported[string](p.Child("phase"), st.Phase, nil))
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // configMapIndex indexes CRs by the "<namespace>/<name>" of every ConfigMap they reference.
@@ -43,8 +43,8 @@ func (c *Controller) enqueueDeleted(obj any) {
 // metadata the controller acts on, or a deletion. Status-only updates, among them the
 // controller's own, and resyncs are skipped.
 func (c *Controller) updateLLSD(oldObj, newObj any) {
-	o, ok1 := oldObj.(*v1alpha1.LlamaStackDistribution)
-	n, ok2 := newObj.(*v1alpha1.LlamaStackDistribution)
+	o, ok1 := oldObj.(*v1alpha2.LlamaStackDistribution)
+	n, ok2 := newObj.(*v1alpha2.LlamaStackDistribution)
 	if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
 		return
 	}
@@ -138,16 +138,16 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 
 // indexByConfigMap lists the ConfigMaps a CR references, as "<namespace>/<name>".
 func indexByConfigMap(obj any) ([]string, error) {
-	l, ok := obj.(*v1alpha1.LlamaStackDistribution)
+	l, ok := obj.(*v1alpha2.LlamaStackDistribution)
 	if !ok {
 		return nil, nil
 	}
 	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
 	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
-	if uc := l.Spec.Server.UserConfig; uc != nil {
+	if uc := l.Spec.OverrideConfig; uc != nil {
 		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
 	}
-	if tls := l.Spec.Server.TLSConfig; tls != nil && tls.CABundle != nil {
+	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
 		ns := tls.CABundle.ConfigMapNamespace
 		if ns == "" {
 			ns = l.Namespace

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // queued takes every key off the controller's queue.
@@ -142,37 +143,37 @@ func TestLLSDUpdatesThatEnqueue(t *testing.T) {
 	f := newFixture(t)
 	base := newLLSD("app")
 	base.ResourceVersion = "10"
-	with := func(edit func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStackDistribution {
+	with := func(edit func(*v1alpha1.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
 		l := base.DeepCopy()
 		l.ResourceVersion = "11"
 		edit(l)
-		return l
+		return hub(l)
 	}
 
-	f.c.updateLLSD(base, base.DeepCopy())
+	f.c.updateLLSD(hub(base), hub(base))
 	assert.Zero(t, f.c.queue.Len(), "a resync (same resourceVersion)")
 
-	f.c.updateLLSD(base, with(func(l *v1alpha1.LlamaStackDistribution) {
+	f.c.updateLLSD(hub(base), with(func(l *v1alpha1.LlamaStackDistribution) {
 		l.Status.Phase = v1alpha1.PhaseReady
 		l.Status.ObservedGeneration = 1
 	}))
 	assert.Zero(t, f.c.queue.Len(), "a status-only update (same generation), such as our own")
 
-	f.c.updateLLSD(base, with(func(l *v1alpha1.LlamaStackDistribution) { l.Labels = map[string]string{"x": "y"} }))
+	f.c.updateLLSD(hub(base), with(func(l *v1alpha1.LlamaStackDistribution) { l.Labels = map[string]string{"x": "y"} }))
 	assert.Zero(t, f.c.queue.Len(), "a metadata-only update the sync does not read")
 
-	f.c.updateLLSD(base, with(func(l *v1alpha1.LlamaStackDistribution) {
+	f.c.updateLLSD(hub(base), with(func(l *v1alpha1.LlamaStackDistribution) {
 		l.Generation = 2
 		l.Spec.Replicas = 2
 	}))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a spec change")
 
-	f.c.updateLLSD(base, with(func(l *v1alpha1.LlamaStackDistribution) {
+	f.c.updateLLSD(hub(base), with(func(l *v1alpha1.LlamaStackDistribution) {
 		l.DeletionTimestamp = ptr.To(metav1.Now())
 	}))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a deletion")
 
-	f.c.updateLLSD(base, with(func(l *v1alpha1.LlamaStackDistribution) { l.UID = "uid-recreated" }))
+	f.c.updateLLSD(hub(base), with(func(l *v1alpha1.LlamaStackDistribution) { l.UID = "uid-recreated" }))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a CR recreated under the same name")
 }
 

@@ -6,15 +6,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // newHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
-// spec.server.autoscaling is set.
-func newHPA(l *v1alpha1.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
-	var a v1alpha1.AutoscalingSpec
-	if l.Spec.Server.Autoscaling != nil {
-		a = *l.Spec.Server.Autoscaling
+// spec.workload.autoscaling is set.
+func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
+	var a v1alpha2.AutoscalingSpec
+	if l.Spec.Workload.Autoscaling != nil {
+		a = *l.Spec.Workload.Autoscaling
 	}
 
 	var metrics []autoscalingv2.MetricSpec
@@ -44,12 +44,12 @@ func newHPA(l *v1alpha1.LlamaStackDistribution) *autoscalingv2.HorizontalPodAuto
 	}
 }
 
-// hpaMinReplicas is the HPA's lower bound: the largest of 1, spec.replicas and
+// hpaMinReplicas is the HPA's lower bound: the largest of 1, workload.replicas and
 // autoscaling.minReplicas, lowered to autoscaling.maxReplicas if it is above it, so that the
 // HPA is always valid.
-func hpaMinReplicas(l *v1alpha1.LlamaStackDistribution) int32 {
-	m := max(1, l.Spec.Replicas)
-	a := l.Spec.Server.Autoscaling
+func hpaMinReplicas(l *v1alpha2.LlamaStackDistribution) int32 {
+	m := max(1, specReplicas(l))
+	a := l.Spec.Workload.Autoscaling
 	if a == nil {
 		return m
 	}

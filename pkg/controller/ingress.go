@@ -8,18 +8,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // wantsIngress tells whether the server is exposed outside the cluster.
-func wantsIngress(l *v1alpha1.LlamaStackDistribution) bool {
-	return l.Spec.Network != nil && l.Spec.Network.ExposeRoute
+func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
+	e := networking(l).Expose
+	return e != nil && ptr.Deref(e.Enabled, true)
 }
 
 // newIngress builds the Ingress routing every path to the server Service. Without
-// spec.network.ingress it sets no class, host, TLS or annotations, as upstream, so the
+// networking.expose options it sets no class, host, TLS or annotations, as upstream, so the
 // cluster's defaults apply; fields it does not set are left to whoever sets them.
-func newIngress(l *v1alpha1.LlamaStackDistribution) *networkingv1.Ingress {
+func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
 		ObjectMeta: childObjectMeta(l, ingressName(l)),
@@ -42,18 +43,18 @@ func newIngress(l *v1alpha1.LlamaStackDistribution) *networkingv1.Ingress {
 			}},
 		},
 	}
-	if l.Spec.Network == nil || l.Spec.Network.Ingress == nil {
+	opts := networking(l).Expose
+	if opts == nil {
 		return ing
 	}
-	opts := l.Spec.Network.Ingress
 	if opts.ClassName != nil {
 		ing.Spec.IngressClassName = ptr.To(*opts.ClassName)
 	}
-	ing.Spec.Rules[0].Host = opts.Host
+	ing.Spec.Rules[0].Host = opts.Hostname
 	if opts.TLSSecretName != "" {
 		tls := networkingv1.IngressTLS{SecretName: opts.TLSSecretName}
-		if opts.Host != "" {
-			tls.Hosts = []string{opts.Host}
+		if opts.Hostname != "" {
+			tls.Hosts = []string{opts.Hostname}
 		}
 		ing.Spec.TLS = []networkingv1.IngressTLS{tls}
 	}

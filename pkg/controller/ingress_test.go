@@ -61,7 +61,7 @@ func TestNewIngress(t *testing.T) {
 			l := childTestCR(tc.mod)
 			before := l.DeepCopy()
 
-			got := newIngress(l)
+			got := newIngress(hub(l))
 
 			// No class, default backend, host or TLS: exactly one catch-all rule.
 			want := wantIngress(tc.wantPort)
@@ -86,7 +86,7 @@ func TestWantsIngress(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l := childTestCR(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = tc.network })
-			assert.Equal(t, tc.want, wantsIngress(l))
+			assert.Equal(t, tc.want, wantsIngress(hub(l)))
 		})
 	}
 }
@@ -107,7 +107,7 @@ func TestIngressURL(t *testing.T) {
 			want: "",
 		},
 		"no address yet": {
-			ing:  newIngress(childTestCR()),
+			ing:  newIngress(hub(childTestCR())),
 			want: "",
 		},
 		"rule host only": {
@@ -181,7 +181,7 @@ func TestNewIngressOptions(t *testing.T) {
 		Annotations:   map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"},
 	}}
 	before := l.DeepCopy()
-	ing := newIngress(l)
+	ing := newIngress(hub(l))
 	want := wantIngress(8321)
 	want.Annotations = map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}
 	want.Spec.IngressClassName = ptr.To("nginx")
@@ -199,11 +199,11 @@ func TestNewIngressOptions(t *testing.T) {
 	l.Spec.Network.Ingress = &v1alpha1.IngressSpec{TLSSecretName: "wild"}
 	want = wantIngress(8321)
 	want.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "wild"}}
-	if d := cmp.Diff(want, newIngress(l)); d != "" {
+	if d := cmp.Diff(want, newIngress(hub(l))); d != "" {
 		t.Errorf("newIngress() with TLS and no host mismatch (-want +got):\n%s", d)
 	}
 	l.Spec.Network.Ingress = nil
-	if d := cmp.Diff(wantIngress(8321), newIngress(l)); d != "" {
+	if d := cmp.Diff(wantIngress(8321), newIngress(hub(l))); d != "" {
 		t.Errorf("newIngress() without options mismatch (-want +got):\n%s", d)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // Tests of what the Deployment depends on: it never mounts an input that is not the
@@ -44,7 +45,7 @@ func TestForeignPVCIsNeverMounted(t *testing.T) {
 			actions := f.sync("app")
 			assert.Empty(t, writesTo(actions, "deployments", "app"), "no Deployment may mount someone else's claim")
 			assert.Nil(t, f.stored(kindDeployment, "app"))
-			requireUserError(t, f.llsd("app"), v1alpha1.ReasonResourceNotOwned, "PersistentVolumeClaim demo/app-pvc")
+			requireUserError(t, f.llsd("app"), v1alpha2.ReasonResourceNotOwned, "PersistentVolumeClaim demo/app-pvc")
 			// The children that do not mount the claim are made.
 			assert.NotNil(t, f.stored(kindService, "app-service"))
 			assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"))
@@ -66,7 +67,7 @@ func TestStorageAddedOverForeignPVCKeepsWhatRuns(t *testing.T) {
 	assert.Empty(t, writesTo(actions, "deployments", "app"))
 	assert.Empty(t, claimNames(f.deployment("app")))
 	assert.Equal(t, before.Spec, f.deployment("app").Spec)
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonResourceNotOwned, "PersistentVolumeClaim demo/app-pvc")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonResourceNotOwned, "PersistentVolumeClaim demo/app-pvc")
 
 	// Once it is gone, the claim is made and mounted.
 	require.NoError(t, f.kubeclient.Tracker().Delete(kindPVC.gvr, testNamespace, "app-pvc"))
@@ -161,7 +162,7 @@ func TestUpstreamPVCIsInSync(t *testing.T) {
 	l := newLLSD("app", withStorage("10Gi"))
 	f := newFixture(t, l)
 	upstream := coreac.PersistentVolumeClaim("app-pvc", testNamespace).
-		WithLabels(childLabels(l)).
+		WithLabels(childLabels(hub(l))).
 		WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
 			WithKind("LlamaStackDistribution").WithName("app").WithUID(l.UID).WithController(true).WithBlockOwnerDeletion(true)).
 		WithSpec(coreac.PersistentVolumeClaimSpec().
@@ -174,9 +175,9 @@ func TestUpstreamPVCIsInSync(t *testing.T) {
 	for i := range 3 {
 		f.sync("app")
 		got := f.llsd("app")
-		c := cond(t, got, v1alpha1.ConditionStorageInSync)
+		c := cond(t, got, v1alpha2.ConditionStorageInSync)
 		assert.Equal(t, metav1.ConditionTrue, c.Status, "sync %d: %s", i, c.Message)
-		assert.Equal(t, v1alpha1.ReasonStorageInSync, c.Reason)
+		assert.Equal(t, v1alpha2.ReasonStorageInSync, c.Reason)
 		for _, e := range f.events() {
 			assert.NotContains(t, e, "Warning", "sync %d", i)
 		}
@@ -193,7 +194,7 @@ func TestChildOfEarlierCROfTheSameName(t *testing.T) {
 	l := newLLSD("app")
 	f := newFixture(t, l, foreignObject(kindService, "app-service", true))
 	f.sync("app")
-	dr := cond(t, f.llsd("app"), v1alpha1.ConditionDeploymentReady)
+	dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
 	assert.Contains(t, dr.Message, "earlier LlamaStackDistribution of this name")
 	assert.Contains(t, dr.Message, "garbage collector")
 	assert.NotContains(t, dr.Message, "delete or rename")
@@ -215,7 +216,7 @@ func TestChildOfEarlierCROfTheSameName(t *testing.T) {
 	f.refreshCaches()
 	f.converge("app")
 	assertControlledChild(t, f.stored(kindService, "app-service"), f.llsd("app"))
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
 
 // A claim being deleted is not written, and StorageReady says why the server keeps it.
@@ -232,7 +233,7 @@ func TestTerminatingClaimIsNotWritten(t *testing.T) {
 		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("20Gi"))
 	})
 	assert.Empty(t, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"))
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageReady)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageReady)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Contains(t, c.Message, "being deleted")
 }

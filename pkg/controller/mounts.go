@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // serverMount is a volume mount of the server container and where it comes from.
@@ -16,7 +16,7 @@ type serverMount struct {
 	// what is the controller's name for one of its own mounts ("the storage volume");
 	// field, when set, is the spec field that gave the path.
 	what, field string
-	// user is true for a mount of spec.server.podOverrides.volumeMounts.
+	// user is true for a mount of spec.workload.overrides.volumeMounts.
 	user bool
 }
 
@@ -33,9 +33,9 @@ func (m serverMount) String() string {
 
 // serverMounts are the server container's volume mounts in order: the controller's
 // (storage, user config, CA bundle), then the user's.
-func serverMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []serverMount {
+func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []serverMount {
 	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: volumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
-	if s := l.Spec.Server.Storage; s != nil && s.MountPath != "" {
+	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		storage.field = "spec.server.storage.mountPath"
 	}
 	mounts := []serverMount{storage}
@@ -51,14 +51,12 @@ func serverMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs) []ser
 			what:        "the CA bundle volume",
 		})
 	}
-	if o := l.Spec.Server.PodOverrides; o != nil {
-		for i := range o.VolumeMounts {
-			mounts = append(mounts, serverMount{
-				VolumeMount: *o.VolumeMounts[i].DeepCopy(),
-				field:       fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
-				user:        true,
-			})
-		}
+	for i, m := range overrides(l).VolumeMounts {
+		mounts = append(mounts, serverMount{
+			VolumeMount: *m.DeepCopy(),
+			field:       fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
+			user:        true,
+		})
 	}
 	return mounts
 }
@@ -139,7 +137,7 @@ func mountPathConflict(mounts []serverMount) *userError {
 	if !ok {
 		return nil
 	}
-	return &userError{v1alpha1.ReasonResourceInvalid, fmt.Sprintf(
+	return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
 		"two volumes would be mounted at one directory, %s, of the server container: %s and %s; mount one of them elsewhere (spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts)",
 		path.Clean(second.MountPath), first, second)}
 }
@@ -160,7 +158,7 @@ func nestedMountsMessage(nested []mountNesting) string {
 
 // podNestedMounts are the nested mounts of the server container as ensureChildren
 // builds it (see podConflict).
-func podNestedMounts(l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) []mountNesting {
+func podNestedMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) []mountNesting {
 	if uc != nil {
 		in.userConfigMap = uc.mountName
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // withMounts adds podOverrides volumes (emptyDirs) and their mounts at the given paths,
@@ -70,13 +71,13 @@ func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("demo", tc.edits...)
-			got := podConflict(l, tc.in, nil)
+			got := podConflict(hub(l), tc.in, nil)
 			if len(tc.want) == 0 {
 				assert.Nil(t, got)
 				return
 			}
 			require.NotNil(t, got)
-			assert.Equal(t, v1alpha1.ReasonResourceInvalid, got.reason)
+			assert.Equal(t, v1alpha2.ReasonResourceInvalid, got.reason)
 			for _, w := range tc.want {
 				assert.Contains(t, got.message, w)
 			}
@@ -186,7 +187,7 @@ func TestNestedMounts(t *testing.T) {
 func TestNestedMountsMessage(t *testing.T) {
 	assert.Empty(t, nestedMountsMessage(nil))
 	l := newLLSD("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
-	msg := nestedMountsMessage(nestedMounts(serverMounts(l, deploymentInputs{userConfigMap: "cfg"})))
+	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"})))
 	// In the order of the inner mounts: the controller's come first.
 	assert.Equal(t,
 		`the user config volume "user-config" at "/etc/llama-stack/" hides the path "llama-stack" inside spec.server.podOverrides.volumeMounts[1] (volume "v1") at "/etc"; `+
@@ -198,7 +199,7 @@ func TestNestedMountsMessage(t *testing.T) {
 // volumeMounts is serverMounts without the origins: the Deployment's mounts, in order.
 func TestVolumeMountsFollowServerMounts(t *testing.T) {
 	l := newLLSD("demo", withMounts("/models"))
-	got := volumeMounts(l, deploymentInputs{userConfigMap: "cfg", caBundleHash: "h"})
+	got := volumeMounts(hub(l), deploymentInputs{userConfigMap: "cfg", caBundleHash: "h"})
 	assert.Equal(t, []corev1.VolumeMount{
 		{Name: "lls-storage", MountPath: "/.llama"},
 		{Name: "user-config", MountPath: "/etc/llama-stack/", ReadOnly: true},
@@ -214,11 +215,11 @@ func TestNestedMountIsAWarning(t *testing.T) {
 	f := newFixture(t, newLLSD("demo", withMounts("/.llama/data")))
 	assert.Contains(t, describe(f.sync("demo")), "patch deployments demo")
 	l := f.llsd("demo")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, l.Status.Phase)
-	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionVolumeMountWarning)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)
+	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
-	assert.Equal(t, v1alpha1.ReasonNestedMountPaths, cond.Reason)
+	assert.Equal(t, v1alpha2.ReasonNestedMountPaths, cond.Reason)
 	assert.Contains(t, cond.Message, `spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
 
@@ -231,7 +232,7 @@ func TestNestedMountIsAWarning(t *testing.T) {
 		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/.llama/models"
 	})
 	f.sync("demo")
-	cond = meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha1.ConditionVolumeMountWarning)
+	cond = meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
 	require.NotNil(t, cond)
 	assert.Contains(t, cond.Message, `hides the path "models"`)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
@@ -240,6 +241,6 @@ func TestNestedMountIsAWarning(t *testing.T) {
 		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/data"
 	})
 	f.sync("demo")
-	assert.Nil(t, meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha1.ConditionVolumeMountWarning))
+	assert.Nil(t, meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning))
 	assert.Zero(t, countEvents(f.events(), "Warning NestedMountPaths"))
 }

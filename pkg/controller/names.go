@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"k8s.io/utils/ptr"
+
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // controllerName is the field manager of every write and the source of every Event.
@@ -10,6 +13,10 @@ const controllerName = "llama-stack-controller"
 // FieldManager is the server-side apply field manager of every write the controller makes.
 const FieldManager = controllerName
 
+// controllerKind is the group, version and kind of the children's controller
+// reference. The controller reads v1alpha2, but the references keep naming v1alpha1,
+// as they did before v1alpha2 was served: the garbage collector and isControlledBy go
+// by group, kind and UID, and children made before the move stay byte for byte.
 var controllerKind = v1alpha1.SchemeGroupVersion.WithKind("LlamaStackDistribution")
 
 // Labels and annotations shared with the upstream operator, so selectors and dashboards keep working.
@@ -63,26 +70,26 @@ const (
 )
 
 // Child names, exactly as upstream.
-func deploymentName(l *v1alpha1.LlamaStackDistribution) string    { return l.Name }
-func serviceName(l *v1alpha1.LlamaStackDistribution) string       { return l.Name + "-service" }
-func pvcName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-pvc" }
-func hpaName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-hpa" }
-func pdbName(l *v1alpha1.LlamaStackDistribution) string           { return l.Name + "-pdb" }
-func ingressName(l *v1alpha1.LlamaStackDistribution) string       { return l.Name + "-ingress" }
-func networkPolicyName(l *v1alpha1.LlamaStackDistribution) string { return l.Name + "-network-policy" }
-func userConfigCopyName(l *v1alpha1.LlamaStackDistribution) string {
+func deploymentName(l *v1alpha2.LlamaStackDistribution) string    { return l.Name }
+func serviceName(l *v1alpha2.LlamaStackDistribution) string       { return l.Name + "-service" }
+func pvcName(l *v1alpha2.LlamaStackDistribution) string           { return l.Name + "-pvc" }
+func hpaName(l *v1alpha2.LlamaStackDistribution) string           { return l.Name + "-hpa" }
+func pdbName(l *v1alpha2.LlamaStackDistribution) string           { return l.Name + "-pdb" }
+func ingressName(l *v1alpha2.LlamaStackDistribution) string       { return l.Name + "-ingress" }
+func networkPolicyName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-network-policy" }
+func userConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-user-config"
 }
-func caBundleConfigMapName(l *v1alpha1.LlamaStackDistribution) string { return l.Name + "-ca-bundle" }
+func caBundleConfigMapName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-ca-bundle" }
 
 // selectorLabels select the server pods: the Deployment, Service, PDB and NetworkPolicy selector.
 // They never change, so upstream's objects can be taken over.
-func selectorLabels(l *v1alpha1.LlamaStackDistribution) map[string]string {
+func selectorLabels(l *v1alpha2.LlamaStackDistribution) map[string]string {
 	return map[string]string{labelApp: labelAppValue, labelInstance: l.Name}
 }
 
 // childLabels are the metadata labels of every child object.
-func childLabels(l *v1alpha1.LlamaStackDistribution) map[string]string {
+func childLabels(l *v1alpha2.LlamaStackDistribution) map[string]string {
 	return map[string]string{
 		labelApp:       labelAppValue,
 		labelInstance:  l.Name,
@@ -91,15 +98,15 @@ func childLabels(l *v1alpha1.LlamaStackDistribution) map[string]string {
 	}
 }
 
-func port(l *v1alpha1.LlamaStackDistribution) int32 {
-	if p := l.Spec.Server.ContainerSpec.Port; p != 0 {
-		return p
+func port(l *v1alpha2.LlamaStackDistribution) int32 {
+	if n := l.Spec.Networking; n != nil && n.Port != 0 {
+		return n.Port
 	}
 	return defaultPort
 }
 
-func containerName(l *v1alpha1.LlamaStackDistribution) string {
-	if n := l.Spec.Server.ContainerSpec.Name; n != "" {
+func containerName(l *v1alpha2.LlamaStackDistribution) string {
+	if n := overrides(l).ContainerName; n != "" {
 		return n
 	}
 	return defaultContainerName
@@ -107,9 +114,30 @@ func containerName(l *v1alpha1.LlamaStackDistribution) string {
 
 // distributionLabel is the distribution name, or "custom" for an image given directly
 // (status.distributionConfig.activeDistribution, as upstream).
-func distributionLabel(l *v1alpha1.LlamaStackDistribution) string {
-	if n := l.Spec.Server.Distribution.Name; n != "" {
+func distributionLabel(l *v1alpha2.LlamaStackDistribution) string {
+	if n := l.Spec.Distribution.Name; n != "" {
 		return n
 	}
 	return "custom"
+}
+
+// specReplicas is spec.workload.replicas; unset means the default, 1.
+func specReplicas(l *v1alpha2.LlamaStackDistribution) int32 {
+	return ptr.Deref(l.Spec.Workload.Replicas, 1)
+}
+
+// overrides is spec.workload.overrides, or an empty one; never nil, not to be modified.
+func overrides(l *v1alpha2.LlamaStackDistribution) *v1alpha2.WorkloadOverrides {
+	if o := l.Spec.Workload.Overrides; o != nil {
+		return o
+	}
+	return &v1alpha2.WorkloadOverrides{}
+}
+
+// networking is spec.networking, or an empty one; never nil, not to be modified.
+func networking(l *v1alpha2.LlamaStackDistribution) *v1alpha2.NetworkingSpec {
+	if n := l.Spec.Networking; n != nil {
+		return n
+	}
+	return &v1alpha2.NetworkingSpec{}
 }

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const (
@@ -21,9 +21,10 @@ const (
 
 // newNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
 // the CR's namespace, the controller's namespace, the namespaces named or labelled in
-// spec.network.allowedFrom and, once spec.network is set, the OpenShift routers. A "*"
-// namespace admits every namespace instead.
-func newNetworkPolicy(l *v1alpha1.LlamaStackDistribution, operatorNamespace string) *networkingv1.NetworkPolicy {
+// spec.networking.allowedFrom and, once networking.expose or allowedFrom is written (in
+// v1alpha1: once spec.network is), the OpenShift routers. A "*" namespace admits every
+// namespace instead.
+func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: childObjectMeta(l, networkPolicyName(l)),
@@ -42,10 +43,11 @@ func newNetworkPolicy(l *v1alpha1.LlamaStackDistribution, operatorNamespace stri
 }
 
 // networkPolicyPeers lists the sources admitted to the server, in upstream's order.
-func networkPolicyPeers(l *v1alpha1.LlamaStackDistribution, operatorNamespace string) []networkingv1.NetworkPolicyPeer {
-	var allowed v1alpha1.AllowedFromSpec
-	if l.Spec.Network != nil && l.Spec.Network.AllowedFrom != nil {
-		allowed = *l.Spec.Network.AllowedFrom
+func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) []networkingv1.NetworkPolicyPeer {
+	var allowed v1alpha2.AllowedFromSpec
+	net := networking(l)
+	if net.AllowedFrom != nil {
+		allowed = *net.AllowedFrom
 	}
 
 	for _, ns := range allowed.Namespaces {
@@ -71,7 +73,7 @@ func networkPolicyPeers(l *v1alpha1.LlamaStackDistribution, operatorNamespace st
 			},
 		})
 	}
-	if l.Spec.Network != nil {
+	if net.Expose != nil || net.AllowedFrom != nil {
 		peers = append(peers, networkingv1.NetworkPolicyPeer{
 			NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{labelPolicyGroup: policyGroupIngress},

@@ -116,7 +116,7 @@ func TestNewNetworkPolicy(t *testing.T) {
 			})
 			before := l.DeepCopy()
 
-			got := newNetworkPolicy(l, testOperatorNamespace)
+			got := newNetworkPolicy(hub(l), testOperatorNamespace)
 
 			want := &networkingv1.NetworkPolicy{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const (
@@ -35,7 +36,7 @@ func (f *fixture) image(name string) string {
 // createLLSD adds a CR to the fake API and the caches.
 func (f *fixture) createLLSD(l *v1alpha1.LlamaStackDistribution) {
 	f.t.Helper()
-	require.NoError(f.t, f.client.Tracker().Add(l))
+	require.NoError(f.t, f.client.Tracker().Add(hub(l)))
 	f.refreshCaches()
 }
 
@@ -70,7 +71,7 @@ func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
 	f.setOperatorConfig(map[string]string{"image-overrides": invalidYAML})
 	assert.Empty(t, childWrites(f.sync("app")), "no rollout while image-overrides does not parse")
 	assert.Equal(t, overrideImage, f.image("app"))
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase, "an operator problem is not the CR's")
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase, "an operator problem is not the CR's")
 
 	// A spec change still rolls out, with the running image.
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {

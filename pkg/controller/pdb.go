@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // defaultMaxUnavailable is the PDB budget when the user sets none, as upstream.
@@ -14,17 +14,17 @@ const defaultMaxUnavailable = int32(1)
 
 // wantsPDB tells whether the server pods get a PodDisruptionBudget: when the user asks for
 // one, or when there is more than one replica.
-func wantsPDB(l *v1alpha1.LlamaStackDistribution) bool {
-	return l.Spec.Server.PodDisruptionBudget != nil || l.Spec.Replicas > 1
+func wantsPDB(l *v1alpha2.LlamaStackDistribution) bool {
+	return l.Spec.Workload.PodDisruptionBudget != nil || specReplicas(l) > 1
 }
 
 // newPDB builds the PodDisruptionBudget of the server pods. The user's minAvailable and
 // maxUnavailable are copied as given; with neither, at most one pod may be disrupted.
-func newPDB(l *v1alpha1.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
+func newPDB(l *v1alpha2.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
 	spec := policyv1.PodDisruptionBudgetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
 	}
-	if u := l.Spec.Server.PodDisruptionBudget; u != nil {
+	if u := l.Spec.Workload.PodDisruptionBudget; u != nil {
 		spec.MinAvailable = copyIntOrString(u.MinAvailable)
 		spec.MaxUnavailable = copyIntOrString(u.MaxUnavailable)
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // ServerProbe configures how the controller reaches running llama-stack servers to read
@@ -18,7 +18,7 @@ type ServerProbe struct {
 	// Endpoint returns how to reach a CR's server: ServiceEndpoints when the controller
 	// runs in the cluster, ProxyEndpoints outside it. nil disables probing (HealthCheck is
 	// then not reported).
-	Endpoint func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint
+	Endpoint func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint
 	// Timeout of each request (default 5s).
 	Timeout time.Duration
 	// Interval between probes of a ready server (default 1 minute).
@@ -66,7 +66,7 @@ func (p *prober) enabled() bool { return p != nil && p.cfg.Endpoint != nil }
 // result returns the last probe of this CR (same UID), and whether it is due again: when
 // there is none or it is older than the interval. A due probe is started unless one is
 // already running.
-func (p *prober) result(ctx context.Context, key cache.ObjectName, l *v1alpha1.LlamaStackDistribution) (probeResult, bool) {
+func (p *prober) result(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution) (probeResult, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	res, ok := p.results[key]

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // fakeLlamaStack is a llama-stack server the test controls.
@@ -57,7 +57,7 @@ func newFakeLlamaStack(t *testing.T) *fakeLlamaStack {
 func (f *fixture) withProber(srv *fakeLlamaStack, timeout time.Duration) chan cache.ObjectName {
 	probed := make(chan cache.ObjectName, 10)
 	f.c.prober = newProber(ServerProbe{
-		Endpoint: func(*v1alpha1.LlamaStackDistribution) ServerEndpoint { return newHTTPEndpoint(srv.Client(), srv.URL) },
+		Endpoint: func(*v1alpha2.LlamaStackDistribution) ServerEndpoint { return newHTTPEndpoint(srv.Client(), srv.URL) },
 		Interval: time.Hour,
 		Timeout:  timeout,
 	}, func(key cache.ObjectName) { probed <- key })
@@ -80,30 +80,30 @@ func TestHealthCheckFromTheServer(t *testing.T) {
 	f.converge("app")
 
 	// Not ready: no probe, HealthCheck False as upstream.
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, v1alpha1.ReasonServerNotAvailable, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonServerNotAvailable, c.Reason)
 	assert.Zero(t, srv.requests.Load())
 
 	// Ready: the first sync starts a probe without waiting for it.
 	f.setDeploymentStatus("app", rolledOut)
 	f.sync("app")
-	c = cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	c = cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionUnknown, c.Status)
 	waitProbed(t, probed)
 
 	f.sync("app")
 	l := f.llsd("app")
-	c = cond(t, l, v1alpha1.ConditionHealthCheck)
+	c = cond(t, l, v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
-	assert.Equal(t, v1alpha1.ReasonHealthCheckPassed, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonHealthCheckPassed, c.Reason)
 	assert.Equal(t, "0.2.23", l.Status.Version.LlamaStackServerVersion)
 	require.Len(t, l.Status.DistributionConfig.Providers, 1)
 	p := l.Status.DistributionConfig.Providers[0]
 	assert.Equal(t, "ollama", p.ProviderID)
 	assert.Equal(t, "OK", p.Health.Status)
 	assert.Empty(t, p.Config.Raw, "provider config may hold secrets and is not copied")
-	assert.Equal(t, v1alpha1.PhaseReady, l.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, l.Status.Phase)
 
 	// Nothing changed: the result is reused, no request, no write.
 	before := srv.requests.Load()
@@ -122,9 +122,9 @@ func TestHealthCheckUnhealthyServer(t *testing.T) {
 	waitProbed(t, probed)
 	f.sync("app")
 	l := f.llsd("app")
-	c := cond(t, l, v1alpha1.ConditionHealthCheck)
+	c := cond(t, l, v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, v1alpha1.ReasonHealthCheckFailed, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonHealthCheckFailed, c.Reason)
 	assert.Contains(t, c.Message, "503")
 	assert.Nil(t, l.Status.DistributionConfig.Providers)
 }
@@ -145,7 +145,7 @@ func TestHealthCheckSlowServerDoesNotBlock(t *testing.T) {
 	waitProbed(t, probed)
 	assert.Equal(t, int64(1), srv.requests.Load(), "one probe in flight per CR")
 	f.sync("app")
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Contains(t, c.Message, "timed out")
 }
@@ -161,7 +161,7 @@ func healthyAndProbed(t *testing.T, srv *fakeLlamaStack) (*fixture, chan cache.O
 	f.sync("app")
 	waitProbed(t, probed)
 	f.converge("app")
-	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+	require.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck).Status)
 	return f, probed
 }
 
@@ -176,7 +176,7 @@ func TestHealthCheckSurvivesARestart(t *testing.T) {
 	assert.Empty(t, mutating(f.sync("app")), "the restart rewrote the status")
 	waitProbed(t, probed)
 	assert.Empty(t, mutating(f.sync("app")), "the same answer rewrote the status")
-	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Status)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck).Status)
 }
 
 // A healthy server whose /v1/providers does not answer keeps the providers last reported.
@@ -186,7 +186,7 @@ func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	l := f.llsd("app")
-	l.Status.DistributionConfig.Providers = []v1alpha1.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
+	l.Status.DistributionConfig.Providers = []v1alpha2.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
 	d := f.deployment("app")
 	svc := f.stored(kindService, "app-service").(*corev1.Service)
 	st := f.c.calculateStatus(l, observed{deployment: d, service: svc, probe: &probeResult{info: serverInfo{healthy: true}}}, metav1.Now())
@@ -204,17 +204,17 @@ func TestHealthCheckAfterAnOutageIsFresh(t *testing.T) {
 	// Outage: no replica available; the server comes back unhealthy.
 	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 })
 	f.converge("app")
-	assert.Equal(t, v1alpha1.ReasonServerNotAvailable, cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck).Reason)
+	assert.Equal(t, v1alpha2.ReasonServerNotAvailable, cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck).Reason)
 	srv.healthy.Store(false)
 	f.setDeploymentStatus("app", rolledOut)
 	f.sync("app")
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 	assert.NotEqual(t, metav1.ConditionTrue, c.Status, "the answer from before the outage was reused")
 	waitProbed(t, probed)
 	f.sync("app")
-	c = cond(t, f.llsd("app"), v1alpha1.ConditionHealthCheck)
+	c = cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, v1alpha1.ReasonHealthCheckFailed, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonHealthCheckFailed, c.Reason)
 }
 
 // A CR's delete clears everything kept for it: the prober's answers (also one still in
@@ -248,7 +248,7 @@ func TestDeletedCRLeavesNoState(t *testing.T) {
 				f.sync("app") // starts a probe that answers after the delete
 			}
 
-			require.NoError(t, f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Delete(f.ctx, "app", metav1.DeleteOptions{}))
+			require.NoError(t, f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Delete(f.ctx, "app", metav1.DeleteOptions{}))
 			gone := f.c.llsdLister.LlamaStackDistributions(testNamespace)
 			l, err := gone.Get("app")
 			require.NoError(t, err)

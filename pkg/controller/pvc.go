@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // newPVC builds the claim holding the server's data: storage.size or 10Gi, the storage
 // class if one is named (else the cluster default applies), and the access modes or
 // ReadWriteOnce.
-func newPVC(l *v1alpha1.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
+func newPVC(l *v1alpha2.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "PersistentVolumeClaim"},
 		ObjectMeta: childObjectMeta(l, pvcName(l)),
@@ -30,7 +30,7 @@ func newPVC(l *v1alpha1.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
 			},
 		},
 	}
-	if s := l.Spec.Server.Storage; s != nil && s.StorageClassName != nil {
+	if s := l.Spec.Workload.Storage; s != nil && s.StorageClassName != nil {
 		pvc.Spec.StorageClassName = ptr.To(*s.StorageClassName)
 	}
 	return pvc
@@ -38,8 +38,8 @@ func newPVC(l *v1alpha1.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
 
 // storageAccessModes are the claim's access modes: a copy of storage.accessModes, or
 // ReadWriteOnce.
-func storageAccessModes(l *v1alpha1.LlamaStackDistribution) []corev1.PersistentVolumeAccessMode {
-	if s := l.Spec.Server.Storage; s != nil && len(s.AccessModes) > 0 {
+func storageAccessModes(l *v1alpha2.LlamaStackDistribution) []corev1.PersistentVolumeAccessMode {
+	if s := l.Spec.Workload.Storage; s != nil && len(s.AccessModes) > 0 {
 		return slices.Clone(s.AccessModes)
 	}
 	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
@@ -47,14 +47,14 @@ func storageAccessModes(l *v1alpha1.LlamaStackDistribution) []corev1.PersistentV
 
 // sharedReadWriteOnce tells whether single-node storage is combined with more than one
 // pod: pods scheduled to another node cannot mount it.
-func sharedReadWriteOnce(l *v1alpha1.LlamaStackDistribution, pvc *corev1.PersistentVolumeClaim) bool {
+func sharedReadWriteOnce(l *v1alpha2.LlamaStackDistribution, pvc *corev1.PersistentVolumeClaim) bool {
 	modes := storageAccessModes(l)
 	if pvc != nil && len(pvc.Spec.AccessModes) > 0 {
 		modes = pvc.Spec.AccessModes
 	}
 	single := slices.Contains(modes, corev1.ReadWriteOnce) || slices.Contains(modes, corev1.ReadWriteOncePod)
 	return single && !slices.Contains(modes, corev1.ReadWriteMany) &&
-		(l.Spec.Replicas > 1 || l.Spec.Server.Autoscaling != nil)
+		(specReplicas(l) > 1 || l.Spec.Workload.Autoscaling != nil)
 }
 
 // storageSync is the StorageInSync condition found by ensurePVC.
@@ -68,8 +68,8 @@ type storageSync struct {
 // user's data). What cannot be applied is reported in the StorageInSync condition.
 // previous is the CR's current StorageInSync condition: an expansion the API server
 // refused is not tried again until the CR's spec changes.
-func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
-	ok := storageSync{inSync: true, reason: v1alpha1.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
+func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
+	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
 	state := ok
 	refused, existed := false, false
 	pvc, err := c.pvcs.ensureWith(ctx, c, l, ensureOptions[*corev1.PersistentVolumeClaim]{
@@ -85,7 +85,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 				return nil, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
 			state = fitPVC(l, desired, cur, owned.Spec != nil && owned.Spec.StorageClassName != nil)
-			if previous != nil && previous.Reason == v1alpha1.ReasonResizeRefused && previous.ObservedGeneration == l.Generation &&
+			if previous != nil && previous.Reason == v1alpha2.ReasonResizeRefused && previous.ObservedGeneration == l.Generation &&
 				!pvcRequestFits(desired, cur) {
 				// Refused for this very spec: not asked again until it changes.
 				refused = true
@@ -110,7 +110,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 			hint = " (a ResourceQuota)"
 		}
 		want := storageSize(l)
-		return pvc, storageSync{reason: v1alpha1.ReasonResizeRefused, message: fmt.Sprintf(
+		return pvc, storageSync{reason: v1alpha2.ReasonResizeRefused, message: fmt.Sprintf(
 			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", pvcName(l), want.String(), hint, why)}, nil
 	}
 	if err != nil {
@@ -122,14 +122,14 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha1.LlamaStackDistri
 // fitPVC makes desired applicable to the existing claim cur: its class and access modes
 // are immutable, so desired keeps cur's, and its size only grows. It returns the
 // StorageInSync state: what of the spec could not be applied.
-func fitPVC(l *v1alpha1.LlamaStackDistribution, desired, cur *corev1.PersistentVolumeClaim, ownClass bool) storageSync {
+func fitPVC(l *v1alpha2.LlamaStackDistribution, desired, cur *corev1.PersistentVolumeClaim, ownClass bool) storageSync {
 	name := cur.Name
-	state := storageSync{inSync: true, reason: v1alpha1.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
+	state := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
 	// Compared with the claim itself, not with what our manager owns: a claim made by
 	// another manager (the upstream operator) with the same class and modes is in sync.
 	if !slices.Equal(cur.Spec.AccessModes, desired.Spec.AccessModes) ||
 		desired.Spec.StorageClassName != nil && ptr.Deref(cur.Spec.StorageClassName, "") != *desired.Spec.StorageClassName {
-		state = storageSync{reason: v1alpha1.ReasonStorageFieldImmutable, message: fmt.Sprintf(
+		state = storageSync{reason: v1alpha2.ReasonStorageFieldImmutable, message: fmt.Sprintf(
 			"storageClassName and accessModes cannot change once the claim exists; PersistentVolumeClaim %s keeps class %q and access modes %v (delete it to make a new one, which loses its data)",
 			name, ptr.Deref(cur.Spec.StorageClassName, ""), cur.Spec.AccessModes)}
 	}
@@ -148,7 +148,7 @@ func fitPVC(l *v1alpha1.LlamaStackDistribution, desired, cur *corev1.PersistentV
 	want := storageSize(l)
 	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
 	if want.Cmp(have) < 0 {
-		state = storageSync{reason: v1alpha1.ReasonShrinkRefused, message: fmt.Sprintf(
+		state = storageSync{reason: v1alpha2.ReasonShrinkRefused, message: fmt.Sprintf(
 			"storage.size %s is smaller than PersistentVolumeClaim %s (%s): a claim cannot shrink, so it keeps %s",
 			want.String(), name, have.String(), have.String())}
 		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
@@ -171,15 +171,15 @@ func resizeState(pvc *corev1.PersistentVolumeClaim, state storageSync) storageSy
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	capacity, known := pvc.Status.Capacity[corev1.ResourceStorage]
 	if known && pvc.Status.Phase == corev1.ClaimBound && capacity.Cmp(requested) < 0 {
-		return storageSync{reason: v1alpha1.ReasonResizing, message: fmt.Sprintf(
+		return storageSync{reason: v1alpha2.ReasonResizing, message: fmt.Sprintf(
 			"PersistentVolumeClaim %s is being expanded to %s (now %s)", pvc.Name, requested.String(), capacity.String())}
 	}
 	return state
 }
 
 // storageSize is the requested size of the claim: a copy of storage.size, or 10Gi.
-func storageSize(l *v1alpha1.LlamaStackDistribution) resource.Quantity {
-	if s := l.Spec.Server.Storage; s != nil && s.Size != nil {
+func storageSize(l *v1alpha2.LlamaStackDistribution) resource.Quantity {
+	if s := l.Spec.Workload.Storage; s != nil && s.Size != nil {
 		return s.Size.DeepCopy()
 	}
 	return resource.MustParse(defaultStorageSize)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 func withStorage(size string, mods ...func(*v1alpha1.StorageSpec)) func(*v1alpha1.LlamaStackDistribution) {
@@ -43,7 +44,7 @@ func TestStorageClassAndAccessModes(t *testing.T) {
 	p := f.pvc("app-pvc")
 	assert.Equal(t, ptr.To("fast"), p.Spec.StorageClassName)
 	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, p.Spec.AccessModes)
-	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionStorageInSync).Status)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionStorageInSync).Status)
 
 	// Class and modes are immutable: a change is reported, not applied, and nothing loops.
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
@@ -51,12 +52,12 @@ func TestStorageClassAndAccessModes(t *testing.T) {
 	})
 	f.converge("app")
 	assert.Equal(t, ptr.To("fast"), f.pvc("app-pvc").Spec.StorageClassName)
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageInSync)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageInSync)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
-	assert.Equal(t, v1alpha1.ReasonStorageFieldImmutable, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonStorageFieldImmutable, c.Reason)
 	assert.Contains(t, c.Message, `class "fast"`)
 	assert.True(t, hasEvent(f.events(), "Warning StorageFieldImmutable"))
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase, "the server keeps running")
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase, "the server keeps running")
 }
 
 func TestStorageShrinkRefused(t *testing.T) {
@@ -68,8 +69,8 @@ func TestStorageShrinkRefused(t *testing.T) {
 	f.converge("app")
 	size := f.pvc("app-pvc").Spec.Resources.Requests[corev1.ResourceStorage]
 	assert.Equal(t, "20Gi", size.String())
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageInSync)
-	assert.Equal(t, v1alpha1.ReasonShrinkRefused, c.Reason)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageInSync)
+	assert.Equal(t, v1alpha2.ReasonShrinkRefused, c.Reason)
 	assert.Contains(t, c.Message, "10Gi")
 	assert.Contains(t, c.Message, "20Gi")
 
@@ -78,7 +79,7 @@ func TestStorageShrinkRefused(t *testing.T) {
 		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("20Gi"))
 	})
 	f.converge("app")
-	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionStorageInSync).Status)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionStorageInSync).Status)
 }
 
 // An expansion the API server refuses (a StorageClass without allowVolumeExpansion) is
@@ -94,8 +95,8 @@ func TestStorageExpansionRefused(t *testing.T) {
 		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("30Gi"))
 	})
 	f.sync("app")
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageInSync)
-	assert.Equal(t, v1alpha1.ReasonResizeRefused, c.Reason)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageInSync)
+	assert.Equal(t, v1alpha2.ReasonResizeRefused, c.Reason)
 	assert.Contains(t, c.Message, "30Gi")
 	assert.Contains(t, c.Message, "must support resize")
 	assert.Empty(t, writesTo(f.sync("app"), "persistentvolumeclaims", "app-pvc"), "a refused expansion is not retried")
@@ -105,20 +106,20 @@ func TestStorageExpansionRefused(t *testing.T) {
 func TestReadWriteOnceSharedWarning(t *testing.T) {
 	f := newFixture(t, newLLSD("app", withStorage("10Gi"), func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 2 }))
 	f.converge("app")
-	c := cond(t, f.llsd("app"), v1alpha1.ConditionStorageAccessWarning)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageAccessWarning)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
-	assert.Equal(t, v1alpha1.ReasonReadWriteOnceShared, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonReadWriteOnceShared, c.Reason)
 	assert.True(t, hasEvent(f.events(), "Warning ReadWriteOnceShared"))
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 1 })
 	f.converge("app")
-	assert.Nil(t, findCondition(f.llsd("app"), v1alpha1.ConditionStorageAccessWarning))
+	assert.Nil(t, findCondition(f.llsd("app"), v1alpha2.ConditionStorageAccessWarning))
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 3}
 	})
 	f.converge("app")
-	assert.NotNil(t, findCondition(f.llsd("app"), v1alpha1.ConditionStorageAccessWarning))
+	assert.NotNil(t, findCondition(f.llsd("app"), v1alpha2.ConditionStorageAccessWarning))
 }
 
 // A claim that cannot be created (a quota, say) is an error retried with backoff, not an
@@ -133,6 +134,6 @@ func TestPVCCreateRefusedIsRetried(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	l := f.llsd("app")
-	assert.Nil(t, findCondition(l, v1alpha1.ConditionStorageInSync), "no ResizeRefused for a claim never made")
+	assert.Nil(t, findCondition(l, v1alpha2.ConditionStorageInSync), "no ResizeRefused for a claim never made")
 	assert.Nil(t, f.stored(kindDeployment, "app"), "no Deployment without its claim")
 }

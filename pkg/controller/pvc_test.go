@@ -40,7 +40,7 @@ func TestNewPVC(t *testing.T) {
 			l := childTestCR(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = tc.storage })
 			before := l.DeepCopy()
 
-			got := newPVC(l)
+			got := newPVC(hub(l))
 
 			// Exactly: the size, ReadWriteOnce, no class, mode, selector or limits.
 			want := &corev1.PersistentVolumeClaim{

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 )
 
@@ -128,7 +129,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return configMap(testOperatorNamespace, OperatorConfigMapName,
 			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\n", enabled)}, nil)
 	}
-	client := fake.NewClientset(full, broken)
+	client := fake.NewClientset(hub(full), hub(broken))
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
@@ -157,28 +158,28 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		"user config copy":        {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-user-config"},
 		"CA bundle":               {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-ca-bundle"},
 	}
-	llsdGVR := v1alpha1.SchemeGroupVersion.WithResource("llamastackdistributions")
+	llsdGVR := v1alpha2.SchemeGroupVersion.WithResource("llamastackdistributions")
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true,
 			func(context.Context) (bool, error) { return cond(), nil }), what)
 	}
-	cr := func(name string) *v1alpha1.LlamaStackDistribution {
+	cr := func(name string) *v1alpha2.LlamaStackDistribution {
 		obj, err := client.Tracker().Get(llsdGVR, ns, name)
 		require.NoError(t, err)
-		return obj.(*v1alpha1.LlamaStackDistribution).DeepCopy()
+		return obj.(*v1alpha2.LlamaStackDistribution).DeepCopy()
 	}
-	phase := func(name string) v1alpha1.Phase { return cr(name).Status.Phase }
+	phase := func(name string) v1alpha2.Phase { return cr(name).Status.Phase }
 	for what, o := range optional {
 		waitFor(what+" is created", func() bool { return exists(o.gvr, o.name) })
 	}
 	waitFor("the PVC is created", func() bool {
 		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
 	})
-	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha1.PhaseFailed })
+	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed })
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
-		c.recorder.Event(broken, corev1.EventTypeWarning, "Repeated", "the same event twice")
+		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")
 	}
 
 	// Every optional child and managed ConfigMap goes away.
@@ -189,8 +190,9 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		if l.Generation == 2 {
 			return
 		}
-		l.Spec = newLLSD("full").Spec
-		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Spec = hub(newLLSD("full", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		})).Spec
 		l.Generation, l.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano()) // the fake tracker bumps neither
 		require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -42,7 +43,7 @@ func TestRun(t *testing.T) {
 	})
 	// The CR exists before the informers start: the generated fake cannot create custom
 	// resources through its field-managed tracker (there is no OpenAPI schema for them).
-	client := fake.NewClientset(l)
+	client := fake.NewClientset(hub(l))
 	kubeclient := k8sfake.NewClientset(configMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 1"}, nil))
 	c, done := runController(ctx, t, client, kubeclient, record.NewFakeRecorder(1000))
 
@@ -64,8 +65,8 @@ func TestRun(t *testing.T) {
 	_, err := kubeclient.CoreV1().Services(testNamespace).Get(ctx, "demo-service", metav1.GetOptions{})
 	require.NoError(t, err)
 	waitFor("the status is written", func() bool {
-		got, err := client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
-		return err == nil && got.Status.ObservedGeneration == 1 && got.Status.Phase == v1alpha1.PhaseInitializing
+		got, err := client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Get(ctx, "demo", metav1.GetOptions{})
+		return err == nil && got.Status.ObservedGeneration == 1 && got.Status.Phase == v1alpha2.PhaseInitializing
 	})
 
 	cm := configMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 2"}, nil)
@@ -195,7 +196,7 @@ func TestRunOnOpenShift(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	client := fake.NewClientset(newLLSD("demo"))
+	client := fake.NewClientset(hub(newLLSD("demo")))
 	kubeclient := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
 		cfg.OpenShift = true

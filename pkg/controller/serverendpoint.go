@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // ServerEndpoint reaches one CR's llama-stack server.
@@ -33,8 +33,8 @@ type ServerEndpoint interface {
 // ServiceEndpoints returns an Endpoint function that reaches each server at its
 // Service's DNS name, without the cluster domain (so clusters with another domain than
 // cluster.local work), with client: for a controller running in the cluster.
-func ServiceEndpoints(client *http.Client) func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
-	return func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
+func ServiceEndpoints(client *http.Client) func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
+	return func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
 		return newHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
 	}
 }
@@ -81,7 +81,7 @@ func (e *httpEndpoint) Get(ctx context.Context, path string) (int, []byte, error
 // rest_client_requests_total, and wait on limiter: pass the Kubernetes client's
 // (RESTClient().GetRateLimiter()) so that probes share its QPS budget. The client reads
 // at most maxServerBody+1 bytes of each response.
-func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint, error) {
+func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint, error) {
 	cfg = rest.CopyConfig(cfg)
 	if limiter != nil {
 		cfg.RateLimiter = probeLimiter{limiter}
@@ -92,7 +92,7 @@ func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *
 		return nil, err
 	}
 	client := core.RESTClient()
-	return func(l *v1alpha1.LlamaStackDistribution) ServerEndpoint {
+	return func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
 		return &proxyEndpoint{client: client, namespace: l.Namespace, service: serviceName(l), port: port(l)}
 	}, nil
 }

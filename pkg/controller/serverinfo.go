@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const (
@@ -50,7 +50,7 @@ type serverInfo struct {
 	healthy   bool
 	healthMsg string                  // why not healthy (or "Health check passed")
 	version   string                  // /v1/version .version; "" if unknown
-	providers []v1alpha1.ProviderInfo // /v1/providers .data[], Config left EMPTY (it may hold secrets)
+	providers []v1alpha2.ProviderInfo // /v1/providers .data[], Config left EMPTY (it may hold secrets)
 	// providersKnown is false when /v1/providers did not answer usefully: the last list
 	// reported is then kept rather than cleared.
 	providersKnown bool
@@ -133,7 +133,7 @@ type serverProvider struct {
 
 // providers calls /v1/providers; nil and false on any error. The result is sorted by
 // (API, ProviderID, ProviderType).
-func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1alpha1.ProviderInfo, bool) {
+func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1alpha2.ProviderInfo, bool) {
 	code, body, err := s.get(ctx, ep, serverProvidersPath)
 	if err != nil || code != http.StatusOK {
 		return nil, false
@@ -144,20 +144,20 @@ func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1al
 	if json.Unmarshal(body, &reply) != nil || reply.Data == nil {
 		return nil, false
 	}
-	out := make([]v1alpha1.ProviderInfo, 0, len(*reply.Data))
+	out := make([]v1alpha2.ProviderInfo, 0, len(*reply.Data))
 	for _, p := range *reply.Data {
-		info := v1alpha1.ProviderInfo{API: p.API, ProviderID: p.ProviderID, ProviderType: p.ProviderType}
+		info := v1alpha2.ProviderInfo{API: p.API, ProviderID: p.ProviderID, ProviderType: p.ProviderType}
 		if p.Health == nil || strings.TrimSpace(p.Health.Status) == "" {
-			info.Health = v1alpha1.ProviderHealthStatus{Status: providerNotImplemented, Message: providerNoHealthMessage}
+			info.Health = v1alpha2.ProviderHealthStatus{Status: providerNotImplemented, Message: providerNoHealthMessage}
 		} else {
-			info.Health = v1alpha1.ProviderHealthStatus{
+			info.Health = v1alpha2.ProviderHealthStatus{
 				Status:  p.Health.Status,
 				Message: truncate(p.Health.Message, maxProviderMessage, ellipsis),
 			}
 		}
 		out = append(out, info)
 	}
-	slices.SortStableFunc(out, func(a, b v1alpha1.ProviderInfo) int {
+	slices.SortStableFunc(out, func(a, b v1alpha2.ProviderInfo) int {
 		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.ProviderID, b.ProviderID),
 			cmp.Compare(a.ProviderType, b.ProviderType))
 	})

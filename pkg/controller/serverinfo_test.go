@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const (
@@ -95,7 +95,7 @@ func (f *fakeServer) acceptHeader(path string) string {
 const proxyPrefix = "/api/v1/namespaces/ns/services/demo-service:8321/proxy"
 
 // proxiedLLSD is the CR whose server the fake API server proxies.
-var proxiedLLSD = &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+var proxiedLLSD = &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
 
 // probeModes are the two ways of reaching a server: each serves h and returns an
 // endpoint for it.
@@ -145,19 +145,19 @@ func (f *fakeServer) reset() {
 	f.accept = map[string]string{}
 }
 
-func wantProviders() []v1alpha1.ProviderInfo {
-	return []v1alpha1.ProviderInfo{
+func wantProviders() []v1alpha2.ProviderInfo {
+	return []v1alpha2.ProviderInfo{
 		{
 			API: "agents", ProviderID: "meta-reference", ProviderType: "inline::meta-reference",
-			Health: v1alpha1.ProviderHealthStatus{Status: providerNotImplemented, Message: providerNoHealthMessage},
+			Health: v1alpha2.ProviderHealthStatus{Status: providerNotImplemented, Message: providerNoHealthMessage},
 		},
 		{
 			API: "inference", ProviderID: "ollama", ProviderType: "remote::ollama",
-			Health: v1alpha1.ProviderHealthStatus{Status: "Error", Message: ""},
+			Health: v1alpha2.ProviderHealthStatus{Status: "Error", Message: ""},
 		},
 		{
 			API: "inference", ProviderID: "vllm", ProviderType: "remote::vllm",
-			Health: v1alpha1.ProviderHealthStatus{Status: "OK", Message: "reachable"},
+			Health: v1alpha2.ProviderHealthStatus{Status: "OK", Message: "reachable"},
 		},
 	}
 }
@@ -391,7 +391,7 @@ func TestProbeBestEffortDetails(t *testing.T) {
 		name          string
 		overrides     map[string]http.HandlerFunc
 		wantVersion   string
-		wantProviders []v1alpha1.ProviderInfo
+		wantProviders []v1alpha2.ProviderInfo
 	}{
 		{
 			name:          "version 404",
@@ -452,7 +452,7 @@ func TestProbeBestEffortDetails(t *testing.T) {
 			name:          "providers empty list",
 			overrides:     map[string]http.HandlerFunc{"/v1/providers": reply(http.StatusOK, `{"data":[]}`)},
 			wantVersion:   "0.2.23",
-			wantProviders: []v1alpha1.ProviderInfo{},
+			wantProviders: []v1alpha2.ProviderInfo{},
 		},
 		{
 			name: "provider health null or without status",
@@ -460,10 +460,10 @@ func TestProbeBestEffortDetails(t *testing.T) {
 				{"api":"b","provider_id":"x","provider_type":"t","health":null},
 				{"api":"a","provider_id":"y","provider_type":"t","health":{"message":"m"}}]}`)},
 			wantVersion: "0.2.23",
-			wantProviders: []v1alpha1.ProviderInfo{
-				{API: "a", ProviderID: "y", ProviderType: "t", Health: v1alpha1.ProviderHealthStatus{
+			wantProviders: []v1alpha2.ProviderInfo{
+				{API: "a", ProviderID: "y", ProviderType: "t", Health: v1alpha2.ProviderHealthStatus{
 					Status: providerNotImplemented, Message: providerNoHealthMessage}},
-				{API: "b", ProviderID: "x", ProviderType: "t", Health: v1alpha1.ProviderHealthStatus{
+				{API: "b", ProviderID: "x", ProviderType: "t", Health: v1alpha2.ProviderHealthStatus{
 					Status: providerNotImplemented, Message: providerNoHealthMessage}},
 			},
 		},

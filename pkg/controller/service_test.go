@@ -38,7 +38,7 @@ func TestNewService(t *testing.T) {
 			l := childTestCR(tc.mod)
 			before := l.DeepCopy()
 
-			got := newService(l)
+			got := newService(hub(l))
 
 			want := &corev1.Service{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -81,7 +81,7 @@ func TestServiceURL(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, serviceURL(childTestCR(tc.mod)))
+			assert.Equal(t, tc.want, serviceURL(hub(childTestCR(tc.mod))))
 		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // observed is what a sync found or made: the inputs of calculateStatus.
@@ -39,7 +39,7 @@ type observed struct {
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
 // used only for times that change (a condition flipping, the operator version changing).
-func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs observed, now metav1.Time) v1alpha1.LlamaStackDistributionStatus {
+func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs observed, now metav1.Time) v1alpha2.LlamaStackDistributionStatus {
 	st := *l.Status.DeepCopy()
 	st.ObservedGeneration = l.Generation
 
@@ -63,57 +63,57 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	}
 
 	if l.DeletionTimestamp != nil {
-		st.Phase = v1alpha1.PhaseTerminating
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTerminating, "LlamaStackDistribution is being deleted")
+		st.Phase = v1alpha2.PhaseTerminating
+		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonTerminating, "LlamaStackDistribution is being deleted")
 		return st
 	}
 
 	// Deployment.
 	deploymentIsReady := false
 	if len(obs.problems) > 0 {
-		set(v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+		set(v1alpha2.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	} else {
 		ready, reason, message := deploymentReady(l, obs.deployment)
 		status := metav1.ConditionFalse
 		if ready {
 			deploymentIsReady, status = true, metav1.ConditionTrue
 		}
-		set(v1alpha1.ConditionDeploymentReady, status, reason, message)
+		set(v1alpha2.ConditionDeploymentReady, status, reason, message)
 	}
 	if obs.deployment == nil {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionProgressing)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionProgressing)
 	} else {
 		status, reason, message := rolloutProgress(obs.deployment)
-		set(v1alpha1.ConditionProgressing, status, reason, message)
+		set(v1alpha2.ConditionProgressing, status, reason, message)
 	}
 
 	// The server's own answer, asked while at least one replica serves.
-	previous := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHealthCheck)
+	previous := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionHealthCheck)
 	switch {
 	case c.prober == nil:
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionHealthCheck)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionHealthCheck)
 	case scaledToZero(l) && !serving(obs.deployment):
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonScaledToZero, "Scaled to zero: no server runs to ask")
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha2.ReasonScaledToZero, "Scaled to zero: no server runs to ask")
 		st.DistributionConfig.Providers = nil
 	case !serving(obs.deployment):
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonServerNotAvailable, "No replica of the server is available")
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available")
 		st.DistributionConfig.Providers = nil
 	case obs.service == nil:
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending,
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
 			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", serviceName(l)))
 		st.DistributionConfig.Providers = nil
-	case obs.probe == nil && previous != nil && previous.Reason != v1alpha1.ReasonServerNotAvailable &&
-		previous.Reason != v1alpha1.ReasonHealthCheckPending:
+	case obs.probe == nil && previous != nil && previous.Reason != v1alpha2.ReasonServerNotAvailable &&
+		previous.Reason != v1alpha2.ReasonHealthCheckPending:
 		// No answer yet in this process (a restart): keep the last one reported.
 	case obs.probe == nil:
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha1.ReasonHealthCheckPending, "Waiting for the server's first health check")
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, "Waiting for the server's first health check")
 	case obs.probe.info.healthy:
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed, "Health check passed")
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed")
 		if obs.probe.info.providersKnown {
 			st.DistributionConfig.Providers = obs.probe.info.providers
 		}
 	default:
-		set(v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, obs.probe.info.healthMsg)
+		set(v1alpha2.ConditionHealthCheck, metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.probe.info.healthMsg)
 		st.DistributionConfig.Providers = nil
 	}
 	st.AvailableReplicas, st.Replicas = 0, 0
@@ -125,41 +125,41 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 
 	// Service.
 	if obs.service != nil {
-		set(v1alpha1.ConditionServiceReady, metav1.ConditionTrue, v1alpha1.ReasonServiceReady, "Service is ready")
+		set(v1alpha2.ConditionServiceReady, metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready")
 		st.ServiceURL = serviceURL(l)
 	} else {
-		set(v1alpha1.ConditionServiceReady, metav1.ConditionFalse, v1alpha1.ReasonServiceFailed,
+		set(v1alpha2.ConditionServiceReady, metav1.ConditionFalse, v1alpha2.ReasonServiceFailed,
 			fmt.Sprintf("Service %s is not created yet", serviceName(l)))
 	}
 
 	// Storage.
 	storageReady := true
-	if l.Spec.Server.Storage == nil {
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageReady)
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageInSync)
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageAccessWarning)
+	if l.Spec.Workload.Storage == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageReady)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageInSync)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageAccessWarning)
 	} else {
 		if s := obs.storage; s != nil {
 			status := metav1.ConditionFalse
 			if s.inSync {
 				status = metav1.ConditionTrue
 			}
-			set(v1alpha1.ConditionStorageInSync, status, s.reason, s.message)
+			set(v1alpha2.ConditionStorageInSync, status, s.reason, s.message)
 		}
 		if sharedReadWriteOnce(l, obs.pvc) {
-			set(v1alpha1.ConditionStorageAccessWarning, metav1.ConditionTrue, v1alpha1.ReasonReadWriteOnceShared,
+			set(v1alpha2.ConditionStorageAccessWarning, metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
 				"ReadWriteOnce storage with more than one replica or autoscaling: pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica")
 		} else {
-			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageAccessWarning)
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageAccessWarning)
 		}
 		switch p := obs.pvc; {
 		case p == nil:
 			storageReady = false
-			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed,
+			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed,
 				fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
 		case p.DeletionTimestamp != nil:
 			storageReady = false
-			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed, fmt.Sprintf(
+			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf(
 				"PersistentVolumeClaim %s is being deleted: it goes once no pod mounts it, then a new one is made", p.Name))
 		case p.Status.Phase != corev1.ClaimBound:
 			storageReady = false
@@ -167,18 +167,18 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 			if phase == "" {
 				phase = string(corev1.ClaimPending)
 			}
-			set(v1alpha1.ConditionStorageReady, metav1.ConditionFalse, v1alpha1.ReasonStorageFailed, "PVC is not bound: "+phase)
+			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, "PVC is not bound: "+phase)
 		default:
-			set(v1alpha1.ConditionStorageReady, metav1.ConditionTrue, v1alpha1.ReasonStorageReady, "Storage is ready")
+			set(v1alpha2.ConditionStorageReady, metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready")
 		}
 	}
 
 	// Mounts nested in another volume's directory.
 	if obs.mountsChecked {
 		if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
-			set(v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha1.ReasonNestedMountPaths, msg)
+			set(v1alpha2.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, msg)
 		} else {
-			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionVolumeMountWarning)
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionVolumeMountWarning)
 		}
 	}
 
@@ -195,25 +195,25 @@ func (c *Controller) calculateStatus(l *v1alpha1.LlamaStackDistribution, obs obs
 	// Aggregate.
 	switch {
 	case len(obs.problems) > 0:
-		st.Phase = v1alpha1.PhaseFailed
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+		st.Phase = v1alpha2.PhaseFailed
+		set(v1alpha2.ConditionReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	case obs.deployment == nil:
-		st.Phase = v1alpha1.PhasePending
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, "Deployment is pending")
+		st.Phase = v1alpha2.PhasePending
+		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending")
 	case deploymentIsReady && obs.service != nil && storageReady && scaledToZero(l):
-		st.Phase = v1alpha1.PhaseReady
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScaledToZero, scaledToZeroMessage)
+		st.Phase = v1alpha2.PhaseReady
+		set(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage)
 	case deploymentIsReady && obs.service != nil && storageReady:
-		st.Phase = v1alpha1.PhaseReady
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, "LlamaStackDistribution is ready")
+		st.Phase = v1alpha2.PhaseReady
+		set(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready")
 	case deploymentStuck(st.Conditions) != nil:
 		// The Deployment says why it is not coming up: that is the answer.
 		stuck := deploymentStuck(st.Conditions)
-		st.Phase = v1alpha1.PhaseFailed
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, stuck.Reason, stuck.Message)
+		st.Phase = v1alpha2.PhaseFailed
+		set(v1alpha2.ConditionReady, metav1.ConditionFalse, stuck.Reason, stuck.Message)
 	default:
-		st.Phase = v1alpha1.PhaseInitializing
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotReady, firstFalseMessage(st.Conditions))
+		st.Phase = v1alpha2.PhaseInitializing
+		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonNotReady, firstFalseMessage(st.Conditions))
 	}
 	return st
 }
@@ -225,26 +225,26 @@ func serving(d *appsv1.Deployment) bool {
 
 // deploymentReady tells whether the server is available at the desired count: as many
 // replicas available as the Deployment asks for (its own spec.replicas, whoever set it),
-// but never more than the CR asks for (spec.replicas, or the HPA's lower bound while
+// but never more than the CR asks for (workload.replicas, or the HPA's lower bound while
 // autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
 // keeps the replicas available leaves it ready (see rolloutProgress); with the reason
 // and message of DeploymentReady.
-func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (bool, string, string) {
+func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) (bool, string, string) {
 	if d == nil {
-		return false, v1alpha1.ReasonDeploymentPending, "Deployment is pending"
+		return false, v1alpha2.ReasonDeploymentPending, "Deployment is pending"
 	}
 	if scaledToZero(l) {
-		return true, v1alpha1.ReasonScaledToZero, "Deployment is scaled to zero"
+		return true, v1alpha2.ReasonScaledToZero, "Deployment is scaled to zero"
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
-	if l.Spec.Server.Autoscaling != nil {
+	if l.Spec.Workload.Autoscaling != nil {
 		want = min(want, hpaMinReplicas(l))
 	} else {
-		want = min(want, l.Spec.Replicas)
+		want = min(want, specReplicas(l))
 	}
 	have := d.Status.AvailableReplicas
 	if have >= want {
-		return true, v1alpha1.ReasonDeploymentReady, "Deployment is ready"
+		return true, v1alpha2.ReasonDeploymentReady, "Deployment is ready"
 	}
 	// What the Deployment already says of its current spec is the cause: pods it cannot
 	// create first (a rollout that ran out of time is often the consequence). The
@@ -252,13 +252,13 @@ func deploymentReady(l *v1alpha1.LlamaStackDistribution, d *appsv1.Deployment) (
 	// cause (one Warning Event per cause, not one per pod that starts).
 	if d.Status.ObservedGeneration >= d.Generation {
 		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
-			return false, v1alpha1.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
+			return false, v1alpha2.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
 		}
-		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
-			return false, v1alpha1.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
+		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+			return false, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
 		}
 	}
-	return false, v1alpha1.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+	return false, v1alpha2.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
 }
 
 // deploymentCondition returns the Deployment's condition of that type, or nil.
@@ -271,11 +271,11 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 	return nil
 }
 
-// scaledToZero tells whether the CR asks for no server: spec.replicas 0 without
+// scaledToZero tells whether the CR asks for no server: workload.replicas 0 without
 // autoscaling. It is Ready once the Deployment exists (and the Service, and storage if
 // asked): there is nothing to wait for, and no server to probe.
-func scaledToZero(l *v1alpha1.LlamaStackDistribution) bool {
-	return l.Spec.Server.Autoscaling == nil && l.Spec.Replicas == 0
+func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {
+	return l.Spec.Workload.Autoscaling == nil && specReplicas(l) == 0
 }
 
 const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"
@@ -283,9 +283,9 @@ const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.repl
 // deploymentStuck returns DeploymentReady when it says the Deployment cannot come up
 // without a change (it cannot create pods, or its rollout ran out of time); else nil.
 func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
-	c := meta.FindStatusCondition(conds, v1alpha1.ConditionDeploymentReady)
+	c := meta.FindStatusCondition(conds, v1alpha2.ConditionDeploymentReady)
 	if c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == v1alpha1.ReasonReplicaFailure || c.Reason == v1alpha1.ReasonProgressDeadlineExceeded) {
+		(c.Reason == v1alpha2.ReasonReplicaFailure || c.Reason == v1alpha2.ReasonProgressDeadlineExceeded) {
 		return c
 	}
 	return nil
@@ -296,11 +296,11 @@ func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
 func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, string) {
 	if d.Status.ObservedGeneration < d.Generation {
 		// A new spec: whatever the status says is about the one before.
-		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, "Deployment rollout is starting"
+		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"
 	}
 	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
-			return metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+			return metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
 		}
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
@@ -313,9 +313,9 @@ func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, stri
 				msg += fmt.Sprintf("; it cannot create pods (%s): %s", c.Reason, c.Message)
 			}
 		}
-		return metav1.ConditionTrue, v1alpha1.ReasonRollingOut, msg
+		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, msg
 	}
-	return metav1.ConditionTrue, v1alpha1.ReasonRolloutComplete, "Deployment has rolled out"
+	return metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"
 }
 
 // maxConditionMessage is the longest condition message the API accepts, in bytes.
@@ -331,7 +331,7 @@ func problemsMessage(problems []userError) string {
 
 // firstFalseMessage returns the message of the first component condition that is not True.
 func firstFalseMessage(conds []metav1.Condition) string {
-	for _, t := range []string{v1alpha1.ConditionDeploymentReady, v1alpha1.ConditionServiceReady, v1alpha1.ConditionStorageReady} {
+	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionServiceReady, v1alpha2.ConditionStorageReady} {
 		if cond := meta.FindStatusCondition(conds, t); cond != nil && cond.Status != metav1.ConditionTrue {
 			return cond.Message
 		}
@@ -342,20 +342,20 @@ func firstFalseMessage(conds []metav1.Condition) string {
 // updateStatus writes the status when it differs from the CR's, then records the Events
 // of a phase change and of each new problem: only once the write succeeded, so a
 // conflict and its retry cannot record them twice.
-func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDistribution, st v1alpha1.LlamaStackDistributionStatus, problems []userError) error {
+func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDistribution, st v1alpha2.LlamaStackDistributionStatus, problems []userError) error {
 	if equality.Semantic.DeepEqual(l.Status, st) {
 		return nil
 	}
 	updated := l.DeepCopy()
 	updated.Status = st
-	_, err := c.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := c.client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updated status", "phase", st.Phase)
 
-	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
+	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionDeploymentReady)
 	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
 		// One line per transition, at the default verbosity, for whoever reads the logs.
 		logger.Info("LlamaStackDistribution cannot converge until its spec or environment changes",
@@ -371,10 +371,10 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 		condType string
 		bad      func(*metav1.Condition) bool
 	}{
-		{v1alpha1.ConditionStorageInSync, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
-		{v1alpha1.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
-		{v1alpha1.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
-		{v1alpha1.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
+		{v1alpha2.ConditionStorageInSync, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
+		{v1alpha2.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha2.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha2.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
 	} {
 		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)
 		if now != nil && w.bad(now) && (was == nil || !w.bad(was) || was.Message != now.Message) {
@@ -384,12 +384,12 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 			logger.Info("LlamaStackDistribution's warning is resolved", "condition", w.condType, "was", was.Reason)
 		}
 	}
-	if st.Phase != l.Status.Phase && st.Phase == v1alpha1.PhaseReady {
+	if st.Phase != l.Status.Phase && st.Phase == v1alpha2.PhaseReady {
 		msg := "LlamaStackDistribution is ready"
-		if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
+		if ready := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionReady); ready != nil {
 			msg = ready.Message
 		}
-		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha1.ReasonReady, msg)
+		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha2.ReasonReady, msg)
 	}
 	return nil
 }
@@ -397,9 +397,9 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha1.LlamaStackDis
 // isProblemReason tells whether reason is one of a user error (userError.reason).
 func isProblemReason(reason string) bool {
 	switch reason {
-	case v1alpha1.ReasonDistributionNotSupported, v1alpha1.ReasonConfigMapNotFound, v1alpha1.ReasonConfigMapKeyMissing,
-		v1alpha1.ReasonConfigMapNotAllowed, v1alpha1.ReasonCABundleInvalid, v1alpha1.ReasonResourceNotOwned,
-		v1alpha1.ReasonResourceInvalid, v1alpha1.ReasonDeploymentFailed:
+	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
+		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonResourceNotOwned,
+		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed:
 		return true
 	}
 	return false

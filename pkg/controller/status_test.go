@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // setDeploymentStatus writes the stored Deployment's status as the Deployment controller
@@ -69,25 +70,25 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase, "a Deployment without available pods")
-	assert.Equal(t, v1alpha1.ReasonDeploymentScaling, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
-	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionServiceReady).Status)
-	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase, "a Deployment without available pods")
+	assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha2.ConditionServiceReady).Status)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha2.ConditionReady).Status)
 	assert.Zero(t, got.Status.AvailableReplicas)
 	f.events()
 
-	assert.Equal(t, v1alpha1.ReasonRollingOut, cond(t, got, v1alpha1.ConditionProgressing).Reason)
+	assert.Equal(t, v1alpha2.ReasonRollingOut, cond(t, got, v1alpha2.ConditionProgressing).Reason)
 
 	f.setDeploymentStatus("app", rolledOut)
 	actions := f.sync("app")
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
 	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
 	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
-	for _, ct := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDeploymentReady, v1alpha1.ConditionServiceReady} {
+	for _, ct := range []string{v1alpha2.ConditionReady, v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionServiceReady} {
 		assert.Equal(t, metav1.ConditionTrue, cond(t, got, ct).Status, ct)
 	}
-	assert.Nil(t, findCondition(got, v1alpha1.ConditionStorageReady), "no StorageReady without storage")
+	assert.Nil(t, findCondition(got, v1alpha2.ConditionStorageReady), "no StorageReady without storage")
 	assert.Equal(t, 1, countEvents(f.events(), "Normal Ready"))
 	require.Empty(t, describe(f.sync("app")), "status written only when it changed")
 
@@ -95,9 +96,9 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 0 })
 	f.sync("app")
 	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase)
 	assert.Zero(t, got.Status.AvailableReplicas)
-	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha2.ConditionReady).Status)
 }
 
 // A spec change rolls the pods while the old ones keep serving: Ready and
@@ -109,19 +110,19 @@ func TestRolloutKeepsReady(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	before := f.llsd("app")
-	readySince := cond(t, before, v1alpha1.ConditionReady).LastTransitionTime
-	assert.Equal(t, v1alpha1.ReasonRolloutComplete, cond(t, before, v1alpha1.ConditionProgressing).Reason)
+	readySince := cond(t, before, v1alpha2.ConditionReady).LastTransitionTime
+	assert.Equal(t, v1alpha2.ReasonRolloutComplete, cond(t, before, v1alpha2.ConditionProgressing).Reason)
 	f.events()
 
 	checkServing := func(step string) {
 		t.Helper()
 		got := f.llsd("app")
-		assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase, step)
-		for _, ct := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDeploymentReady} {
+		assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase, step)
+		for _, ct := range []string{v1alpha2.ConditionReady, v1alpha2.ConditionDeploymentReady} {
 			c := cond(t, got, ct)
 			assert.Equal(t, metav1.ConditionTrue, c.Status, "%s: %s %s", step, ct, c.Message)
 		}
-		assert.Equal(t, readySince, cond(t, got, v1alpha1.ConditionReady).LastTransitionTime, step)
+		assert.Equal(t, readySince, cond(t, got, v1alpha2.ConditionReady).LastTransitionTime, step)
 	}
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
@@ -134,7 +135,7 @@ func TestRolloutKeepsReady(t *testing.T) {
 	d := f.deployment("app")
 	require.Less(t, d.Status.ObservedGeneration, d.Generation, "the Deployment's status lags its new spec")
 	checkServing("status lagging")
-	assert.Equal(t, v1alpha1.ReasonRollingOut, cond(t, f.llsd("app"), v1alpha1.ConditionProgressing).Reason)
+	assert.Equal(t, v1alpha2.ReasonRollingOut, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
 
 	// The new pod starts beside the old one (surge), then replaces it.
 	f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
@@ -142,14 +143,14 @@ func TestRolloutKeepsReady(t *testing.T) {
 	})
 	f.converge("app")
 	checkServing("surge")
-	p := cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	p := cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
 	assert.Equal(t, metav1.ConditionTrue, p.Status)
-	assert.Equal(t, v1alpha1.ReasonRollingOut, p.Reason)
+	assert.Equal(t, v1alpha2.ReasonRollingOut, p.Reason)
 
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	checkServing("done")
-	assert.Equal(t, v1alpha1.ReasonRolloutComplete, cond(t, f.llsd("app"), v1alpha1.ConditionProgressing).Reason)
+	assert.Equal(t, v1alpha2.ReasonRolloutComplete, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
 	assert.Zero(t, countEvents(f.events(), "Normal Ready"), "no second Ready Event")
 
 	// A rollout that stopped making progress is False, with the Deployment's words.
@@ -158,17 +159,17 @@ func TestRolloutKeepsReady(t *testing.T) {
 			Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "app-5d8" has timed out progressing.`}}
 	})
 	f.converge("app")
-	p = cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	p = cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
 	assert.Equal(t, metav1.ConditionFalse, p.Status)
-	assert.Equal(t, v1alpha1.ReasonProgressDeadlineExceeded, p.Reason)
+	assert.Equal(t, v1alpha2.ReasonProgressDeadlineExceeded, p.Reason)
 	assert.Contains(t, p.Message, "has timed out progressing")
 
 	// A fix: the new generation, not the stale deadline, is what the status tells.
 	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { d.Generation = d.Status.ObservedGeneration + 1 })
 	f.converge("app")
-	p = cond(t, f.llsd("app"), v1alpha1.ConditionProgressing)
+	p = cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
 	assert.Equal(t, metav1.ConditionTrue, p.Status)
-	assert.Equal(t, v1alpha1.ReasonRollingOut, p.Reason)
+	assert.Equal(t, v1alpha2.ReasonRollingOut, p.Reason)
 }
 
 // An HPA scaling above what the CR asks for does not make a serving CR unready while
@@ -180,15 +181,15 @@ func TestHPAScaleUpKeepsReady(t *testing.T) {
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
-	require.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
+	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	f.updateDeployment("app", hpaManager, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(int32(4)) })
 	f.converge("app")
-	assert.Equal(t, v1alpha1.PhaseReady, f.llsd("app").Status.Phase)
-	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha1.ConditionReady).Status)
+	assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Status)
 }
 
 // findCondition is the CR's condition of that type, or nil.
-func findCondition(l *v1alpha1.LlamaStackDistribution, condType string) *metav1.Condition {
+func findCondition(l *v1alpha2.LlamaStackDistribution, condType string) *metav1.Condition {
 	for i := range l.Status.Conditions {
 		if l.Status.Conditions[i].Type == condType {
 			return &l.Status.Conditions[i]
@@ -199,12 +200,12 @@ func findCondition(l *v1alpha1.LlamaStackDistribution, condType string) *metav1.
 
 func TestStatusPendingWithoutADeployment(t *testing.T) {
 	f := newFixture(t)
-	l := newLLSD("app")
+	l := hub(newLLSD("app"))
 	st := f.c.calculateStatus(l, observed{service: newService(l)}, metav1.Now())
-	assert.Equal(t, v1alpha1.PhasePending, st.Phase)
+	assert.Equal(t, v1alpha2.PhasePending, st.Phase)
 	l.Status = st
-	assert.Equal(t, v1alpha1.ReasonDeploymentPending, cond(t, l, v1alpha1.ConditionDeploymentReady).Reason)
-	assert.Equal(t, metav1.ConditionFalse, cond(t, l, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, v1alpha2.ReasonDeploymentPending, cond(t, l, v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, l, v1alpha2.ConditionReady).Status)
 }
 
 // Upstream §12.1: an HPA above spec.replicas must not make the CR look unready.
@@ -217,9 +218,9 @@ func TestStatusReadyWhileTheHPAScaledAboveSpecReplicas(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
 	assert.Equal(t, int32(4), got.Status.AvailableReplicas)
-	assert.Equal(t, int32(1), got.Spec.Replicas)
+	assert.Equal(t, ptr.To(int32(1)), got.Spec.Workload.Replicas)
 	assert.Equal(t, int32(4), f.replicas("app"))
 }
 
@@ -230,7 +231,7 @@ func TestStatusReadyWithZeroReplicas(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
 	assert.Zero(t, got.Status.AvailableReplicas)
 }
 
@@ -242,30 +243,30 @@ func TestStorageReadyFollowsThePVC(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	got := f.llsd("app")
-	sr := cond(t, got, v1alpha1.ConditionStorageReady)
+	sr := cond(t, got, v1alpha2.ConditionStorageReady)
 	assert.Equal(t, metav1.ConditionFalse, sr.Status)
-	assert.Equal(t, v1alpha1.ReasonStorageFailed, sr.Reason)
+	assert.Equal(t, v1alpha2.ReasonStorageFailed, sr.Reason)
 	assert.Contains(t, sr.Message, "Pending")
-	assert.Equal(t, v1alpha1.PhaseInitializing, got.Status.Phase, "not ready while the claim is unbound")
-	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase, "not ready while the claim is unbound")
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha2.ConditionReady).Status)
 
 	f.setPVCPhase("app-pvc", corev1.ClaimBound)
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionStorageReady).Status)
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
-	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha2.ConditionStorageReady).Status)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha2.ConditionReady).Status)
 
 	f.setPVCPhase("app-pvc", corev1.ClaimPending)
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha1.ConditionStorageReady).Status)
-	assert.NotEqual(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha2.ConditionStorageReady).Status)
+	assert.NotEqual(t, v1alpha2.PhaseReady, got.Status.Phase)
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = nil })
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Nil(t, findCondition(got, v1alpha1.ConditionStorageReady), "StorageReady goes with the storage")
+	assert.Nil(t, findCondition(got, v1alpha2.ConditionStorageReady), "StorageReady goes with the storage")
 }
 
 func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
@@ -278,7 +279,7 @@ func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
 	for i := range l.Status.Conditions {
 		l.Status.Conditions[i].LastTransitionTime = past
 	}
-	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).UpdateStatus(f.ctx, l, metav1.UpdateOptions{})
+	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).UpdateStatus(f.ctx, l, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refreshCaches()
 	require.Empty(t, describe(f.sync("app")), "an unchanged condition is not rewritten with a new time")
@@ -286,10 +287,10 @@ func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
 	f.setDeploymentStatus("app", rolledOut)
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(f.sync("app"))))
 	got := f.llsd("app")
-	svcReady := cond(t, got, v1alpha1.ConditionServiceReady)
+	svcReady := cond(t, got, v1alpha2.ConditionServiceReady)
 	assert.True(t, svcReady.LastTransitionTime.Equal(&past), "ServiceReady stayed True: %s", svcReady.LastTransitionTime)
-	assert.True(t, cond(t, got, v1alpha1.ConditionDeploymentReady).LastTransitionTime.After(past.Time), "DeploymentReady turned True")
-	assert.True(t, cond(t, got, v1alpha1.ConditionReady).LastTransitionTime.After(past.Time), "Ready turned True")
+	assert.True(t, cond(t, got, v1alpha2.ConditionDeploymentReady).LastTransitionTime.After(past.Time), "DeploymentReady turned True")
+	assert.True(t, cond(t, got, v1alpha2.ConditionReady).LastTransitionTime.After(past.Time), "Ready turned True")
 	require.Empty(t, describe(f.sync("app")))
 }
 
@@ -344,12 +345,12 @@ func TestStatusRouteURL(t *testing.T) {
 func TestTerminatingCRWritesOnlyItsStatus(t *testing.T) {
 	f := newFixture(t, append(allChildrenObjects(), newLLSD("app", allChildren))...)
 	f.converge("app")
-	require.Equal(t, v1alpha1.PhaseInitializing, f.llsd("app").Status.Phase)
+	require.Equal(t, v1alpha2.PhaseInitializing, f.llsd("app").Status.Phase)
 
 	l := f.llsd("app")
 	l.DeletionTimestamp = ptr.To(metav1.Now())
 	l.Finalizers = []string{"example.com/hold"}
-	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refreshCaches()
 	// A spec change while terminating is not acted on either.
@@ -358,10 +359,10 @@ func TestTerminatingCRWritesOnlyItsStatus(t *testing.T) {
 	actions := f.sync("app")
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(actions), "no child is read or written")
 	got := f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseTerminating, got.Status.Phase)
-	ready := cond(t, got, v1alpha1.ConditionReady)
+	assert.Equal(t, v1alpha2.PhaseTerminating, got.Status.Phase)
+	ready := cond(t, got, v1alpha2.ConditionReady)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, v1alpha1.ReasonTerminating, ready.Reason)
+	assert.Equal(t, v1alpha2.ReasonTerminating, ready.Reason)
 	require.Empty(t, describe(f.sync("app")))
 }
 
@@ -370,7 +371,7 @@ func TestUnknownDistributionIsReportedOnce(t *testing.T) {
 	actions := f.sync("app")
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
 	assert.Nil(t, f.stored(kindDeployment, "app"))
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonDistributionNotSupported,
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonDistributionNotSupported,
 		`"nope"`, "starter", "remote-vllm", "meta-reference-gpu", "postgres-demo")
 	events := f.events()
 	assert.Equal(t, 1, countEvents(events, "Warning DistributionNotSupported"), "events: %v", events)
@@ -395,7 +396,7 @@ func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
 	after := f.deployment("app")
 	assert.Equal(t, before, after, "the Deployment is left as it runs")
 	assert.Equal(t, testImage, serverContainerOf(t, after).Image)
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonDistributionNotSupported, "nope")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonDistributionNotSupported, "nope")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning DistributionNotSupported"))
 	require.Empty(t, describe(f.sync("app")))
 	assert.Empty(t, f.events())
@@ -404,8 +405,8 @@ func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "starter" })
 	f.converge("app")
 	got := f.llsd("app")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, got.Status.Phase)
-	assert.NotEqual(t, v1alpha1.ReasonDistributionNotSupported, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, got.Status.Phase)
+	assert.NotEqual(t, v1alpha2.ReasonDistributionNotSupported, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
 	assert.Equal(t, "1", envValue(t, serverContainerOf(t, f.deployment("app")).Env, "X"))
 }
 
@@ -414,14 +415,14 @@ func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 	// status still moves, so the CR's status is rewritten while the problem stays.
 	f := newFixture(t, newLLSD("app"), foreignObject(kindService, "app-service", true))
 	f.converge("app")
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonResourceNotOwned, "Service demo/app-service")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonResourceNotOwned, "Service demo/app-service")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ResourceNotOwned"))
 
 	f.setDeploymentStatus("app", rolledOut)
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(f.sync("app"))))
 	got := f.llsd("app")
 	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
-	requireUserError(t, got, v1alpha1.ReasonResourceNotOwned, "Service demo/app-service")
+	requireUserError(t, got, v1alpha2.ReasonResourceNotOwned, "Service demo/app-service")
 	assert.Zero(t, countEvents(f.events(), "Warning"), "the same problem is reported once")
 	assert.Positive(t, f.c.recheck.NumRequeues(key("app")), "no event announces the fix: rechecked with backoff")
 
@@ -430,7 +431,7 @@ func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 	f.refreshCaches()
 	f.converge("app")
 	got = f.llsd("app")
-	assert.Equal(t, v1alpha1.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
 	assertControlledChild(t, f.stored(kindService, "app-service"), got)
 	assert.Zero(t, f.c.recheck.NumRequeues(key("app")), "the backoff is reset once resolved")
 }
@@ -479,7 +480,7 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 	l := f.llsd("app")
 	l.DeletionTimestamp = ptr.To(metav1.Now())
 	l.Finalizers = []string{"example.com/hold"}
-	_, err := f.client.LlamastackV1alpha1().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refreshCaches()
 	f.sync("app")

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
@@ -41,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// The ready gauge follows what the CR reports, whichever way the sync ends.
 	reported := l.Status
 	defer func() { setReadyGauge(key, reported) }()
-	write := func(st v1alpha1.LlamaStackDistributionStatus, problems []userError) error {
+	write := func(st v1alpha2.LlamaStackDistributionStatus, problems []userError) error {
 		if err := c.updateStatus(ctx, l, st, problems); err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			// One failed request is retried quietly; one that keeps failing is reported,
 			// as upstream did, while the retries go on.
 			if c.failingFor(key, l.UID, c.clock.Now()) >= persistentErrorAfter {
-				obs.problems = append(obs.problems, userError{v1alpha1.ReasonDeploymentFailed, "Resource reconciliation failed: " + real.Error()})
+				obs.problems = append(obs.problems, userError{v1alpha2.ReasonDeploymentFailed, "Resource reconciliation failed: " + real.Error()})
 				if serr := write(c.calculateStatus(l, obs, now), obs.problems); serr != nil {
 					logger.V(2).Info("Could not report the failure in status", "err", serr)
 				}
@@ -68,7 +68,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	c.failing.Delete(key)
-	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha1.ReasonResourceNotOwned }) {
+	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
 	} else {
@@ -128,9 +128,9 @@ func (c *Controller) forget(key cache.ObjectName) {
 }
 
 // setReadyGauge sets the CR's ready gauge from its reported status.
-func setReadyGauge(key cache.ObjectName, st v1alpha1.LlamaStackDistributionStatus) {
+func setReadyGauge(key cache.ObjectName, st v1alpha2.LlamaStackDistributionStatus) {
 	ready := 0.0
-	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+	if meta.IsStatusConditionTrue(st.Conditions, v1alpha2.ConditionReady) {
 		ready = 1
 	}
 	readyGauge.WithLabelValues(key.Namespace, key.Name).Set(ready)
@@ -160,7 +160,7 @@ func withoutConflicts(err error) error {
 // ensureChildren resolves the CR's inputs and ensures each child. A user error in the
 // inputs leaves every child as it is; an object of someone else's under a child's name
 // blocks only that child.
-func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackDistribution) (observed, error) {
+func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (observed, error) {
 	var obs observed
 	cfg := c.currentOperatorConfig()
 
@@ -173,11 +173,11 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 	report := func(err error) bool {
 		var no *notOwnedError
 		if errors.As(err, &no) {
-			obs.problems = append(obs.problems, userError{v1alpha1.ReasonResourceNotOwned, no.Error()})
+			obs.problems = append(obs.problems, userError{v1alpha2.ReasonResourceNotOwned, no.Error()})
 			return true
 		}
 		if apierrors.IsInvalid(err) {
-			obs.problems = append(obs.problems, userError{v1alpha1.ReasonResourceInvalid,
+			obs.problems = append(obs.problems, userError{v1alpha2.ReasonResourceInvalid,
 				"the spec makes a child the API server rejects: " + err.Error()})
 			return true
 		}
@@ -214,8 +214,8 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
 	inputsReady := true
-	if l.Spec.Server.Storage != nil {
-		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionStorageInSync))
+	if l.Spec.Workload.Storage != nil {
+		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionStorageInSync))
 		if !report(err) && err == nil {
 			obs.pvc, obs.storage = pvc, &state
 		} else {
@@ -252,7 +252,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 		}
 	}
 
-	if l.Spec.Server.Autoscaling != nil {
+	if l.Spec.Workload.Autoscaling != nil {
 		_, err := c.hpas.ensure(ctx, c, l, newHPA(l))
 		report(err)
 	} else {
@@ -280,7 +280,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha1.LlamaStackD
 
 // controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
 // when the object of that name is not the CR's.
-func (c *Controller) controlledDeployment(l *v1alpha1.LlamaStackDistribution) *appsv1.Deployment {
+func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *appsv1.Deployment {
 	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
 	if err != nil || !isControlledBy(d, l) {
 		return nil
@@ -293,9 +293,9 @@ func (c *Controller) controlledDeployment(l *v1alpha1.LlamaStackDistribution) *a
 // has it, no longer mounts them and has rolled out: pods never lose a volume they still
 // use (the old pods of a rollout still mount it; the Deployment's status events bring
 // the CR back once the rollout is complete).
-func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
+func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
 	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep); reason != v1alpha1.ReasonRolloutComplete {
+		if _, reason, _ := rolloutProgress(dep); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
 		}
 	}
@@ -335,17 +335,17 @@ func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 	return false
 }
 
-// resolveImage picks the server image: spec.server.distribution.image as given, or the
+// resolveImage picks the server image: spec.distribution.image as given, or the
 // image of the named distribution, overridden by the operator ConfigMap. While
 // image-overrides does not say clearly which image a distribution runs (it is missing or
 // does not parse, or its entry is invalid), a running Deployment keeps its image.
-func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
-	dist := l.Spec.Server.Distribution
+func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
+	dist := l.Spec.Distribution
 	if dist.Image != "" {
 		return dist.Image, nil
 	}
 	if dist.Name == "" {
-		return "", &userError{v1alpha1.ReasonDistributionNotSupported,
+		return "", &userError{v1alpha2.ReasonDistributionNotSupported,
 			"spec.server.distribution needs a name or an image"}
 	}
 	image, ok := c.distributions[dist.Name]
@@ -355,7 +355,7 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return "", &userError{v1alpha1.ReasonDistributionNotSupported, fmt.Sprintf(
+		return "", &userError{v1alpha2.ReasonDistributionNotSupported, fmt.Sprintf(
 			"distribution %q is not supported; supported distributions: %s (or set spec.server.distribution.image)",
 			dist.Name, strings.Join(names, ", "))}
 	}
@@ -374,9 +374,9 @@ func (c *Controller) resolveImage(l *v1alpha1.LlamaStackDistribution, cfg operat
 // runs the same distribution: read from the fields the controller still owns (its
 // llamastack.io/image annotation, else the server container's image), so that a hand
 // edit of either (which takes the field from the controller) is repaired, not adopted.
-func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
+func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
 	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
-	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Server.Distribution.Name {
+	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Distribution.Name {
 		return ""
 	}
 	owned, err := c.deployments.extract(d, FieldManager)
@@ -396,15 +396,15 @@ func (c *Controller) runningImage(l *v1alpha1.LlamaStackDistribution) string {
 	return ""
 }
 
-// ensureDeployment applies the Deployment. With autoscaling, spec.replicas is handed
+// ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
 // over to the HPA without a dip: the controller keeps applying the live value for as
 // long as it still owns the field, and drops it once the HPA (or anyone) has written it.
-func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha1.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, error) {
+func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, error) {
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
-	if l.Spec.Server.Autoscaling == nil {
-		in.replicas = &l.Spec.Replicas
+	if l.Spec.Workload.Autoscaling == nil {
+		in.replicas = ptr.To(specReplicas(l))
 	} else {
 		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
 		// choosing replicas without the running count would scale it down.

@@ -14,6 +14,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 func TestCreateThenNoOp(t *testing.T) {
@@ -45,10 +46,10 @@ func TestInvalidChildIsAUserError(t *testing.T) {
 	f.sync("demo") // no error returned: nothing to retry until the spec changes
 
 	l := f.llsd("demo")
-	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
-	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)
+	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionDeploymentReady)
 	require.NotNil(t, cond)
-	assert.Equal(t, v1alpha1.ReasonResourceInvalid, cond.Reason)
+	assert.Equal(t, v1alpha2.ReasonResourceInvalid, cond.Reason)
 	assert.Contains(t, cond.Message, "must specify a volume type")
 	assert.True(t, hasEvent(f.events(), "Warning ResourceInvalid"))
 }
@@ -88,10 +89,10 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 			f := newFixture(t, newLLSD("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: "version: 2\n"}, nil))
 			assert.NotContains(t, describe(f.sync("demo")), "patch deployments demo")
 			l := f.llsd("demo")
-			assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
-			cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady)
+			assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)
+			cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionDeploymentReady)
 			require.NotNil(t, cond)
-			assert.Equal(t, v1alpha1.ReasonResourceInvalid, cond.Reason)
+			assert.Equal(t, v1alpha2.ReasonResourceInvalid, cond.Reason)
 			assert.Contains(t, cond.Message, tc.want)
 			assert.True(t, hasEvent(f.events(), "Warning ResourceInvalid"))
 		})

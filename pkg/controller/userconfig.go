@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// userConfig is spec.server.userConfig resolved against the cluster.
+// userConfig is spec.overrideConfig (v1alpha1 userConfig) resolved against the cluster.
 type userConfig struct {
 	// mountName is the ConfigMap in the CR's namespace that the pod mounts.
 	mountName string
@@ -32,8 +32,8 @@ type userError struct {
 	message string
 }
 
-func userConfigNamespace(l *v1alpha1.LlamaStackDistribution) string {
-	if uc := l.Spec.Server.UserConfig; uc != nil && uc.ConfigMapNamespace != "" {
+func userConfigNamespace(l *v1alpha2.LlamaStackDistribution) string {
+	if uc := l.Spec.OverrideConfig; uc != nil && uc.ConfigMapNamespace != "" {
 		return uc.ConfigMapNamespace
 	}
 	return l.Namespace
@@ -41,8 +41,8 @@ func userConfigNamespace(l *v1alpha1.LlamaStackDistribution) string {
 
 // resolveUserConfig checks the referenced ConfigMap: it must exist, hold config.yaml,
 // and, in another namespace, allow this CR's namespace. nil, nil when none is referenced.
-func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*userConfig, *userError) {
-	uc := l.Spec.Server.UserConfig
+func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*userConfig, *userError) {
+	uc := l.Spec.OverrideConfig
 	if uc == nil {
 		return nil, nil
 	}
@@ -53,7 +53,7 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 	}
 	if _, ok := cm.Data[userConfigKey]; !ok {
 		if _, ok := cm.BinaryData[userConfigKey]; !ok {
-			return nil, &userError{v1alpha1.ReasonConfigMapKeyMissing, fmt.Sprintf(
+			return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
 				"ConfigMap %s/%s referenced by spec.server.userConfig has no key %s", ns, name, userConfigKey)}
 		}
 	}
@@ -69,10 +69,10 @@ func (c *Controller) resolveUserConfig(l *v1alpha1.LlamaStackDistribution) (*use
 // what the kind of ConfigMap) in the cache. One in another namespace must be watched and
 // must opt in; a missing one and one that has not opted in get the same answer there, so
 // a CR cannot probe which ConfigMaps exist elsewhere.
-func (c *Controller) referencedConfigMap(l *v1alpha1.LlamaStackDistribution, field, what, ns, name string) (*corev1.ConfigMap, *userError) {
+func (c *Controller) referencedConfigMap(l *v1alpha2.LlamaStackDistribution, field, what, ns, name string) (*corev1.ConfigMap, *userError) {
 	crossNamespace := ns != l.Namespace
 	if crossNamespace && c.watchNamespace != "" {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+		return nil, &userError{v1alpha2.ReasonConfigMapNotAllowed, fmt.Sprintf(
 			"%s refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
 			field, ns, name, c.watchNamespace, l.Namespace)}
 	}
@@ -81,7 +81,7 @@ func (c *Controller) referencedConfigMap(l *v1alpha1.LlamaStackDistribution, fie
 		return nil, notAllowed(ns, name, l.Namespace)
 	}
 	if err != nil {
-		return nil, &userError{v1alpha1.ReasonConfigMapNotFound, fmt.Sprintf(
+		return nil, &userError{v1alpha2.ReasonConfigMapNotFound, fmt.Sprintf(
 			"%s %s/%s referenced by %s was not found", what, ns, name, field)}
 	}
 	return cm, nil
@@ -119,7 +119,7 @@ func hashData(data map[string]string, binary map[string][]byte) string {
 }
 
 // newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
-func newUserConfigCopy(l *v1alpha1.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
+func newUserConfigCopy(l *v1alpha2.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
 	lbls := childLabels(l)
 	lbls[labelComponent] = "user-config"
 	return &corev1.ConfigMap{
@@ -142,7 +142,7 @@ func newUserConfigCopy(l *v1alpha1.LlamaStackDistribution, source *corev1.Config
 // the hashes differ. uc.hash is set to the hash of what the copy holds, so the pods roll
 // exactly when the mounted content changes. A source that withdrew its opt-in since the
 // cache saw it is a user error.
-func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.LlamaStackDistribution, uc *userConfig) (*userError, error) {
+func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) (*userError, error) {
 	if uc == nil || uc.source == nil {
 		return nil, nil
 	}
@@ -173,7 +173,7 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha1.Llama
 
 // notAllowed reports a cross-namespace ConfigMap that is missing or has not opted in.
 func notAllowed(ns, name, crNamespace string) *userError {
-	return &userError{v1alpha1.ReasonConfigMapNotAllowed, fmt.Sprintf(
+	return &userError{v1alpha2.ReasonConfigMapNotAllowed, fmt.Sprintf(
 		"ConfigMap %s/%s cannot be used from namespace %s: it must exist and list %s in its annotation %s (a comma-separated list of namespaces, or \"*\")",
 		ns, name, crNamespace, crNamespace, AllowedNamespacesAnnotation)}
 }

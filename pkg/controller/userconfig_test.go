@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const userConfigName = "my-config"
@@ -57,7 +58,7 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 	assert.Regexp(t, sha256Hex, userConfigHash(d))
 	assert.Equal(t, hashData(data, nil), userConfigHash(d))
 	assert.Nil(t, f.stored(kindConfigMapCopy, "app-user-config"), "no copy in the same namespace")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 
 	// Editing the data rolls the pods with a new hash.
 	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 3\n"}, nil))
@@ -85,7 +86,7 @@ func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
 	assert.Empty(t, childWrites(actions), "nothing is written for a refused ConfigMap")
 	assert.Nil(t, f.stored(kindDeployment, "app"))
 	assert.Nil(t, f.stored(kindConfigMapCopy, "app-user-config"))
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, "other/"+userConfigName, AllowedNamespacesAnnotation, testNamespace)
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/"+userConfigName, AllowedNamespacesAnnotation, testNamespace)
 	events := f.events()
 	assert.Equal(t, 1, countEvents(events, "Warning ConfigMapNotAllowed"), "events: %v", events)
 
@@ -114,7 +115,7 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 			assert.Empty(t, writesTo(actions, "configmaps", userConfigName), "the source is never written")
 
 			f.converge("app")
-			assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+			assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 			require.Empty(t, describe(f.sync("app")))
 		})
 	}
@@ -155,7 +156,7 @@ func TestWithdrawnOptInLeavesTheCopyUntouched(t *testing.T) {
 	assert.Equal(t, copyBefore.Data, copyAfter.(*corev1.ConfigMap).Data, "the copy stops following the source")
 	assert.Equal(t, copyBefore, copyAfter)
 	assert.Equal(t, deployBefore, f.deployment("app"))
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed, AllowedNamespacesAnnotation)
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, AllowedNamespacesAnnotation)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigMapNotAllowed"))
 	require.Empty(t, describe(f.sync("app")))
 }
@@ -165,7 +166,7 @@ func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
 
 	actions := f.sync("app")
 	assert.Empty(t, childWrites(actions))
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotFound, testNamespace+"/"+userConfigName)
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotFound, testNamespace+"/"+userConfigName)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigMapNotFound"))
 	require.Empty(t, describe(f.sync("app")))
 	assert.Empty(t, f.events())
@@ -173,9 +174,9 @@ func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
 	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "x"}, nil))
 	f.converge("app")
 	got := f.llsd("app")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, got.Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, got.Status.Phase)
 	// The Deployment has just been created: it rolls out (the fakes report no status).
-	assert.Equal(t, v1alpha1.ReasonDeploymentScaling, cond(t, got, v1alpha1.ConditionDeploymentReady).Reason)
+	assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
 	assert.Equal(t, userConfigName, userConfigVolume(t, f.deployment("app")))
 }
 
@@ -184,12 +185,12 @@ func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
 		configMap(testNamespace, userConfigName, map[string]string{"other.yaml": "x"}, nil))
 
 	assert.Empty(t, childWrites(f.sync("app")))
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapKeyMissing, testNamespace+"/"+userConfigName, "config.yaml")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapKeyMissing, testNamespace+"/"+userConfigName, "config.yaml")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigMapKeyMissing"))
 
 	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "x"}, nil))
 	f.converge("app")
-	assert.NotEqual(t, v1alpha1.PhaseFailed, f.llsd("app").Status.Phase)
+	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
 
 // The pod-template hash must always be the content hash of the ConfigMap the pod mounts:
@@ -220,7 +221,7 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 
 	// The cache catches up: the CR reports the withdrawal.
 	f.converge("app")
-	requireUserError(t, f.llsd("app"), v1alpha1.ReasonConfigMapNotAllowed)
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed)
 	requireHashMatchesCopy("withdrawal reported")
 
 	// The opt-in comes back: the copy gets v2 and the pods must restart to read it.

@@ -19,38 +19,25 @@
 //     (cert-manager): tls.crt and tls.key read from a mounted Secret, and read again
 //     when they change.
 //
-// # Wiring (not done yet)
+// # Wiring
 //
-// Nothing starts this package yet: the CRD keeps strategy None until the conversion
-// functions exist. cmd/controller will then, on every replica and outside leader
-// election (the API server calls any replica through the Service):
+// cmd/controller (app/webhook.go) starts it on every replica, outside leader election
+// (the API server calls any replica through the Service), when --webhook-bind-address
+// is set:
 //
-//	--webhook-bind-address=:9443           # "0" turns the webhook off
+//	--webhook-bind-address=:9443           # "0" (the default) turns the webhook off
 //	--webhook-service-name=llama-stack-controller-webhook
 //	--webhook-cert-mode=self               # or "files": FileCertificates on a mounted
 //	                                       #   Secret (the cert-manager overlay), whose
 //	                                       #   CA injector then keeps the caBundle
 //
-//	certs, err := webhook.NewCertManager(webhook.CertConfig{
-//		Namespace:   operatorNamespace,
-//		ServiceName: serviceName,       // make run: "" and ExtraHosts localhost, 127.0.0.1
-//	}, kubeClient, apiextensionsclient.NewForConfigOrDie(cfg))
-//	go certs.Run(ctx)
-//	handler, err := webhook.NewConversionHandler(
-//		schema.GroupKind{Group: "llamastack.io", Kind: "LlamaStackDistribution"},
-//		[]string{"v1alpha1", "v1alpha2"}, converter, 0)
-//	srv, err := webhook.NewServer(webhook.ServerOptions{
-//		BindAddress: bindAddress, Certificates: certs, Handler: handler})
-//	go srv.Serve(ctx)
-//
-// and add srv.Ready to the health server's /readyz, so that a replica receives
-// conversions only once it serves a valid certificate. The artifacts then gain a
-// Service (port 443 to the container's 9443) selecting the controller's pods, the CRD
-// gets spec.conversion {strategy: Webhook, webhook: {conversionReviewVersions: [v1],
-// clientConfig: {service: {namespace, name, path: /convert}}}} (no caBundle: the
-// CertManager sets it), the Deployment the container port, and the kustomization
-// artifacts/rbac/webhook_role.yaml and webhook_role_binding.yaml. For make run, the
-// local API server reaches the webhook on loopback through clientConfig.url
+// and adds the Server's Ready to /readyz, so that a replica receives conversions only
+// once it serves a valid certificate. In artifacts/, the Service
+// llama-stack-controller-webhook (port 443 to the container's 9443) selects the
+// controller's pods, the CRD's spec.conversion names it (no caBundle: the CertManager
+// sets it), and the kustomization installs webhook_role.yaml and
+// webhook_role_binding.yaml. For make run and the test suites, the local API server
+// reaches the webhook on loopback through clientConfig.url
 // (https://127.0.0.1:<port>/convert), which the serving certificate's IP address
-// covers.
+// covers (--webhook-cert-hosts=localhost,127.0.0.1).
 package webhook

@@ -272,6 +272,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 	proc, err := startController(ctx, childSpec{
 		Kubeconfig: bc.lc.Kubeconfig(), Workers: s.workers, QPS: lim.qps, Burst: lim.burst,
 		Resync: s.resync, LogFile: filepath.Join(dir, "controller.log"), Verbosity: 2,
+		WebhookAddr: bc.webhookAddr,
 	})
 	if err != nil {
 		return nil, err
@@ -282,6 +283,9 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 		}
 	}()
 	if err := proc.waitStarted(ctx); err != nil {
+		return nil, err
+	}
+	if err := bc.waitConversion(ctx); err != nil {
 		return nil, err
 	}
 	ready, err := watchReady(ctx, bc.client, n)

@@ -5,9 +5,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +28,9 @@ type benchCluster struct {
 	lc     *localcluster.Cluster
 	kube   kubernetes.Interface
 	client clientset.Interface
+	// webhookAddr is where the controller serves the CRD's conversion webhook, which the
+	// CRD reaches on loopback (localcluster.LoopbackCRD).
+	webhookAddr string
 }
 
 // startCluster starts a control plane with nodes kwok nodes and installs the CRD, the
@@ -43,6 +49,13 @@ func startCluster(ctx context.Context, env *benchEnv, name string, nodes int) (*
 		return nil, err
 	}
 	bc := &benchCluster{lc: lc}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = lc.Stop()
+		return nil, err
+	}
+	bc.webhookAddr = ln.Addr().String()
+	_ = ln.Close()
 	cfg := lc.RESTConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cfg.UserAgent = "llsc-bench-driver"
@@ -63,13 +76,34 @@ func (bc *benchCluster) install(ctx context.Context, env *benchEnv) error {
 	a := func(parts ...string) string {
 		return filepath.Join(append([]string{env.root, "artifacts"}, parts...)...)
 	}
-	crds, err := filepath.Glob(a("crd", "*.yaml"))
-	if err != nil || len(crds) == 0 {
-		return fmt.Errorf("no CRD in artifacts/crd: %v", err)
+	port, err := strconv.Atoi(bc.webhookAddr[strings.LastIndex(bc.webhookAddr, ":")+1:])
+	if err != nil {
+		return err
+	}
+	crd, err := localcluster.LoopbackCRD(env.root, port)
+	if err != nil {
+		return err
+	}
+	raw, err := crd.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	crdFile, err := os.CreateTemp("", "llsc-bench-crd-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(crdFile.Name())
+	if _, err := crdFile.Write(raw); err != nil {
+		_ = crdFile.Close()
+		return err
+	}
+	if err := crdFile.Close(); err != nil {
+		return err
 	}
 	batches := [][]string{
-		append(crds, a("controller", "namespace.yaml"), a("rbac", "service_account.yaml"),
-			a("rbac", "cluster_role.yaml"), a("rbac", "cluster_role_binding.yaml")),
+		{crdFile.Name(), a("controller", "namespace.yaml"), a("rbac", "service_account.yaml"),
+			a("rbac", "cluster_role.yaml"), a("rbac", "cluster_role_binding.yaml"),
+			a("rbac", "webhook_role.yaml"), a("rbac", "webhook_role_binding.yaml")},
 		{a("controller", "operator_config.yaml")},
 	}
 	for _, files := range batches {
@@ -95,3 +129,21 @@ func (bc *benchCluster) install(ctx context.Context, env *benchEnv) error {
 }
 
 func (bc *benchCluster) stop() error { return bc.lc.Stop() }
+
+// waitConversion waits until the API server converts through the controller's webhook
+// (a dry-run create of a v1alpha1 CR, stored as v1alpha2): the driver writes v1alpha1.
+func (bc *benchCluster) waitConversion(ctx context.Context) error {
+	probe := newBenchCR(0)
+	probe.Namespace, probe.Name = "default", "conversion-probe"
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := bc.client.LlamastackV1alpha1().LlamaStackDistributions("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the conversion webhook does not serve: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

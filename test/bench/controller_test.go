@@ -50,6 +50,8 @@ type childSpec struct {
 	Resync     time.Duration `json:"resync"`
 	LogFile    string        `json:"logFile"`
 	Verbosity  int           `json:"verbosity"`
+	// WebhookAddr serves the CRD's conversion webhook on loopback.
+	WebhookAddr string `json:"webhookAddr"`
 }
 
 // runChild runs the controller as cmd/controller does, with app.Run, as the artifacts'
@@ -126,6 +128,10 @@ func runChild(specJSON string) int {
 		// kwok pods run nothing: there is no server to probe.
 		ServerProbe:        "off",
 		MetricsBindAddress: "0",
+		// The conversion webhook, as the artifacts run it: its CertManager's requests
+		// (the Secret, the CRD's caBundle) count with the controller's.
+		WebhookBindAddress: spec.WebhookAddr, WebhookCertMode: app.WebhookCertModeSelf,
+		WebhookCertHosts: "localhost,127.0.0.1",
 	})
 	_ = srv.Close()
 	klog.Flush()

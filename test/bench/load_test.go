@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -191,11 +192,13 @@ type readyWatch struct {
 func watchReady(ctx context.Context, client clientset.Interface, want int) (*readyWatch, error) {
 	w := &readyWatch{readyAt: map[string]time.Time{}, want: want, all: make(chan struct{})}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	inf := factory.Llamastack().V1alpha1().LlamaStackDistributions().Informer()
+	// In v1alpha2, the storage version, as kubectl reads it (the preferred version): a
+	// v1alpha1 watch would have the controller's webhook convert every status update.
+	inf := factory.Llamastack().V1alpha2().LlamaStackDistributions().Informer()
 	observe := func(obj any) {
-		l, ok := obj.(*v1alpha1.LlamaStackDistribution)
+		l, ok := obj.(*v1alpha2.LlamaStackDistribution)
 		if !ok || l.Status.ObservedGeneration != l.Generation ||
-			!meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady) {
+			!meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha2.ConditionReady) {
 			return
 		}
 		now := time.Now()

@@ -47,7 +47,7 @@ func TestAPIServerRestartAndCompaction(t *testing.T) {
 					return false, nil
 				}
 			}
-			_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
+			_, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).Create(ctx, toHub(t, l), metav1.CreateOptions{})
 			return err == nil || apierrors.IsAlreadyExists(err), nil
 		})
 		require.NoError(t, err)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // A fifth of the controller's requests fail: 409 conflicts, 429 with Retry-After, 500s,
@@ -95,17 +96,18 @@ func TestInjectedAPIErrors(t *testing.T) {
 		stops   []func()
 	)
 	for _, ns := range s.namespaces {
-		w, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Watch(context.Background(), metav1.ListOptions{})
+		w, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Watch(context.Background(), metav1.ListOptions{})
 		require.NoError(t, err)
 		stops = append(stops, w.Stop)
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
 			for ev := range w.ResultChan() {
-				l, ok := ev.Object.(*v1alpha1.LlamaStackDistribution)
+				hub, ok := ev.Object.(*v1alpha2.LlamaStackDistribution)
 				if !ok || ev.Type != watch.Modified {
 					continue
 				}
+				l := fromHub(t, hub)
 				watched.Add(1)
 				if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 					flapMu.Lock()

@@ -133,7 +133,7 @@ func createCR(t *testing.T, l *v1alpha1.LlamaStackDistribution) {
 	if l.Spec.Server.Storage != nil {
 		providePV(t, l)
 	}
-	_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).Create(context.Background(), l, metav1.CreateOptions{})
+	_, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).Create(context.Background(), toHub(t, l), metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 
@@ -141,12 +141,12 @@ func createCR(t *testing.T, l *v1alpha1.LlamaStackDistribution) {
 func editCR(t *testing.T, ns, name string, mod func(*v1alpha1.LlamaStackDistribution)) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+		l, err := getCR(ctx, t, ns, name)
 		if err != nil {
 			return false, nil
 		}
 		mod(l)
-		_, err = env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Update(ctx, l, metav1.UpdateOptions{})
+		_, err = env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Update(ctx, toHub(t, l), metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	require.NoError(t, err, "editing %s/%s", ns, name)
@@ -156,11 +156,13 @@ func editCR(t *testing.T, ns, name string, mod func(*v1alpha1.LlamaStackDistribu
 func (s *scenario) crs(ctx context.Context) ([]v1alpha1.LlamaStackDistribution, error) {
 	var out []v1alpha1.LlamaStackDistribution
 	for _, ns := range s.namespaces {
-		l, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).List(ctx, metav1.ListOptions{})
+		l, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, l.Items...)
+		for i := range l.Items {
+			out = append(out, *fromHub(s.t, &l.Items[i]))
+		}
 	}
 	return out, nil
 }

@@ -143,17 +143,31 @@ func TestKillControllerAtRandom(t *testing.T) {
 	// One more kill and restart once converged: nothing may change.
 	mu.Lock()
 	current.kill()
+	// No replica runs: v1alpha2, the storage version, reads as ever; v1alpha1 fails with
+	// the API server's conversion webhook error (nothing serves it).
+	_, err = env.client.LlamastackV1alpha2().LlamaStackDistributions(nsOf(7)).Get(ctx, "llsd-7", metav1.GetOptions{})
+	assert.NoError(t, err, "a v1alpha2 read with no controller up")
+	_, err = env.client.LlamastackV1alpha1().LlamaStackDistributions(nsOf(7)).Get(ctx, "llsd-7", metav1.GetOptions{})
+	if assert.Error(t, err, "a v1alpha1 read with no controller up") {
+		assert.Contains(t, err.Error(), "conversion webhook")
+	}
 	current, err = launch("a")
 	mu.Unlock()
 	require.NoError(t, err)
 	s.waitConverged(time.Minute)
 	s.check(from)
+	// With a replica up again, v1alpha1 reads convert through its webhook.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(nsOf(7)).Get(ctx, "llsd-7", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	require.NoError(t, err, "a v1alpha1 read through the restarted controller's webhook")
 
 	d, err := env.kube.AppsV1().Deployments(nsOf(9)).Get(ctx, "llsd-9", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, image, d.Spec.Template.Spec.Containers[0].Image, "the hand-edited image is repaired")
 	assert.Equal(t, "mine", d.Labels["team"], "a label the controller does not set survives")
-	l, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(nsOf(7)).Get(ctx, "llsd-7", metav1.GetOptions{})
+	l, err := getCR(ctx, t, nsOf(7), "llsd-7")
 	require.NoError(t, err)
 	t.Logf("the CR whose Service name is taken reports: %s", describe(l))
 	t.Logf("requests by the controller:\n%s", summarize(controllerRequests(t, from)))

@@ -52,6 +52,9 @@ var env struct {
 	workDir    string
 	controller string // the controller binary
 	auditLog   string
+	// webhook is the front of the replicas' conversion webhooks (the CRD's loopback
+	// URL), as the webhook Service is in a cluster.
+	webhook *webhookFront
 }
 
 func TestMain(m *testing.M) {
@@ -119,12 +122,33 @@ func run(m *testing.M) int {
 	env.kube = kubernetes.NewForConfigOrDie(env.cfg)
 	env.client = clientset.NewForConfigOrDie(env.cfg)
 
+	// The CRD converts through the replicas' webhooks, behind a front on loopback.
+	front, err := startWebhookFront()
+	if err != nil {
+		return fail("the webhook front", err)
+	}
+	defer front.close()
+	env.webhook = front
+	crd, err := localcluster.LoopbackCRD(root, front.port)
+	if err != nil {
+		return fail("the CRD", err)
+	}
+	crdJSON, err := crd.MarshalJSON()
+	if err != nil {
+		return fail("the CRD", err)
+	}
+	crdFile := filepath.Join(work, "crd.json")
+	if err := os.WriteFile(crdFile, crdJSON, 0o600); err != nil {
+		return fail("the CRD", err)
+	}
 	files := []string{
-		filepath.Join(root, "artifacts", "crd", "llamastack.io_llamastackdistributions.yaml"),
+		crdFile,
 		filepath.Join(root, "artifacts", "controller", "namespace.yaml"),
 		filepath.Join(root, "artifacts", "rbac", "service_account.yaml"),
 		filepath.Join(root, "artifacts", "rbac", "cluster_role.yaml"),
 		filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml"),
+		filepath.Join(root, "artifacts", "rbac", "webhook_role.yaml"),
+		filepath.Join(root, "artifacts", "rbac", "webhook_role_binding.yaml"),
 	}
 	files = append(files, leaderElectionRBAC()...)
 	args := []string{"--kubeconfig", cluster.Kubeconfig(), "apply", "--server-side"}
@@ -183,6 +207,7 @@ type controllerProcess struct {
 	err     error
 	log     string
 	health  string // host:port of /healthz and /readyz, when served
+	webhook string // host:port of its conversion webhook
 }
 
 // startController starts the binary as replica (a name in the audit log) with extra
@@ -210,8 +235,12 @@ func launch(replica string, extra ...string) (*controllerProcess, error) {
 	}
 	p := &controllerProcess{replica: replica, done: make(chan struct{}), log: filepath.Join(env.workDir, "controller-"+replica+".log")}
 	p.health = freePort()
+	// Every replica serves the conversion webhook, as in a cluster, each on a port of
+	// its own behind env.webhook.
+	p.webhook = freePort()
 	args := []string{"--kubeconfig=" + kc, "--operator-namespace=" + operatorNamespace, "--server-probe=off",
-		"--metrics-bind-address=0", "--health-probe-bind-address=" + p.health, "-v=2"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + p.health, "-v=2",
+		"--webhook-bind-address=" + p.webhook, "--webhook-cert-hosts=localhost,127.0.0.1"}
 	args = append(args, extra...)
 	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -225,8 +254,10 @@ func launch(replica string, extra ...string) (*controllerProcess, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("starting the controller: %w", err)
 	}
+	env.webhook.add(p.webhook)
 	go func() {
 		p.err = p.cmd.Wait()
+		env.webhook.remove(p.webhook)
 		_ = f.Close()
 		close(p.done)
 	}()

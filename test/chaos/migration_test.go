@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // A CR whose children the upstream operator made (same names, a controller reference
@@ -45,8 +46,10 @@ func TestMigrationFromUpstream(t *testing.T) {
 		},
 	}
 	providePV(t, l)
-	l, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Create(ctx, l, metav1.CreateOptions{})
+	// Created in v1alpha2: no controller, and so no conversion webhook, runs yet.
+	created, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, toHub(t, l), metav1.CreateOptions{})
 	require.NoError(t, err)
+	l = fromHub(t, created)
 
 	// What upstream made of it (its §2 and §3, as rendered).
 	owner := []metav1.OwnerReference{{APIVersion: "llamastack.io/v1alpha1", Kind: "LlamaStackDistribution", Name: l.Name, UID: l.UID,
@@ -150,7 +153,7 @@ func TestMigrationFromUpstream(t *testing.T) {
 	// The controller takes over, watched from the start: at no point does the CR report
 	// a problem with upstream's claim (StorageFieldImmutable advises deleting it, which
 	// loses its data), and no Warning Event is recorded for it.
-	w, err := env.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Watch(ctx, metav1.ListOptions{
+	w, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Watch(ctx, metav1.ListOptions{
 		FieldSelector: "metadata.name=" + l.Name, ResourceVersion: l.ResourceVersion,
 	})
 	require.NoError(t, err)
@@ -164,10 +167,11 @@ drain:
 	for {
 		select {
 		case ev := <-w.ResultChan():
-			got, ok := ev.Object.(*v1alpha1.LlamaStackDistribution)
+			hub, ok := ev.Object.(*v1alpha2.LlamaStackDistribution)
 			if !ok {
 				continue
 			}
+			got := fromHub(t, hub)
 			statuses++
 			assert.NotEqual(t, v1alpha1.PhaseFailed, got.Status.Phase, "during the takeover: %+v", got.Status.Conditions)
 			for _, c := range got.Status.Conditions {

@@ -4,24 +4,55 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
 // kubectl apply -k artifacts/ installs everything, and the controller's own Deployment
 // is admitted in its namespace, which enforces Pod Security "restricted" (kwok then
-// reports its pod Running: the image is never pulled).
+// reports its pod Running: the image is never pulled). The CRD's conversion webhook
+// stays where the suite points it (loopback, the in-process controller): kwok's pods
+// serve nothing, so through the Service every conversion of the suite would fail.
 func TestArtifactsInstallUnderRestricted(t *testing.T) {
 	ctx := context.Background()
-	out := kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", env.root+"/artifacts")
+	rendered := kubectl(t, "kustomize", env.root+"/artifacts")
+	var docs []string
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		obj := map[string]any{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj["kind"] == "CustomResourceDefinition" {
+			cc, found, err := unstructured.NestedMap(obj, "spec", "conversion", "webhook", "clientConfig", "service")
+			require.NoError(t, err)
+			require.True(t, found, "the artifacts' CRD converts through the webhook Service")
+			assert.Equal(t, "llama-stack-controller-webhook", cc["name"])
+			suite, err := env.dynamic.Resource(crdResource).Get(ctx, obj["metadata"].(map[string]any)["name"].(string), metav1.GetOptions{})
+			require.NoError(t, err)
+			url, _, _ := unstructured.NestedString(suite.Object, "spec", "conversion", "webhook", "clientConfig", "url")
+			require.NotEmpty(t, url)
+			require.NoError(t, unstructured.SetNestedMap(obj, map[string]any{"url": url}, "spec", "conversion", "webhook", "clientConfig"))
+		}
+		raw, err := yaml.Marshal(obj)
+		require.NoError(t, err)
+		docs = append(docs, string(raw))
+	}
+	manifest := filepath.Join(t.TempDir(), "artifacts.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(strings.Join(docs, "---\n")), 0o600))
+	out := kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", manifest)
 	t.Log(out)
+	assert.Contains(t, out, "service/llama-stack-controller-webhook serverside-applied")
 	t.Cleanup(func() {
 		_ = env.kube.AppsV1().Deployments(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
 		_ = env.kube.PolicyV1().PodDisruptionBudgets(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
@@ -59,6 +90,30 @@ func TestArtifactsInstallUnderRestricted(t *testing.T) {
 	}
 	_, err = env.kube.RbacV1().Roles(operatorNamespace).Get(ctx, "llama-stack-controller-leader-election", metav1.GetOptions{})
 	assert.NoError(t, err, "the leader election Role")
+	assert.Contains(t, c.Args, "--webhook-bind-address=:9443")
+	svc, err := env.kube.CoreV1().Services(operatorNamespace).Get(ctx, "llama-stack-controller-webhook", metav1.GetOptions{})
+	if assert.NoError(t, err, "the webhook Service") {
+		assert.Equal(t, int32(443), svc.Spec.Ports[0].Port)
+	}
+	// The Service's endpoints are the ready controller pods.
+	eventually(t, 30*time.Second, "the webhook Service has the two replicas as endpoints", func(ctx context.Context) (bool, error) {
+		slices, err := env.kube.DiscoveryV1().EndpointSlices(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=llama-stack-controller-webhook"})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					n++
+				}
+			}
+		}
+		return n == 2, nil
+	})
+	// The conversion still goes to the suite's controller.
+	_, err = env.client.LlamastackV1alpha1().LlamaStackDistributions("default").List(ctx, metav1.ListOptions{})
+	assert.NoError(t, err)
 }
 
 // Server pods meet Pod Security "restricted" by default: a CR in a namespace that

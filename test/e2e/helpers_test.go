@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // newNamespace creates a namespace for one test and deletes it afterwards. When the test
@@ -267,4 +268,13 @@ func kubectl(t *testing.T, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 	return string(out)
+}
+
+// hubOf is l in v1alpha2, the storage version, for a client that cannot count on the
+// conversion webhook (a cluster whose controller serves none, or is down).
+func hubOf(t *testing.T, l *v1alpha1.LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
+	t.Helper()
+	var out v1alpha2.LlamaStackDistribution
+	require.NoError(t, l.ConvertTo(&out))
+	return &out
 }

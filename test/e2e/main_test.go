@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
@@ -57,6 +59,9 @@ var env struct {
 	// metricsAddr serves the controller's /metrics, healthAddr its /healthz and /readyz.
 	metricsAddr string
 	healthAddr  string
+	// webhookAddr serves the controller's conversion webhook, which the CRD reaches on
+	// loopback (localcluster.LoopbackCRD).
+	webhookAddr string
 	// servers routes Service DNS names to fake llama-stack servers.
 	servers *fakeServers
 	// controllerLog holds the controller's log, printed when a test fails.
@@ -104,6 +109,10 @@ func run(m *testing.M) int {
 	env.client = clientset.NewForConfigOrDie(env.cfg)
 	env.dynamic = dynamic.NewForConfigOrDie(env.cfg)
 
+	if env.webhookAddr, err = freeAddress(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := installCRD(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "installing the CRD:", err)
 		return 1
@@ -120,6 +129,9 @@ func run(m *testing.M) int {
 		"-f", filepath.Join(root, "artifacts", "rbac", "cluster_role_binding.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "leader_election_role.yaml"),
 		"-f", filepath.Join(root, "artifacts", "rbac", "leader_election_role_binding.yaml"),
+		// The conversion webhook's certificates: the Secret and the CRD's caBundle.
+		"-f", filepath.Join(root, "artifacts", "rbac", "webhook_role.yaml"),
+		"-f", filepath.Join(root, "artifacts", "rbac", "webhook_role_binding.yaml"),
 		// The controller runs outside the cluster, so it probes the servers through the
 		// API server's service proxy, with the optional role made for that.
 		"-f", filepath.Join(root, "artifacts", "rbac", "service_proxy_role.yaml")).CombinedOutput(); err != nil {
@@ -166,8 +178,18 @@ func run(m *testing.M) int {
 			// As the artifacts run it: the suite proves the leader election Role suffices,
 			// and the idle test that leading costs nothing but Lease renewals.
 			LeaderElect: true,
+			// The conversion webhook, with the certificates it makes (its IP address covers
+			// the CRD's loopback URL) and the caBundle it sets, as the artifacts run it.
+			WebhookBindAddress: env.webhookAddr, WebhookCertMode: app.WebhookCertModeSelf,
+			WebhookCertHosts: "localhost,127.0.0.1",
 		})
 	}()
+	if err := waitConversion(ctx, done); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, env.controllerLog.String())
+		cancel()
+		return 1
+	}
 	code := m.Run()
 	if code != 0 {
 		if f, err := os.CreateTemp("", "llsc-e2e-controller-*.log"); err == nil {
@@ -216,23 +238,24 @@ func freeAddress() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// installCRD applies every CRD in artifacts/crd and waits until it is served.
+// installCRD creates the CRD of artifacts/crd, its conversion webhook on loopback at
+// env.webhookAddr, and waits until it is served.
 func installCRD(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(env.root, "artifacts", "crd", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRD in artifacts/crd: %v", err)
+	_, port, err := net.SplitHostPort(env.webhookAddr)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	crd, err := localcluster.LoopbackCRD(env.root, p)
+	if err != nil {
+		return err
 	}
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, f := range files {
-		objs, err := readObjects(f)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if _, err := env.dynamic.Resource(crds).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s: %w", o.GetName(), err)
-			}
-		}
+	if _, err := env.dynamic.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating %s: %w", crd.GetName(), err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -242,6 +265,32 @@ func installCRD(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the CRD is not served: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitConversion waits until the API server converts through the controller's webhook:
+// a v1alpha1 object created with dry run is converted to v1alpha2, the storage
+// version, which needs the webhook serving and the caBundle it set.
+func waitConversion(ctx context.Context, controllerDone <-chan error) error {
+	probe := &v1alpha1.LlamaStackDistribution{
+		ObjectMeta: metav1.ObjectMeta{Name: "conversion-probe", Namespace: "default"},
+		Spec:       v1alpha1.LlamaStackDistributionSpec{Server: v1alpha1.ServerSpec{Distribution: v1alpha1.DistributionType{Name: "starter"}}},
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := env.client.LlamastackV1alpha1().LlamaStackDistributions("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			return nil
+		}
+		select {
+		case cerr := <-controllerDone:
+			return fmt.Errorf("the controller stopped before the conversion webhook served: %v", cerr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the conversion webhook does not serve within 60s: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 )
 
@@ -146,7 +147,9 @@ func TestMakeRunSurvivesAControllerCrash(t *testing.T) {
 	// controller, on the same ports, takes over.
 	_, err = kube.Discovery().ServerVersion()
 	require.NoError(t, err, "the API server answers after the crash")
-	_, err = client.LlamastackV1alpha1().LlamaStackDistributions("default").Get(context.Background(), "minimal", metav1.GetOptions{})
+	// Read in v1alpha2, the storage version: v1alpha1 reads need the conversion
+	// webhook, which is down with the controller.
+	_, err = client.LlamastackV1alpha2().LlamaStackDistributions("default").Get(context.Background(), "minimal", metav1.GetOptions{})
 	require.NoError(t, err, "the example CR is still there")
 	var restarted int
 	eventually(t, 30*time.Second, "a new controller process", func(context.Context) (bool, error) {
@@ -160,12 +163,15 @@ func TestMakeRunSurvivesAControllerCrash(t *testing.T) {
 		}
 		return false, nil
 	})
-	_, err = client.LlamastackV1alpha1().LlamaStackDistributions("default").Create(context.Background(),
-		&v1alpha1.LlamaStackDistribution{
-			ObjectMeta: metav1.ObjectMeta{Name: "after-crash", Namespace: "default"},
-			Spec:       v1alpha1.LlamaStackDistributionSpec{Replicas: 1, Server: v1alpha1.ServerSpec{Distribution: v1alpha1.DistributionType{Name: "starter"}}},
-		}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	// Written in v1alpha1: converted by the new controller's webhook once it serves.
+	eventually(t, 30*time.Second, "a v1alpha1 CR is created through the restarted webhook", func(ctx context.Context) (bool, error) {
+		_, err := client.LlamastackV1alpha1().LlamaStackDistributions("default").Create(ctx,
+			&v1alpha1.LlamaStackDistribution{
+				ObjectMeta: metav1.ObjectMeta{Name: "after-crash", Namespace: "default"},
+				Spec:       v1alpha1.LlamaStackDistributionSpec{Replicas: 1, Server: v1alpha1.ServerSpec{Distribution: v1alpha1.DistributionType{Name: "starter"}}},
+			}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
 	waitReadyOn(t, client, "default", "after-crash", 90*time.Second)
 	waitMetric(t, metricsURL, `llama_stack_controller_llamastackdistribution_ready{name="after-crash",namespace="default"} 1`)
 	assert.Equal(t, []int{restarted}, processesOf(controllerBin), "the restarted controller is the only one")
@@ -306,15 +312,15 @@ func findProcesses(match func(pid string) bool) []int {
 func waitReadyOn(t *testing.T, client clientset.Interface, ns, name string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, ns+"/"+name+" is Ready", func(ctx context.Context) (bool, error) {
-		l, err := client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+		l, err := client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		return l.Status.ObservedGeneration == l.Generation && l.Status.Phase == v1alpha1.PhaseReady &&
-			meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady), nil
+		return l.Status.ObservedGeneration == l.Generation && l.Status.Phase == v1alpha2.PhaseReady &&
+			meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha2.ConditionReady), nil
 	})
 }
 

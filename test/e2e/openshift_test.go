@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
@@ -92,16 +91,12 @@ func TestOpenShiftLeavesUserAndGroupToTheSCC(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 
 	// The controller's CRD, and the SCC CRD that makes the cluster look like OpenShift.
-	files, err := filepath.Glob(filepath.Join(env.root, "artifacts", "crd", "*.yaml"))
+	// This cluster has no conversion webhook (its controller serves none), so the test
+	// speaks v1alpha2, the storage version, which needs no conversion.
+	crd, err := localcluster.LoopbackCRD(env.root, 0)
 	require.NoError(t, err)
-	for _, f := range files {
-		objs, err := readObjects(f)
-		require.NoError(t, err)
-		for _, o := range objs {
-			_, err := dyn.Resource(crdResource).Create(ctx, o, metav1.CreateOptions{})
-			require.NoError(t, err)
-		}
-	}
+	_, err = dyn.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{})
+	require.NoError(t, err)
 	served, err := servesGroup(kube, "security.openshift.io")
 	require.NoError(t, err)
 	require.False(t, served, "a plain control plane does not serve security.openshift.io")
@@ -118,7 +113,7 @@ func TestOpenShiftLeavesUserAndGroupToTheSCC(t *testing.T) {
 		if ok, err := servesGroup(kube, "security.openshift.io"); err != nil || !ok {
 			return false, nil
 		}
-		_, err := client.LlamastackV1alpha1().LlamaStackDistributions("default").List(ctx, metav1.ListOptions{})
+		_, err := client.LlamastackV1alpha2().LlamaStackDistributions("default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 
@@ -147,7 +142,7 @@ func TestOpenShiftLeavesUserAndGroupToTheSCC(t *testing.T) {
 		}
 	})
 
-	_, err = client.LlamastackV1alpha1().LlamaStackDistributions(ns).Create(ctx, llsd(ns, "scc"), metav1.CreateOptions{})
+	_, err = client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, hubOf(t, llsd(ns, "scc")), metav1.CreateOptions{})
 	require.NoError(t, err)
 	var d *appsv1.Deployment
 	eventually(t, 60*time.Second, "the Deployment exists", func(ctx context.Context) (bool, error) {
@@ -168,23 +163,23 @@ func TestOpenShiftLeavesUserAndGroupToTheSCC(t *testing.T) {
 
 	// Pod Security restricted admits the pods (kwok reports them Running and Ready).
 	eventually(t, 90*time.Second, "the CR is Ready", func(ctx context.Context) (bool, error) {
-		l, err := client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, "scc", metav1.GetOptions{})
+		l, err := client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "scc", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return l.Status.ObservedGeneration == l.Generation && meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady), nil
+		return l.Status.ObservedGeneration == l.Generation && meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha2.ConditionReady), nil
 	})
 
 	// A user's securityContext still replaces the default.
 	user := &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(1000650000)), FSGroup: ptr.To(int64(1000650000)),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	eventually(t, 10*time.Second, "the CR is edited", func(ctx context.Context) (bool, error) {
-		l, err := client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, "scc", metav1.GetOptions{})
+		l, err := client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "scc", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{SecurityContext: user.DeepCopy()}
-		_, err = client.LlamastackV1alpha1().LlamaStackDistributions(ns).Update(ctx, l, metav1.UpdateOptions{})
+		l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{SecurityContext: user.DeepCopy()}
+		_, err = client.LlamastackV1alpha2().LlamaStackDistributions(ns).Update(ctx, l, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
 	eventually(t, 30*time.Second, "the user's securityContext is applied", func(ctx context.Context) (bool, error) {

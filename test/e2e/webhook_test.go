@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -167,8 +168,12 @@ func TestConversionWebhookOnARealAPIServer(t *testing.T) {
 	// edits and writes it back; the v1alpha2 fields are still there.
 	raw, err := os.ReadFile(filepath.Join(env.root, "artifacts", "examples", "v1alpha2", "providers.yaml"))
 	require.NoError(t, err)
+	// Decoded as the API server decodes JSON (whole numbers int64), so that what comes
+	// back compares equal.
+	j, err := yaml.YAMLToJSON(raw)
+	require.NoError(t, err)
 	var doc map[string]any
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	require.NoError(t, utiljson.Unmarshal(j, &doc))
 	withProviders := &unstructured.Unstructured{Object: doc}
 	withProviders.SetNamespace("default")
 	_, err = dyn.Resource(gvr("v1alpha2")).Namespace("default").Create(ctx, withProviders, metav1.CreateOptions{})

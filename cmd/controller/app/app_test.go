@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 )
 
@@ -100,7 +100,7 @@ func TestServerProbeMode(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443/"}
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
+	l := &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
 	name := func(p controller.ServerProbe) string { return fmt.Sprint(p.Endpoint(l)) }
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
@@ -133,7 +133,7 @@ func TestProxyProbesShareTheClientRateLimit(t *testing.T) {
 	require.True(t, kubeClient.CoreV1().RESTClient().GetRateLimiter().TryAccept())
 	p, err := serverProbe(cfg, kubeClient, Options{ServerProbe: "proxy"})
 	require.NoError(t, err)
-	l := &v1alpha1.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
+	l := &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 

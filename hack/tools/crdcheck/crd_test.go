@@ -148,14 +148,14 @@ func internalSchema(t *testing.T, v apiextensionsv1.CustomResourceDefinitionVers
 	return internal.OpenAPIV3Schema
 }
 
-// serve prepares the LlamaStackDistribution CRD's only served version for admission.
+// serve prepares the LlamaStackDistribution CRD's v1alpha1 for admission (v1alpha2,
+// the storage version, is checked by v1alpha2_test.go).
 func serve(t *testing.T) *served {
 	t.Helper()
 	crd, ok := loadCRDs(t)[crdName]
 	require.True(t, ok, "CRD %s not found in %s", crdName, crdDir)
-	require.Len(t, crd.Spec.Versions, 1)
-	require.True(t, crd.Spec.Versions[0].Storage)
-	return serveVersion(t, crd, crd.Spec.Versions[0].Name)
+	require.Len(t, crd.Spec.Versions, 2)
+	return serveVersion(t, crd, "v1alpha1")
 }
 
 // serveVersion prepares one served version of a CRD for admission.

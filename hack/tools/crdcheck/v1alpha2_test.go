@@ -18,20 +18,21 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// v1alpha2 is not served yet: its package carries the controller-gen marker
-// +kubebuilder:skip, so artifacts/crd holds v1alpha1 alone. These tests generate the
-// CRD it will become (both versions, v1alpha2 the storage version) from a copy of
-// pkg/apis without that marker, and check it as the tests of crd_test.go check the
-// CRD in artifacts/crd.
+// artifacts/crd serves v1alpha1 and v1alpha2 (the storage version), converted by
+// the controller's webhook. These tests check v1alpha2 as crd_test.go checks
+// v1alpha1, and that adding v1alpha2 left v1alpha1 exactly as the CRD served it
+// alone: they generate that CRD from a copy of pkg/apis with v1alpha2 skipped
+// (controller-gen's package marker +kubebuilder:skip).
 const (
 	repoRoot           = "../../.."
 	v1alpha2Dir        = "pkg/apis/llamastack/v1alpha2"
 	skipMarker         = "// +kubebuilder:skip"
+	groupMarker        = "// +groupName=llamastack.io"
 	apiVersionV1alpha2 = "llamastack.io/v1alpha2"
 	examplesV1alpha2   = examplesDir + "/v1alpha2"
 )
 
-var twoVersions struct {
+var v1alpha1Only struct {
 	once sync.Once
 	crd  *apiextensionsv1.CustomResourceDefinition
 	err  error
@@ -39,35 +40,43 @@ var twoVersions struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if twoVersionsDir != "" {
-		_ = os.RemoveAll(twoVersionsDir)
+	if v1alpha1OnlyDir != "" {
+		_ = os.RemoveAll(v1alpha1OnlyDir)
 	}
 	os.Exit(code)
 }
 
-// twoVersionsDir is where the copy of the API and the generated CRD are kept for
+// v1alpha1OnlyDir is where the copy of the API and the generated CRD are kept for
 // the whole test binary, removed by TestMain.
-var twoVersionsDir string
+var v1alpha1OnlyDir string
 
-// twoVersionCRD generates, once per test binary, the CRD with both versions.
+// twoVersionCRD is the CRD of artifacts/crd, with both versions.
 func twoVersionCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	twoVersions.once.Do(func() {
-		twoVersions.crd, twoVersions.err = generateTwoVersionCRD()
-	})
-	require.NoError(t, twoVersions.err)
-	return twoVersions.crd
+	crd, ok := loadCRDs(t)[crdName]
+	require.True(t, ok, "CRD %s not found in %s", crdName, crdDir)
+	return crd
 }
 
-// generateTwoVersionCRD copies the module's go.mod, go.sum and pkg/apis to a temporary
-// module, drops the skip marker from the v1alpha2 package and runs controller-gen
-// (this module's tool) on it.
-func generateTwoVersionCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	dir, err := os.MkdirTemp("", "crdcheck-v1alpha2-")
+// v1alpha1OnlyCRD generates, once per test binary, the CRD without v1alpha2.
+func v1alpha1OnlyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	v1alpha1Only.once.Do(func() {
+		v1alpha1Only.crd, v1alpha1Only.err = generateV1alpha1OnlyCRD()
+	})
+	require.NoError(t, v1alpha1Only.err)
+	return v1alpha1Only.crd
+}
+
+// generateV1alpha1OnlyCRD copies the module's go.mod, go.sum and pkg/apis to a
+// temporary module, adds the skip marker to the v1alpha2 package and runs
+// controller-gen (this module's tool) on it.
+func generateV1alpha1OnlyCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := os.MkdirTemp("", "crdcheck-v1alpha1-")
 	if err != nil {
 		return nil, err
 	}
-	twoVersionsDir = dir
+	v1alpha1OnlyDir = dir
 	for _, f := range []string{"go.mod", "go.sum"} {
 		if err := copyFile(filepath.Join(repoRoot, f), filepath.Join(dir, f)); err != nil {
 			return nil, err
@@ -93,16 +102,19 @@ func generateTwoVersionCRD() (*apiextensionsv1.CustomResourceDefinition, error) 
 		return nil, err
 	}
 	var kept []string
-	removed := false
+	added := false
 	for _, line := range strings.Split(string(text), "\n") {
 		if strings.TrimSpace(line) == skipMarker {
-			removed = true
-			continue
+			return nil, fmt.Errorf("%s/doc.go has a %q line: v1alpha2 is not served", v1alpha2Dir, skipMarker)
 		}
 		kept = append(kept, line)
+		if strings.TrimSpace(line) == groupMarker {
+			kept = append(kept, skipMarker)
+			added = true
+		}
 	}
-	if !removed {
-		return nil, fmt.Errorf("%s/doc.go has no %q line: if v1alpha2 is served now, check artifacts/crd instead", v1alpha2Dir, skipMarker)
+	if !added {
+		return nil, fmt.Errorf("%s/doc.go has no %q line to put %q under", v1alpha2Dir, groupMarker, skipMarker)
 	}
 	if err := os.WriteFile(doc, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
 		return nil, err
@@ -150,10 +162,10 @@ func version(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, name s
 	return apiextensionsv1.CustomResourceDefinitionVersion{}
 }
 
-// TestTwoVersionCRD checks the CRD with v1alpha2 added: accepted by the API server,
+// TestTwoVersionCRD checks the CRD of both versions: accepted by the API server,
 // structural, its CEL rules within budget, v1alpha2 the storage version with the
-// same subresources, columns and short name, and v1alpha1 exactly as artifacts/crd
-// serves it today.
+// same subresources, columns and short name, v1alpha1 exactly as the CRD served it
+// alone, and conversion by the controller's webhook.
 func TestTwoVersionCRD(t *testing.T) {
 	crd := twoVersionCRD(t)
 	require.Equal(t, crdName, crd.Name)
@@ -182,13 +194,29 @@ func TestTwoVersionCRD(t *testing.T) {
 	assert.Equal(t, ".status.selector", *v2.Subresources.Scale.LabelSelectorPath)
 	assert.Equal(t, v1.AdditionalPrinterColumns, v2.AdditionalPrinterColumns)
 
-	// v1alpha1 as served today, but for the storage flag.
-	today, ok := loadCRDs(t)[crdName]
-	require.True(t, ok)
-	require.Len(t, today.Spec.Versions, 1)
-	want := today.Spec.Versions[0]
+	// v1alpha1 as the CRD served it alone, but for the storage flag.
+	alone := v1alpha1OnlyCRD(t)
+	require.Len(t, alone.Spec.Versions, 1)
+	want := alone.Spec.Versions[0]
+	require.True(t, want.Storage)
 	want.Storage = false
 	assert.Equal(t, want, v1, "adding v1alpha2 must not change v1alpha1")
+	assert.Nil(t, alone.Spec.Conversion, "controller-gen writes no conversion: hack/update-codegen.sh adds it")
+
+	conv := crd.Spec.Conversion
+	require.NotNil(t, conv)
+	assert.Equal(t, apiextensionsv1.WebhookConverter, conv.Strategy)
+	require.NotNil(t, conv.Webhook)
+	assert.Equal(t, []string{"v1"}, conv.Webhook.ConversionReviewVersions)
+	require.NotNil(t, conv.Webhook.ClientConfig)
+	assert.Nil(t, conv.Webhook.ClientConfig.URL)
+	assert.Empty(t, conv.Webhook.ClientConfig.CABundle, "the controller or cert-manager sets the CA bundle in the cluster")
+	assert.Equal(t, &apiextensionsv1.ServiceReference{
+		Namespace: "llama-stack-controller-system",
+		Name:      "llama-stack-controller-webhook",
+		Path:      ptrTo("/convert"),
+		Port:      ptrTo(int32(443)),
+	}, conv.Webhook.ClientConfig.Service)
 }
 
 // TestTwoVersionCRDSelectableFields: the ConfigMaps a CR names can be looked up by
@@ -729,3 +757,5 @@ func ruleMessages(s *apiextensionsv1.JSONSchemaProps) []string {
 	}
 	return out
 }
+
+func ptrTo[T any](v T) *T { return &v }

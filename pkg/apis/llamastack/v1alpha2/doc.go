@@ -1,18 +1,14 @@
 // +k8s:deepcopy-gen=package
 // +groupName=llamastack.io
-// +kubebuilder:skip
 
 // Package v1alpha2 is the v1alpha2 version of the llamastack.io API: the
 // LlamaStackDistribution resource with typed providers, resources and state
 // storage from which the controller generates the server's config.yaml, and
 // the Kubernetes settings of v1alpha1 regrouped under networking and workload.
-// It is the hub of conversion and, once served, the storage version.
-//
-// The package marker +kubebuilder:skip above keeps v1alpha2 out of the CRD in
-// artifacts/crd until the conversion webhook serves it (controller-gen's
-// +kubebuilder:skipversion, a marker of the type, refuses the type's printer
-// columns, subresources and selectable fields); hack/tools/crdcheck generates
-// and checks the two-version CRD without it. Remove it to serve v1alpha2.
+// It is the hub of conversion and the storage version; the CRD in artifacts/crd
+// serves it beside v1alpha1, converted by the controller's webhook (the CRD's
+// spec.conversion is added by hack/update-codegen.sh, as controller-gen has no
+// marker for it).
 //
 // # Where each v1alpha1 field lives in v1alpha2
 //

@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// The controller reads v1alpha2. The other tests write their CRs in v1alpha1 and hand
+// the controller their conversion; these write them in v1alpha2 directly, with the
+// pointers a v1alpha2 client may leave unset, and the v1alpha2-only fields.
+
+// newHubLLSD is a minimal CR written in v1alpha2, with nothing defaulted; mods change it.
+func newHubLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
+	l := hub(newLLSD(name))
+	l.Spec.Workload = v1alpha2.WorkloadSpec{}
+	for _, m := range mods {
+		m(l)
+	}
+	return l
+}
+
+// childrenOf is every child of the CR app the fake API holds, by kind, as JSON without
+// the fields the fake's server-side apply fills in (managedFields).
+func childrenOf(t *testing.T, f *fixture) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range allOwnedKinds {
+		o := f.stored(k, k.name(f.llsd("app")))
+		if o == nil {
+			continue
+		}
+		o = o.(runtime.Object).DeepCopyObject().(metav1.Object)
+		o.SetManagedFields(nil)
+		raw, err := json.Marshal(o)
+		require.NoError(t, err)
+		out[k.kind] = string(raw)
+	}
+	return out
+}
+
+// convergedChildren converges the CR app of a fixture seeded with objs and returns its children.
+func convergedChildren(t *testing.T, objs ...runtime.Object) map[string]string {
+	t.Helper()
+	f := newFixture(t, objs...)
+	f.converge("app")
+	return childrenOf(t, f)
+}
+
+func TestV1alpha2UnsetFieldsActAsTheirDefaults(t *testing.T) {
+	// workload.replicas unset is one replica, as v1alpha1's default replicas: 1.
+	want := convergedChildren(t, newLLSD("app"))
+	got := convergedChildren(t, newHubLLSD("app"))
+	assert.Equal(t, want, got)
+	assert.Contains(t, got, "Deployment")
+	assert.NotContains(t, got, "PodDisruptionBudget", "one replica: no PDB")
+}
+
+func TestV1alpha2ExposeIsEnabledOnceWritten(t *testing.T) {
+	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
+	}))
+	want := convergedChildren(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true}
+	}))
+	assert.Contains(t, got, "Ingress", "expose: {} exposes")
+	assert.Equal(t, want, got)
+
+	got = convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{Enabled: ptr.To(false)}}
+	}))
+	assert.NotContains(t, got, "Ingress", "expose.enabled: false")
+}
+
+func TestV1alpha2ExposeAndIngressOptions(t *testing.T) {
+	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9000, Expose: &v1alpha2.ExposeSpec{
+			Hostname: "llama.example.com", ClassName: ptr.To("nginx"), TLSSecretName: "tls",
+			Annotations: map[string]string{"a.example.com/b": "c"},
+		}}
+	}))
+	want := convergedChildren(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Port = 9000
+		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true, Ingress: &v1alpha1.IngressSpec{
+			Host: "llama.example.com", ClassName: ptr.To("nginx"), TLSSecretName: "tls",
+			Annotations: map[string]string{"a.example.com/b": "c"},
+		}}
+	}))
+	assert.Equal(t, want, got)
+}
+
+func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
+	cfg := configMap(testNamespace, "run", map[string]string{"config.yaml": "version: 2\n"}, nil)
+	got := convergedChildren(t, cfg, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "run"}
+	}))
+	want := convergedChildren(t, cfg.DeepCopy(), newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run"}
+	}))
+	assert.Equal(t, want, got)
+	assert.Contains(t, got["Deployment"], annotationUserConfigHash, "the ConfigMap is mounted")
+}
+
+// Config generation (providers, resources, state storage, disabled APIs, a base config,
+// the server's own TLS) is not done yet: those fields change no child.
+func TestV1alpha2ConfigFieldsAreNotActedOnYet(t *testing.T) {
+	want := convergedChildren(t, newHubLLSD("app"))
+	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.BaseConfig = &v1alpha2.BaseConfigSpec{ConfigMapName: "base"}
+		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+			Provider: "vllm", Endpoint: "http://vllm:8000",
+			APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm", Key: "token"}},
+		}}}
+		l.Spec.Resources = &v1alpha2.ResourcesSpec{Models: []v1alpha2.ModelConfig{{Name: "llama"}}}
+		l.Spec.Storage = &v1alpha2.StateStorageSpec{KV: &v1alpha2.KVStorageSpec{Type: "redis",
+			Redis: &v1alpha2.RedisSpec{Host: "redis"}}}
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIEval}
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "serving"}}
+	}))
+	assert.Equal(t, want, got)
+}
+
+func TestV1alpha2StatusIsWrittenInV1alpha2(t *testing.T) {
+	f := newFixture(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Status.ResolvedDistribution = &v1alpha2.ResolvedDistributionStatus{ConfigHash: "kept"}
+	}))
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase)
+	assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+	assert.Equal(t, "starter", got.Status.DistributionConfig.ActiveDistribution)
+	require.NotNil(t, got.Status.ResolvedDistribution, "a status field the controller does not write yet is kept")
+	assert.Equal(t, "kept", got.Status.ResolvedDistribution.ConfigHash)
+}
