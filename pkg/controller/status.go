@@ -193,6 +193,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	}
 
 	// Aggregate.
+	stuck := deploymentStuck(st.Conditions)
 	switch {
 	case len(obs.problems) > 0:
 		st.Phase = v1alpha2.PhaseFailed
@@ -206,9 +207,8 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	case deploymentIsReady && obs.service != nil && storageReady:
 		st.Phase = v1alpha2.PhaseReady
 		set(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready")
-	case deploymentStuck(st.Conditions) != nil:
+	case stuck != nil:
 		// The Deployment says why it is not coming up: that is the answer.
-		stuck := deploymentStuck(st.Conditions)
 		st.Phase = v1alpha2.PhaseFailed
 		set(v1alpha2.ConditionReady, metav1.ConditionFalse, stuck.Reason, stuck.Message)
 	default:

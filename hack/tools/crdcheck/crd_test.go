@@ -538,13 +538,6 @@ server:
 
 // TestAdmission creates objects that the schema and CEL rules must admit or reject.
 func TestAdmission(t *testing.T) {
-	type admissionCase struct {
-		name string // metadata.name; "sample" when empty
-		spec string
-		// want are substrings of the errors; none means the object is admitted.
-		want    []string
-		notWant []string
-	}
 	cases := map[string]admissionCase{
 		"minimal": {spec: validSpec},
 		"distribution with both name and image": {
@@ -785,14 +778,28 @@ network:
 		}
 	}
 
-	s := serve(t)
+	serve(t).admitCases(t, cases, newLLSD)
+}
+
+// admissionCase is an object the schema and CEL rules must admit or reject.
+type admissionCase struct {
+	name string // metadata.name; "sample" when empty
+	spec string
+	// want are substrings of the errors; none means the object is admitted.
+	want    []string
+	notWant []string
+}
+
+// admitCases creates each case's object, made by newObj, and checks that it is
+// admitted, or rejected with the wanted messages.
+func (s *served) admitCases(t *testing.T, cases map[string]admissionCase, newObj func(t *testing.T, name, spec string) map[string]any) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			objName := tc.name
 			if objName == "" {
 				objName = "sample"
 			}
-			a := s.create(t, newLLSD(t, objName, tc.spec))
+			a := s.create(t, newObj(t, objName, tc.spec))
 			require.Empty(t, a.unknownFields)
 			if len(tc.want) == 0 {
 				assert.Empty(t, a.errs.ToAggregate())

@@ -1,84 +1,57 @@
 package v1alpha1
 
+import "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+
+// The condition types and reasons are the same in both versions (status converts
+// field for field): v1alpha2, the hub, defines them and documents each.
+
 // Condition types of a LlamaStackDistribution.
 const (
-	// ConditionReady is the aggregate: the server is running and reachable through its Service.
-	ConditionReady = "Ready"
-	// ConditionDeploymentReady reports the server Deployment, and every user error that keeps it from converging.
-	ConditionDeploymentReady = "DeploymentReady"
-	// ConditionProgressing reports a rollout of the server Deployment, as the Deployment's
-	// own condition of that name does: True while rolling out and once complete (by its
-	// reason), False when the rollout stopped making progress.
-	ConditionProgressing = "Progressing"
-	// ConditionStorageReady reports the PersistentVolumeClaim (present only with spec.server.storage).
-	ConditionStorageReady = "StorageReady"
-	// ConditionServiceReady reports the Service.
-	ConditionServiceReady = "ServiceReady"
-	// ConditionHealthCheck reports the running server's own /v1/health answer.
-	ConditionHealthCheck = "HealthCheck"
-	// ConditionStorageInSync reports whether the PersistentVolumeClaim matches
-	// spec.server.storage: it cannot shrink, and its class and access modes are fixed.
-	ConditionStorageInSync = "StorageInSync"
-	// ConditionStorageAccessWarning is True while ReadWriteOnce storage is combined with
-	// more than one replica or autoscaling: pods on other nodes cannot mount the volume.
-	ConditionStorageAccessWarning = "StorageAccessWarning"
-	// ConditionVolumeMountWarning is True while a volume of the server container is
-	// mounted inside the directory of another and hides part of it, one of them being
-	// the controller's (storage, user config, CA bundle). Nested mounts are legal, so
-	// the pod still runs.
-	ConditionVolumeMountWarning = "VolumeMountWarning"
+	ConditionReady                = v1alpha2.ConditionReady
+	ConditionDeploymentReady      = v1alpha2.ConditionDeploymentReady
+	ConditionProgressing          = v1alpha2.ConditionProgressing
+	ConditionStorageReady         = v1alpha2.ConditionStorageReady
+	ConditionServiceReady         = v1alpha2.ConditionServiceReady
+	ConditionHealthCheck          = v1alpha2.ConditionHealthCheck
+	ConditionStorageInSync        = v1alpha2.ConditionStorageInSync
+	ConditionStorageAccessWarning = v1alpha2.ConditionStorageAccessWarning
+	ConditionVolumeMountWarning   = v1alpha2.ConditionVolumeMountWarning
 )
 
 // Condition reasons of a LlamaStackDistribution.
 const (
-	ReasonDeploymentReady   = "DeploymentReady"
-	ReasonDeploymentPending = "DeploymentPending"
-	ReasonDeploymentScaling = "DeploymentScaling"
-	ReasonDeploymentFailed  = "DeploymentFailed"
-	ReasonStorageReady      = "StorageReady"
-	ReasonStorageFailed     = "StorageFailed"
-	ReasonServiceReady      = "ServiceReady"
-	ReasonServiceFailed     = "ServiceFailed"
-	ReasonReady             = "Ready"
-	ReasonNotReady          = "NotReady"
-	ReasonTerminating       = "Terminating"
-
-	// ReasonScaledToZero: spec.replicas is 0 (without autoscaling): no server runs, and
-	// that is the state asked for, so the CR is Ready.
-	ReasonScaledToZero = "ScaledToZero"
-	// ReasonReplicaFailure: the Deployment cannot create its pods (its own ReplicaFailure
-	// condition, e.g. a missing ServiceAccount or an exceeded quota).
-	ReasonReplicaFailure = "ReplicaFailure"
-
-	ReasonRollingOut               = "RollingOut"
-	ReasonRolloutComplete          = "RolloutComplete"
-	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-
-	ReasonHealthCheckPassed  = "HealthCheckPassed"
-	ReasonHealthCheckFailed  = "HealthCheckFailed"
-	ReasonHealthCheckPending = "HealthCheckPending"
-	// ReasonServerNotAvailable: no replica is available to ask.
-	ReasonServerNotAvailable = "ServerNotAvailable"
-
-	ReasonStorageInSync         = "InSync"
-	ReasonShrinkRefused         = "ShrinkRefused"
-	ReasonStorageFieldImmutable = "StorageFieldImmutable"
-	ReasonResizeRefused         = "ResizeRefused"
-	ReasonResizing              = "Resizing"
-	ReasonReadWriteOnceShared   = "ReadWriteOnceShared"
-
-	// ReasonNestedMountPaths: a volume mount lies inside another's directory.
-	ReasonNestedMountPaths = "NestedMountPaths"
-
-	// User errors: the spec or its environment needs a change; the controller waits for it.
-	ReasonDistributionNotSupported = "DistributionNotSupported"
-	ReasonConfigMapNotFound        = "ConfigMapNotFound"
-	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
-	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
-	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
-	ReasonCABundleInvalid  = "CABundleInvalid"
-	ReasonResourceNotOwned = "ResourceNotOwned"
-	// ReasonResourceInvalid: the API server rejected a child built from the spec (for
-	// example a podOverrides volume named like one of the controller's).
-	ReasonResourceInvalid = "ResourceInvalid"
+	ReasonDeploymentReady          = v1alpha2.ReasonDeploymentReady
+	ReasonDeploymentPending        = v1alpha2.ReasonDeploymentPending
+	ReasonDeploymentScaling        = v1alpha2.ReasonDeploymentScaling
+	ReasonDeploymentFailed         = v1alpha2.ReasonDeploymentFailed
+	ReasonStorageReady             = v1alpha2.ReasonStorageReady
+	ReasonStorageFailed            = v1alpha2.ReasonStorageFailed
+	ReasonServiceReady             = v1alpha2.ReasonServiceReady
+	ReasonServiceFailed            = v1alpha2.ReasonServiceFailed
+	ReasonReady                    = v1alpha2.ReasonReady
+	ReasonNotReady                 = v1alpha2.ReasonNotReady
+	ReasonTerminating              = v1alpha2.ReasonTerminating
+	ReasonScaledToZero             = v1alpha2.ReasonScaledToZero
+	ReasonReplicaFailure           = v1alpha2.ReasonReplicaFailure
+	ReasonRollingOut               = v1alpha2.ReasonRollingOut
+	ReasonRolloutComplete          = v1alpha2.ReasonRolloutComplete
+	ReasonProgressDeadlineExceeded = v1alpha2.ReasonProgressDeadlineExceeded
+	ReasonHealthCheckPassed        = v1alpha2.ReasonHealthCheckPassed
+	ReasonHealthCheckFailed        = v1alpha2.ReasonHealthCheckFailed
+	ReasonHealthCheckPending       = v1alpha2.ReasonHealthCheckPending
+	ReasonServerNotAvailable       = v1alpha2.ReasonServerNotAvailable
+	ReasonStorageInSync            = v1alpha2.ReasonStorageInSync
+	ReasonShrinkRefused            = v1alpha2.ReasonShrinkRefused
+	ReasonStorageFieldImmutable    = v1alpha2.ReasonStorageFieldImmutable
+	ReasonResizeRefused            = v1alpha2.ReasonResizeRefused
+	ReasonResizing                 = v1alpha2.ReasonResizing
+	ReasonReadWriteOnceShared      = v1alpha2.ReasonReadWriteOnceShared
+	ReasonNestedMountPaths         = v1alpha2.ReasonNestedMountPaths
+	ReasonDistributionNotSupported = v1alpha2.ReasonDistributionNotSupported
+	ReasonConfigMapNotFound        = v1alpha2.ReasonConfigMapNotFound
+	ReasonConfigMapKeyMissing      = v1alpha2.ReasonConfigMapKeyMissing
+	ReasonConfigMapNotAllowed      = v1alpha2.ReasonConfigMapNotAllowed
+	ReasonCABundleInvalid          = v1alpha2.ReasonCABundleInvalid
+	ReasonResourceNotOwned         = v1alpha2.ReasonResourceNotOwned
+	ReasonResourceInvalid          = v1alpha2.ReasonResourceInvalid
 )
