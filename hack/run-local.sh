@@ -63,7 +63,15 @@ else
     kubectl apply --server-side -f artifacts/crd/
 fi
 kubectl apply --server-side -f artifacts/controller/namespace.yaml -f artifacts/rbac/ -f artifacts/controller/operator_config.yaml
-kubectl wait --for=condition=Established --timeout=60s crd/llamastackdistributions.llamastack.io
+# Not `kubectl wait --for=condition=Established`: it fails at once, instead of waiting, when
+# it reads the CRD before the API server has written its first condition.
+for ((i = 0; ; i++)); do
+    established=$(kubectl get crd/llamastackdistributions.llamastack.io \
+        -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)
+    [[ ${established} == True ]] && break
+    ((i < 600)) || { say "the CRD llamastackdistributions.llamastack.io is not Established after 60s"; exit 1; }
+    sleep 0.1
+done
 
 # Free loopback ports, chosen once: a restarted controller listens where the first did.
 bind_flags=()

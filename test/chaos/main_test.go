@@ -158,9 +158,8 @@ func run(m *testing.M) int {
 	if out, err := exec.Command(filepath.Join(binDir, "kubectl"), args...).CombinedOutput(); err != nil {
 		return fail("installing the CRD and RBAC", fmt.Errorf("%v\n%s", err, out))
 	}
-	if out, err := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", cluster.Kubeconfig(),
-		"wait", "--for=condition=Established", "--timeout=60s", "crd/llamastackdistributions.llamastack.io").CombinedOutput(); err != nil {
-		return fail("waiting for the CRD", fmt.Errorf("%v\n%s", err, out))
+	if err := localcluster.WaitCRDEstablished(ctx, env.cfg, crd.GetName(), 60*time.Second); err != nil {
+		return fail("waiting for the CRD", err)
 	}
 	return m.Run()
 }

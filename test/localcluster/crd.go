@@ -1,11 +1,17 @@
 package localcluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -42,4 +48,48 @@ func LoopbackCRD(root string, webhookPort int) (*unstructured.Unstructured, erro
 		return nil, err
 	}
 	return crd, nil
+}
+
+// WaitCRDEstablished waits until the CustomResourceDefinition name has the condition
+// Established=True. `kubectl wait --for=condition=Established` fails outright, instead
+// of waiting, when it reads the CRD before the API server has written any condition.
+func WaitCRDEstablished(ctx context.Context, cfg *rest.Config, name string, timeout time.Duration) error {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		crd, err := client.Resource(crds).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err
+		case crdEstablished(crd):
+			return nil
+		default:
+			last = fmt.Errorf("not Established yet")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s: %w (waited %s)", name, last, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// crdEstablished tells whether crd has the condition Established=True.
+func crdEstablished(crd *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -28,5 +29,35 @@ func TestLoopbackCRD(t *testing.T) {
 	}
 	if s, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy"); s != "Webhook" {
 		t.Errorf("strategy %q", s)
+	}
+}
+
+func TestCRDEstablished(t *testing.T) {
+	cases := []struct {
+		name   string
+		status any
+		want   bool
+	}{
+		{"no status yet", nil, false},
+		{"no conditions yet", map[string]any{}, false},
+		{"names accepted only", map[string]any{"conditions": []any{
+			map[string]any{"type": "NamesAccepted", "status": "True"},
+		}}, false},
+		{"established false", map[string]any{"conditions": []any{
+			map[string]any{"type": "Established", "status": "False"},
+		}}, false},
+		{"established", map[string]any{"conditions": []any{
+			map[string]any{"type": "NamesAccepted", "status": "True"},
+			map[string]any{"type": "Established", "status": "True"},
+		}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := map[string]any{"kind": "CustomResourceDefinition"}
+			if tc.status != nil {
+				obj["status"] = tc.status
+			}
+			assert.Equal(t, tc.want, crdEstablished(&unstructured.Unstructured{Object: obj}))
+		})
 	}
 }
