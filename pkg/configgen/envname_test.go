@@ -59,3 +59,43 @@ func TestEnvNameCollisions(t *testing.T) {
 		t.Fatalf("vars not sorted or not from Secrets: %+v", vars)
 	}
 }
+
+func TestEndpointAndKeyFields(t *testing.T) {
+	v03, v04, v07 := mustVersion(t, "0.3.4"), mustVersion(t, "0.4.2"), mustVersion(t, "0.7.1")
+	cases := []struct {
+		api, ptype    string
+		v             Version
+		endpoint, key string
+	}{
+		{"inference", "remote::vllm", v03, "url", "api_token"},
+		{"inference", "remote::vllm", v04, "base_url", "api_token"},
+		{"inference", "remote::vllm", v07, "base_url", "api_token"},
+		{"inference", "remote::openai", v03, "base_url", "api_key"},
+		{"inference", "remote::azure", v03, "api_base", "api_key"},
+		{"inference", "remote::azure", v07, "base_url", "api_key"},
+		{"inference", "remote::bedrock", v03, "", ""},
+		{"inference", "remote::bedrock", v07, "", "api_key"},
+		{"inference", "remote::ollama", v07, "base_url", ""},
+		{"inference", "inline::sentence-transformers", v07, "", ""},
+		{"safety", "remote::nvidia", v07, "guardrails_service_url", ""},
+		{"inference", "remote::nvidia", v07, "base_url", "api_key"},
+		{"vector_io", "remote::milvus", v07, "uri", "token"},
+		{"vector_io", "remote::pgvector", v07, "", ""},
+		{"tool_runtime", "remote::tavily-search", v07, "", "api_key"},
+		{"vector_io", "remote::vllm", v07, "", ""},
+		{"inference", "remote::my-gateway", v07, "", ""},
+	}
+	for _, c := range cases {
+		if got := endpointField(c.api, c.ptype, c.v); got != c.endpoint {
+			t.Errorf("%s %s at %s: endpoint field %q, want %q", c.api, c.ptype, c.v, got, c.endpoint)
+		}
+		if got := keyField(c.api, c.ptype, c.v); got != c.key {
+			t.Errorf("%s %s at %s: key field %q, want %q", c.api, c.ptype, c.v, got, c.key)
+		}
+	}
+	for in, want := range map[string]string{"vllm": "remote::vllm", "inline::faiss": "inline::faiss", "remote::openai": "remote::openai"} {
+		if got := ProviderType(in); got != want {
+			t.Errorf("ProviderType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -681,6 +681,12 @@ func (g *gen) pruneReferences() error {
 			delete(s, "default_shield_id")
 		}
 	}
+	// A section left empty says nothing the server's defaults do not.
+	for _, k := range []string{"registered_resources", "safety", "vector_stores"} {
+		if m, ok := g.cfg[k].(map[string]any); ok && len(m) == 0 {
+			delete(g.cfg, k)
+		}
+	}
 	return nil
 }
 
