@@ -94,4 +94,8 @@ const (
 	// ReasonConfigInvalid: the spec cannot be applied to the base config (for
 	// example two secret references mapping to one environment variable).
 	ReasonConfigInvalid = "ConfigInvalid"
+	// ReasonServerVersionNotSupported: the server version that would read the
+	// config has a shape the controller does not generate (0.2.x, or newer
+	// than the versions it knows); overrideConfig still works.
+	ReasonServerVersionNotSupported = "ServerVersionNotSupported"
 )

@@ -1,0 +1,82 @@
+// Package configgen writes the llama-stack server's config.yaml for a
+// v1alpha2 LlamaStackDistribution. It is pure: spec and base config in,
+// config, environment and hash out; no client, no Kubernetes API. The
+// controller does not use it yet.
+//
+// # Distributions and versions
+//
+// distributions.go is the one table of named distributions: a pinned image
+// (never :latest), the llama-stack version in it, and a base config written
+// for that version (bases/<name>-<version>.yaml). SOURCES.md names the
+// upstream tag and file of every fact. A direct image needs spec.baseConfig
+// and a known server version. The shapes 0.3 to 0.7 are known; 0.2.x (the
+// older shape: per-provider stores, top-level resources) and anything newer
+// than 0.7 are reported with the reason ServerVersionNotSupported, and an
+// unknown version with BaseConfigRequired: never guessed.
+//
+// # The typed model
+//
+// model.go holds the server's own schema (StackRunConfig/StackConfig, the
+// storage backends and stores, the resource inputs) as Go structs decoded
+// strictly, plus the keys each version reads: distro_name from 0.5 (before,
+// image_name), telemetry only in 0.3, safety from 0.4, connectors at the top
+// from 0.5, stores.prompts from 0.4, the 0.7 pool settings, the APIs of each
+// version (agents until 0.6, responses from 0.7). The base is checked before
+// use and the result before it is returned; the server itself ignores keys
+// it does not know, so a wrong name would fail silently.
+//
+// # The rules (the v1alpha2 contract)
+//
+//   - Providers: a CR list replaces the base's providers of that API, in
+//     the CR's order. provider is a provider type: a bare name is
+//     remote::<name>; inline::<name> is written out. provider_id is id, else
+//     the name without its prefix. endpoint and apiKey go to the field the
+//     type has at that version (providers.go: vLLM url before 0.4 and
+//     base_url from 0.4, its key api_token; most others api_key); a type
+//     without a known field is an error that points to settings or
+//     secretRefs. settings are merged into the config as given; setting a
+//     field twice is an error. A vector_io provider without persistence gets
+//     the kv backend's. Ids are unique across APIs.
+//   - Secrets: apiKey and each secretRefs entry become an environment
+//     variable from the Secret key, LLSD_<ID>_<FIELD> (EnvName), written in
+//     the config as ${env.NAME}; two entries with one name are an error.
+//     The package never sees a Secret value.
+//   - Storage: spec.storage.kv replaces the backend of the registry store
+//     (stores.metadata), spec.storage.sql that of the inference store, under
+//     the same name, so providers pointing at it follow. sqlite (default),
+//     redis (host, port; the server's Redis takes no password) or postgres
+//     (host, port, db, user, and a password from a Secret through
+//     LLSD_STORAGE_KV_PASSWORD or LLSD_STORAGE_SQL_PASSWORD; no connection
+//     string exists). What the CR leaves out keeps the base's.
+//   - Disabled APIs leave both apis and providers (the server starts every
+//     listed provider), with the resources and defaults that need them.
+//     Disabling an API the CR configures, or one its resources need, is an
+//     error; so is an API the server version does not have.
+//   - Resources are added to the base's (an entry with the same id is
+//     replaced). A model without provider goes to the CR's first inference
+//     provider, else the base's first whose id is not an ${env...}
+//     expression, else an error naming the choices; shields and tools alike
+//     with safety and tool_runtime. rerank models need 0.4; tools are refused
+//     from 0.7, where the server registers tool groups itself and clears
+//     tool_groups (the base's are dropped there).
+//   - The base's resources, vector_stores defaults and
+//     safety.default_shield_id that point at a provider no longer in the
+//     config (replaced or disabled) are dropped: the server would refuse
+//     them. A reference to ${env.X:+id} is judged by id; other ${env...}
+//     references are kept.
+//   - The distribution name is the base's (the registry is keyed by it),
+//     written as distro_name from 0.5. networking is not written: the
+//     Deployment passes port, TLS and workers to uvicorn, which ignores the
+//     config's.
+//
+// The output has sorted keys, so identical input gives identical bytes and
+// Hash. Errors are *Error, with the CR field (spec.providers.inference[1].endpoint),
+// a v1alpha2 condition reason and a message.
+//
+// # Tests
+//
+// testdata/<case>/ holds cr.yaml, an optional base.yaml and want-config.yaml
+// (with want-env.yaml) or want-error.txt (field, reason, message), compared
+// as parsed YAML; go test ./pkg/configgen -run TestGolden -update rewrites
+// them. FuzzGenerate drives Generate with specs the CRD admits.
+package configgen

@@ -1,0 +1,711 @@
+package configgen
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// Input is what a config is generated from.
+type Input struct {
+	// Name is the CR's name: the distribution name of a base that has none.
+	Name string
+	// Spec is the CR's spec; providers, resources, storage and disabled are
+	// read (networking is not: the Deployment passes port, TLS and workers
+	// to the server, which then ignores the config's).
+	Spec v1alpha2.LlamaStackDistributionSpec
+	// ServerVersion is the llama-stack version of the image, which decides
+	// the shape of the file ("0.7.1").
+	ServerVersion string
+	// Base is the base config.yaml: the named distribution's (Distribution.Base)
+	// or the content of spec.baseConfig's ConfigMap key.
+	Base []byte
+	// BaseField names where Base came from, for errors about it
+	// (spec.baseConfig, or spec.distribution.name for a built-in base).
+	BaseField string
+}
+
+// Output is a generated config.
+type Output struct {
+	// Config is config.yaml: keys sorted, so the same input gives the same bytes.
+	Config []byte
+	// Env are the variables the server container needs, each from a Secret
+	// key (never a value), sorted by name.
+	Env []corev1.EnvVar
+	// Hash is the SHA-256 of Config, in hex.
+	Hash string
+	// Providers are the providers of the config, by API (sorted) in the
+	// config's order.
+	Providers []ResolvedProvider
+}
+
+// ResolvedProvider is one provider of the generated config. ID is as
+// written, so it may be a ${env.X:+id} expression from the base.
+type ResolvedProvider struct {
+	API  string
+	ID   string
+	Type string
+}
+
+// api pairs a v1alpha2 API name with the server's name of it.
+type api struct {
+	crd    v1alpha2.APIName
+	server string
+}
+
+var apiNames = []api{
+	{v1alpha2.APIInference, "inference"},
+	{v1alpha2.APISafety, "safety"},
+	{v1alpha2.APIVectorIO, "vector_io"},
+	{v1alpha2.APIToolRuntime, "tool_runtime"},
+	{v1alpha2.APIFiles, "files"},
+	{v1alpha2.APIAgents, "agents"},
+	{v1alpha2.APIResponses, "responses"},
+	{v1alpha2.APIBatches, "batches"},
+	{v1alpha2.APIDatasetIO, "datasetio"},
+	{v1alpha2.APIEval, "eval"},
+	{v1alpha2.APIScoring, "scoring"},
+	{v1alpha2.APIPostTraining, "post_training"},
+	{v1alpha2.APIFileProcessors, "file_processors"},
+	{v1alpha2.APITelemetry, "telemetry"},
+}
+
+func serverAPIName(n v1alpha2.APIName) string {
+	for _, a := range apiNames {
+		if a.crd == n {
+			return a.server
+		}
+	}
+	return ""
+}
+
+// specProviders lists the CR's provider lists in a fixed order.
+func specProviders(p *v1alpha2.ProvidersSpec) []struct {
+	api  api
+	list []v1alpha2.ProviderConfig
+} {
+	if p == nil {
+		return nil
+	}
+	lists := map[v1alpha2.APIName][]v1alpha2.ProviderConfig{
+		v1alpha2.APIInference: p.Inference, v1alpha2.APISafety: p.Safety, v1alpha2.APIVectorIO: p.VectorIO,
+		v1alpha2.APIToolRuntime: p.ToolRuntime, v1alpha2.APIFiles: p.Files, v1alpha2.APIAgents: p.Agents,
+		v1alpha2.APIResponses: p.Responses, v1alpha2.APIBatches: p.Batches, v1alpha2.APIDatasetIO: p.DatasetIO,
+		v1alpha2.APIEval: p.Eval, v1alpha2.APIScoring: p.Scoring, v1alpha2.APIPostTraining: p.PostTraining,
+		v1alpha2.APIFileProcessors: p.FileProcessors, v1alpha2.APITelemetry: p.Telemetry,
+	}
+	var out []struct {
+		api  api
+		list []v1alpha2.ProviderConfig
+	}
+	for _, a := range apiNames {
+		if l := lists[a.crd]; len(l) > 0 {
+			out = append(out, struct {
+				api  api
+				list []v1alpha2.ProviderConfig
+			}{a, l})
+		}
+	}
+	return out
+}
+
+// ProviderType is the provider_type of a CR provider: a bare name means remote::<name>.
+func ProviderType(p string) string {
+	if strings.Contains(p, "::") {
+		return p
+	}
+	return "remote::" + p
+}
+
+// ProviderID is the provider_id of a CR provider: its id, else the
+// provider's name without remote:: or inline::.
+func ProviderID(p v1alpha2.ProviderConfig) string {
+	if p.ID != "" {
+		return p.ID
+	}
+	if _, name, ok := strings.Cut(p.Provider, "::"); ok {
+		return name
+	}
+	return p.Provider
+}
+
+// Generate writes config.yaml for in.Spec applied to in.Base, in the shape
+// of in.ServerVersion. An error is an *Error naming the CR field at fault.
+func Generate(in Input) (*Output, error) {
+	if in.Spec.OverrideConfig != nil {
+		return nil, invalid("spec.overrideConfig", "overrideConfig is used as given: nothing is generated")
+	}
+	if in.ServerVersion == "" {
+		return nil, &Error{Field: "spec.distribution", Reason: v1alpha2.ReasonBaseConfigRequired,
+			Message: "the server version of the image is not known, so neither is the shape of its config; name a distribution (" + DistributionNames() + ") or use overrideConfig"}
+	}
+	v, err := ParseVersion(in.ServerVersion)
+	if err != nil {
+		return nil, &Error{Field: "spec.distribution", Reason: v1alpha2.ReasonServerVersionNotSupported, Message: err.Error()}
+	}
+	if ok, why := v.supported(); !ok {
+		return nil, &Error{Field: "spec.distribution", Reason: v1alpha2.ReasonServerVersionNotSupported, Message: why}
+	}
+	baseField := in.BaseField
+	if baseField == "" {
+		baseField = "spec.baseConfig"
+	}
+	if len(bytes.TrimSpace(in.Base)) == 0 {
+		return nil, &Error{Field: baseField, Reason: v1alpha2.ReasonBaseConfigRequired,
+			Message: "no base config: set spec.baseConfig to a ConfigMap key holding a config.yaml for server " + v.String()}
+	}
+	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec}
+	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
+		return nil, err
+	}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	out, err := marshal(g.cfg)
+	if err != nil {
+		return nil, invalid("spec", "the generated config does not serialise: %v", err)
+	}
+	if err := Validate(out, v); err != nil {
+		return nil, invalid("spec", "the generated config is not one server %s reads: %v", v, err)
+	}
+	sum := sha256.Sum256(out)
+	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved()}, nil
+}
+
+// gen holds one generation: the config as a generic tree (so the parts the
+// model leaves free-form pass through untouched), the version and the env.
+type gen struct {
+	v    Version
+	cfg  map[string]any
+	env  *envSet
+	spec *v1alpha2.LlamaStackDistributionSpec
+	// distro is the config's distribution name, for default sqlite paths.
+	distro string
+	// disabled holds the server names of spec.disabled.
+	disabled map[string]bool
+}
+
+func decodeJSON(raw []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+func (g *gen) loadBase(base []byte, name, field string) error {
+	raw, err := yaml.YAMLToJSON(base)
+	if err != nil {
+		return invalid(field, "the base config does not parse: %v", err)
+	}
+	var cfg map[string]any
+	if err := decodeJSON(raw, &cfg); err != nil || cfg == nil {
+		return invalid(field, "the base config is not a YAML mapping")
+	}
+	// The distribution name: image_name up to 0.4, distro_name from 0.5 (the
+	// server migrates image_name itself; writing distro_name is the same).
+	dn, _ := cfg["distro_name"].(string)
+	in, _ := cfg["image_name"].(string)
+	if g.v.atLeast(5) {
+		if dn == "" {
+			dn = in
+		}
+		if dn == "" {
+			dn = name
+		}
+		delete(cfg, "image_name")
+		cfg["distro_name"] = dn
+		g.distro = dn
+	} else {
+		if in == "" && cfg["distro_name"] == nil {
+			in = name
+		}
+		if in != "" {
+			cfg["image_name"] = in
+		}
+		g.distro = in
+	}
+	if g.v.atLeast(7) {
+		// The server clears registered_resources.tool_groups from 0.7
+		// (tool groups register themselves): drop them rather than write
+		// what it discards.
+		if rr, ok := cfg["registered_resources"].(map[string]any); ok {
+			delete(rr, "tool_groups")
+		}
+	}
+	normal, err := marshal(cfg)
+	if err != nil {
+		return invalid(field, "the base config does not serialise: %v", err)
+	}
+	if err := Validate(normal, g.v); err != nil {
+		return invalid(field, "the base config is not one server %s reads: %v", g.v, err)
+	}
+	g.cfg = cfg
+	return nil
+}
+
+// checkAPIs refuses APIs the server version does not have, and disabling an
+// API the CR configures or needs.
+func (g *gen) checkAPIs() error {
+	for _, p := range specProviders(g.spec.Providers) {
+		if !hasAPI(g.v, p.api.server) {
+			return invalid("spec.providers."+string(p.api.crd), "server %s has no %s API%s", g.v, p.api.server, renameHint(p.api.server, g.v))
+		}
+	}
+	g.disabled = map[string]bool{}
+	configured := map[string]bool{}
+	for _, p := range specProviders(g.spec.Providers) {
+		configured[p.api.server] = true
+	}
+	for i, d := range g.spec.Disabled {
+		field := fmt.Sprintf("spec.disabled[%d]", i)
+		s := serverAPIName(d)
+		if s == "" || !hasAPI(g.v, s) {
+			return invalid(field, "server %s has no %s API%s", g.v, d, renameHint(s, g.v))
+		}
+		if configured[s] {
+			return invalid(field, "%s is disabled and also has providers in spec.providers.%s", d, d)
+		}
+		g.disabled[s] = true
+	}
+	if r := g.spec.Resources; r != nil {
+		needs := []struct {
+			field, api string
+			n          int
+		}{{"spec.resources.models", "inference", len(r.Models)}, {"spec.resources.shields", "safety", len(r.Shields)}, {"spec.resources.tools", "tool_runtime", len(r.Tools)}}
+		for _, n := range needs {
+			if n.n > 0 && g.disabled[n.api] {
+				return invalid(n.field, "these resources need the %s API, which spec.disabled removes", n.api)
+			}
+		}
+	}
+	return nil
+}
+
+func renameHint(server string, v Version) string {
+	switch {
+	case server == "agents" && v.atLeast(7):
+		return " (renamed responses in 0.7)"
+	case server == "responses" && !v.atLeast(7):
+		return " (before 0.7 it is agents)"
+	case server == "telemetry" && v.atLeast(4):
+		return " (removed in 0.4)"
+	case server == "post_training" && v.atLeast(7):
+		return " (removed in 0.7)"
+	case server == "file_processors" && !v.atLeast(4):
+		return " (added in 0.4)"
+	}
+	return ""
+}
+
+func (g *gen) providersMap() map[string]any {
+	p, ok := g.cfg["providers"].(map[string]any)
+	if !ok {
+		p = map[string]any{}
+		g.cfg["providers"] = p
+	}
+	return p
+}
+
+// providers replaces, per API, the base's providers with the CR's.
+func (g *gen) providers() error {
+	seen := map[string]string{}
+	for _, p := range specProviders(g.spec.Providers) {
+		var list []any
+		for i, pc := range p.list {
+			field := fmt.Sprintf("spec.providers.%s[%d]", p.api.crd, i)
+			id := ProviderID(pc)
+			if prev, dup := seen[id]; dup {
+				return invalid(field+".id", "provider id %q is also the id of %s: ids are unique across APIs", id, prev)
+			}
+			seen[id] = field
+			entry, err := g.provider(p.api.server, field, id, pc)
+			if err != nil {
+				return err
+			}
+			list = append(list, entry)
+		}
+		g.providersMap()[p.api.server] = list
+	}
+	return nil
+}
+
+func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (map[string]any, error) {
+	ptype := ProviderType(pc.Provider)
+	cfg := map[string]any{}
+	if pc.Settings != nil && len(pc.Settings.Raw) > 0 {
+		if err := decodeJSON(pc.Settings.Raw, &cfg); err != nil || cfg == nil {
+			return nil, invalid(field+".settings", "settings must be a mapping of config fields")
+		}
+	}
+	set := func(f, key, value string) error {
+		if _, taken := cfg[key]; taken {
+			return invalid(f, "writes the config field %s, which settings.%s (or another field of this provider) sets too: set it once", key, key)
+		}
+		cfg[key] = value
+		return nil
+	}
+	if pc.Endpoint != "" {
+		key := endpointField(apiName, ptype, g.v)
+		if key == "" {
+			return nil, invalid(field+".endpoint", "the controller knows no endpoint field of %s at server %s: set the field by its name in settings", ptype, g.v)
+		}
+		if err := set(field+".endpoint", key, pc.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if pc.APIKey != nil {
+		key := keyField(apiName, ptype, g.v)
+		if key == "" {
+			return nil, invalid(field+".apiKey", "the controller knows no API key field of %s at server %s: name the field in secretRefs instead", ptype, g.v)
+		}
+		ref, err := g.env.add(EnvName(id, "api_key"), field+".apiKey", pc.APIKey.SecretKeyRef.Name, pc.APIKey.SecretKeyRef.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := set(field+".apiKey", key, ref); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range sortedKeys(pc.SecretRefs) {
+		f := field + ".secretRefs." + k
+		s := pc.SecretRefs[k]
+		ref, err := g.env.add(EnvName(id, k), f, s.SecretKeyRef.Name, s.SecretKeyRef.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := set(f, k, ref); err != nil {
+			return nil, err
+		}
+	}
+	// Every vector_io provider keeps its state in a kv backend; the remote
+	// milvus and qdrant ones refuse to start without it.
+	if apiName == "vector_io" {
+		if _, ok := cfg["persistence"]; !ok {
+			cfg["persistence"] = map[string]any{"backend": g.kvBackendName(), "namespace": "vector_io::" + id}
+		}
+	}
+	entry := map[string]any{"provider_id": id, "provider_type": ptype}
+	if len(cfg) > 0 {
+		entry["config"] = cfg
+	}
+	return entry, nil
+}
+
+// disable removes the disabled APIs' providers.
+func (g *gen) disable() error {
+	prov := g.providersMap()
+	for a := range g.disabled {
+		delete(prov, a)
+	}
+	return nil
+}
+
+// syncAPIs lists in apis every API that has providers and none disabled:
+// the base's order, then the APIs the CR adds, sorted.
+func (g *gen) syncAPIs() error {
+	prov := g.providersMap()
+	var apis []any
+	listed := map[string]bool{}
+	if l, ok := g.cfg["apis"].([]any); ok {
+		for _, a := range l {
+			s, _ := a.(string)
+			if g.disabled[s] || listed[s] {
+				continue
+			}
+			listed[s] = true
+			apis = append(apis, s)
+		}
+	}
+	for _, a := range sortedKeys(prov) {
+		if !listed[a] {
+			apis = append(apis, a)
+		}
+	}
+	g.cfg["apis"] = apis
+	return nil
+}
+
+func (g *gen) resolved() []ResolvedProvider {
+	var out []ResolvedProvider
+	prov := g.providersMap()
+	for _, a := range sortedKeys(prov) {
+		l, _ := prov[a].([]any)
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			id, _ := m["provider_id"].(string)
+			t, _ := m["provider_type"].(string)
+			out = append(out, ResolvedProvider{API: a, ID: id, Type: t})
+		}
+	}
+	return out
+}
+
+// providerIDs lists the provider_ids of one API, as written.
+func (g *gen) providerIDs(apiName string) []string {
+	l, _ := g.providersMap()[apiName].([]any)
+	var ids []string
+	for _, e := range l {
+		m, _ := e.(map[string]any)
+		if id, ok := m["provider_id"].(string); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+var conditionalID = regexp.MustCompile(`^\$\{env\.[A-Z0-9_]+:\+([^}]*)\}$`)
+
+// hasProvider reports whether a reference to a provider id can resolve: a
+// literal must be some provider's id, or the id a ${env.X:+id} provider
+// takes when X is set; a reference that is itself ${env.X:+id} is judged by
+// its id; any other ${env...} reference cannot be judged and is kept.
+func (g *gen) hasProvider(apiName, ref string) bool {
+	if m := conditionalID.FindStringSubmatch(ref); m != nil {
+		ref = m[1]
+	} else if strings.Contains(ref, "${") {
+		return true
+	}
+	for _, id := range g.providerIDs(apiName) {
+		if id == ref {
+			return true
+		}
+		if m := conditionalID.FindStringSubmatch(id); m != nil && m[1] == ref {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceAPIs maps each registered_resources list to the API serving it.
+var resourceAPIs = []struct{ list, api string }{
+	{"models", "inference"}, {"shields", "safety"}, {"tool_groups", "tool_runtime"},
+	{"vector_stores", "vector_io"}, {"datasets", "datasetio"}, {"scoring_fns", "scoring"},
+	{"benchmarks", "eval"},
+}
+
+// pruneResources drops the base's resources whose API is gone or whose
+// provider is no longer in the config (replaced by the CR's, or disabled).
+func (g *gen) pruneResources() error {
+	rr, ok := g.cfg["registered_resources"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	prov := g.providersMap()
+	for _, r := range resourceAPIs {
+		l, ok := rr[r.list].([]any)
+		if !ok {
+			continue
+		}
+		if _, live := prov[r.api]; !live {
+			delete(rr, r.list)
+			continue
+		}
+		var kept []any
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			if pid, ok := m["provider_id"].(string); ok && !g.hasProvider(r.api, pid) {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(kept) == 0 {
+			delete(rr, r.list)
+		} else {
+			rr[r.list] = kept
+		}
+	}
+	return nil
+}
+
+// defaultProvider picks the provider of a resource that names none: the
+// CR's first provider of the API, else the base's first whose id is not an
+// ${env...} expression.
+func (g *gen) defaultProvider(field, apiName string, crd []v1alpha2.ProviderConfig) (string, error) {
+	if len(crd) > 0 {
+		return ProviderID(crd[0]), nil
+	}
+	ids := g.providerIDs(apiName)
+	for _, id := range ids {
+		if !strings.Contains(id, "${") {
+			return id, nil
+		}
+	}
+	if len(ids) == 0 {
+		return "", invalid(field, "names no provider and the config has no %s provider: add one to spec.providers", apiName)
+	}
+	return "", invalid(field, "names no provider, and every %s provider of the base is switched on by a variable (%s): name one in provider, or add one to spec.providers", apiName, strings.Join(ids, ", "))
+}
+
+func (g *gen) explicitProvider(field, apiName, id string) error {
+	if g.hasProvider(apiName, id) && !strings.Contains(id, "${") {
+		return nil
+	}
+	return invalid(field, "no %s provider has the id %q; the config's are: %s", apiName, id, strings.Join(g.providerIDs(apiName), ", "))
+}
+
+// resources registers the CR's models, shields and tools, replacing a base
+// entry with the same id.
+func (g *gen) resources() error {
+	r := g.spec.Resources
+	if r == nil {
+		return nil
+	}
+	var p v1alpha2.ProvidersSpec
+	if g.spec.Providers != nil {
+		p = *g.spec.Providers
+	}
+	rr, ok := g.cfg["registered_resources"].(map[string]any)
+	if !ok {
+		rr = map[string]any{}
+	}
+	pick := func(field, apiName, named string, crd []v1alpha2.ProviderConfig) (string, error) {
+		if named == "" {
+			return g.defaultProvider(field, apiName, crd)
+		}
+		return named, g.explicitProvider(field+".provider", apiName, named)
+	}
+	for i, m := range r.Models {
+		field := fmt.Sprintf("spec.resources.models[%d]", i)
+		pid, err := pick(field, "inference", m.Provider, p.Inference)
+		if err != nil {
+			return err
+		}
+		e := map[string]any{"model_id": m.Name, "provider_id": pid, "model_type": "llm"}
+		if m.ModelType != "" {
+			if m.ModelType == "rerank" && !g.v.atLeast(4) {
+				return invalid(field+".modelType", "server %s has no rerank models (added in 0.4)", g.v)
+			}
+			e["model_type"] = m.ModelType
+		}
+		if m.ProviderModelID != "" {
+			e["provider_model_id"] = m.ProviderModelID
+		}
+		md := map[string]any{}
+		if m.ContextLength != nil {
+			md["context_length"] = *m.ContextLength
+		}
+		if m.EmbeddingDimension != nil {
+			md["embedding_dimension"] = *m.EmbeddingDimension
+		}
+		if len(md) > 0 {
+			e["metadata"] = md
+		}
+		upsert(rr, "models", "model_id", m.Name, e)
+	}
+	for i, s := range r.Shields {
+		field := fmt.Sprintf("spec.resources.shields[%d]", i)
+		pid, err := pick(field, "safety", s.Provider, p.Safety)
+		if err != nil {
+			return err
+		}
+		e := map[string]any{"shield_id": s.Name, "provider_id": pid}
+		if s.ProviderShieldID != "" {
+			e["provider_shield_id"] = s.ProviderShieldID
+		}
+		upsert(rr, "shields", "shield_id", s.Name, e)
+	}
+	if len(r.Tools) > 0 && g.v.atLeast(7) {
+		return invalid("spec.resources.tools", "server %s registers tool groups itself from its tool_runtime providers (tool_groups is cleared from 0.7): remove tools", g.v)
+	}
+	for i, t := range r.Tools {
+		field := fmt.Sprintf("spec.resources.tools[%d]", i)
+		pid, err := pick(field, "tool_runtime", t.Provider, p.ToolRuntime)
+		if err != nil {
+			return err
+		}
+		upsert(rr, "tool_groups", "toolgroup_id", t.Name, map[string]any{"toolgroup_id": t.Name, "provider_id": pid})
+	}
+	if len(rr) > 0 {
+		g.cfg["registered_resources"] = rr
+	}
+	return nil
+}
+
+// upsert puts e in rr[list], in place of the entry whose key is id, or last.
+func upsert(rr map[string]any, list, key, id string, e map[string]any) {
+	l, _ := rr[list].([]any)
+	for i, x := range l {
+		if m, ok := x.(map[string]any); ok && m[key] == id {
+			l[i] = e
+			rr[list] = l
+			return
+		}
+	}
+	rr[list] = append(l, e)
+}
+
+// pruneReferences drops the settings that point at a provider or shield no
+// longer in the config: vector_stores defaults and safety.default_shield_id.
+func (g *gen) pruneReferences() error {
+	prov := g.providersMap()
+	if vs, ok := g.cfg["vector_stores"].(map[string]any); ok {
+		if _, live := prov["vector_io"]; !live {
+			delete(g.cfg, "vector_stores")
+		} else {
+			if id, ok := vs["default_provider_id"].(string); ok && !g.hasProvider("vector_io", id) {
+				delete(vs, "default_provider_id")
+			}
+			for _, k := range []string{"default_embedding_model", "default_reranker_model"} {
+				if m, ok := vs[k].(map[string]any); ok {
+					if id, ok := m["provider_id"].(string); ok && !g.hasProvider("inference", id) {
+						delete(vs, k)
+					}
+				}
+			}
+			for _, k := range []string{"rewrite_query_params", "contextual_retrieval_params"} {
+				if p, ok := vs[k].(map[string]any); ok {
+					if m, ok := p["model"].(map[string]any); ok {
+						if id, ok := m["provider_id"].(string); ok && !g.hasProvider("inference", id) {
+							delete(p, "model")
+						}
+					}
+				}
+			}
+		}
+	}
+	if s, ok := g.cfg["safety"].(map[string]any); ok {
+		if _, live := prov["safety"]; !live {
+			delete(g.cfg, "safety")
+		} else if id, ok := s["default_shield_id"].(string); ok && !g.hasShield(id) {
+			delete(s, "default_shield_id")
+		}
+	}
+	// A section left empty says nothing the server's defaults do not.
+	for _, k := range []string{"registered_resources", "safety", "vector_stores"} {
+		if m, ok := g.cfg[k].(map[string]any); ok && len(m) == 0 {
+			delete(g.cfg, k)
+		}
+	}
+	return nil
+}
+
+func (g *gen) hasShield(id string) bool {
+	rr, _ := g.cfg["registered_resources"].(map[string]any)
+	l, _ := rr["shields"].([]any)
+	for _, e := range l {
+		if m, ok := e.(map[string]any); ok && m["shield_id"] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// marshal writes the tree as YAML with sorted keys.
+func marshal(cfg map[string]any) ([]byte, error) {
+	j, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}

@@ -1,0 +1,82 @@
+package configgen
+
+import (
+	"strings"
+	"testing"
+)
+
+func mustVersion(t testing.TB, s string) Version {
+	t.Helper()
+	v, err := ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// The embedded bases pass the model of their own server version.
+func TestBasesMatchModel(t *testing.T) {
+	for _, d := range distributions {
+		if d.BaseFile == "" {
+			continue
+		}
+		raw, err := d.Base()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(raw, mustVersion(t, d.ServerVersion)); err != nil {
+			t.Errorf("%s: %v", d.BaseFile, err)
+		}
+	}
+}
+
+const minimal07 = `version: 2
+distro_name: x
+apis: [inference]
+providers:
+  inference: [{provider_id: a, provider_type: remote::vllm, config: {base_url: "http://a"}}]
+storage:
+  backends:
+    kv_default: {type: kv_sqlite, db_path: /tmp/kv.db}
+    sql_default: {type: sql_sqlite, db_path: /tmp/sql.db}
+  stores:
+    metadata: {backend: kv_default, namespace: registry}
+    inference: {backend: sql_default, table_name: inference_store}
+`
+
+func TestValidateRefuses(t *testing.T) {
+	if err := Validate([]byte(minimal07), mustVersion(t, "0.7.1")); err != nil {
+		t.Fatalf("minimal 0.7 config: %v", err)
+	}
+	cases := []struct {
+		name, version, edit, want string
+	}{
+		{"unknown top-level key", "0.7.1", "metadata_store: {type: sqlite}\n", `unknown field "metadata_store"`},
+		{"unknown resource list", "0.7.1", "registered_resources: {vector_dbs: []}\n", `unknown field "vector_dbs"`},
+		{"unknown provider key", "0.7.1", "external_apis_dir: /x\nproviders: {inference: [{provider_id: a, provider_type: remote::vllm, kvstore: {}}]}\n", `unknown field "kvstore"`},
+		{"connection string", "0.7.1", "storage: {backends: {sql_default: {type: sql_postgres, user: u, connection_string: x}}}\n", `unknown field "connection_string"`},
+		{"redis password", "0.7.1", "storage: {backends: {kv_default: {type: kv_redis, host: h, password: x}}}\n", `unknown field "password"`},
+		{"postgres without user", "0.7.1", "storage: {backends: {kv_default: {type: kv_postgres, host: h}}}\n", `kv_default.user is required`},
+		{"sql store on kv backend", "0.7.1", "storage: {backends: {kv_default: {type: kv_sqlite}}, stores: {inference: {backend: kv_default}}}\n", `needs a sql_* backend`},
+		{"store on missing backend", "0.7.1", "storage: {backends: {}, stores: {metadata: {backend: nope}}}\n", `unknown backend "nope"`},
+		{"agents at 0.7", "0.7.1", "apis: [agents]\n", `"agents" is not an API of server 0.7.1`},
+		{"responses at 0.6", "0.6.0", "providers: {responses: [{provider_id: a, provider_type: inline::builtin}]}\n", `providers.responses: not an API`},
+		{"telemetry at 0.4", "0.4.2", "image_name: x\ntelemetry: {enabled: true}\n", `telemetry was removed in 0.4`},
+		{"distro_name at 0.4", "0.4.2", "image_name: x\n", `distro_name is read from 0.5`},
+		{"no image_name at 0.3", "0.3.4", "distro_name: null\n", `image_name is required`},
+		{"prompts store at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nstorage: {backends: {kv_default: {type: kv_sqlite}}, stores: {prompts: {backend: kv_default}}}\n", `prompts is read from 0.4`},
+		{"pool_size at 0.6", "0.6.0", "storage: {backends: {sql_default: {type: sql_postgres, user: u, pool_size: 3}}}\n", `pool_size is read from 0.7`},
+		{"rerank at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nregistered_resources: {models: [{model_id: m, model_type: rerank}]}\n", `model_type "rerank"`},
+		{"version 3", "0.7.1", "version: 3\n", `version must be 2`},
+		{"older shape", "0.2.23", "", `older (0.2.x) config shape`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := overlay(t, minimal07, c.edit)
+			err := Validate(cfg, mustVersion(t, c.version))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}

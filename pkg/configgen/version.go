@@ -1,0 +1,67 @@
+package configgen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Version is a llama-stack server version, major.minor.patch.
+type Version struct {
+	Major, Minor, Patch int
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// Oldest and newest server versions whose config.yaml shape this package
+// knows. 0.2.x kept storage inside each provider and resources at the top
+// level; 0.8 renamed the project (paths and names under ogx): both are
+// reported, never guessed.
+var (
+	oldestSupported = Version{0, 3, 0}
+	newestSupported = Version{0, 7, 99}
+)
+
+// ParseVersion reads "0.7.1" (a leading "v" is allowed). A pre-release or
+// build suffix is not: an image tag such as 0.7.1rc2 is a different server.
+func ParseVersion(s string) (Version, error) {
+	t := strings.TrimPrefix(s, "v")
+	parts := strings.Split(t, ".")
+	if len(parts) != 3 {
+		return Version{}, fmt.Errorf("server version %q is not major.minor.patch", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
+			return Version{}, fmt.Errorf("server version %q is not major.minor.patch", s)
+		}
+		n[i] = x
+	}
+	return Version{n[0], n[1], n[2]}, nil
+}
+
+func (v Version) less(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor < o.Minor
+	}
+	return v.Patch < o.Patch
+}
+
+// atLeast reports whether v is 0.<minor> or newer.
+func (v Version) atLeast(minor int) bool { return !v.less(Version{0, minor, 0}) }
+
+// supported reports whether this package knows the config shape of v, and
+// why not when it does not.
+func (v Version) supported() (bool, string) {
+	switch {
+	case v.less(oldestSupported):
+		return false, fmt.Sprintf("server version %s reads the older (0.2.x) config shape, which the controller does not generate; use overrideConfig with a complete config.yaml", v)
+	case newestSupported.less(v):
+		return false, fmt.Sprintf("server version %s is newer than the config shapes the controller knows (0.3 to 0.7); use overrideConfig with a complete config.yaml", v)
+	}
+	return true, ""
+}
