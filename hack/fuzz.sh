@@ -12,17 +12,18 @@ set -o errexit -o nounset -o pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
 fuzztime=${FUZZTIME:-30s}
-targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle FuzzConversionRequest}
+targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle FuzzConversionRequest FuzzGenerate}
 pkg=github.com/llamastack/llama-stack-controller/pkg/controller
 log=$(mktemp)
 objects=$(mktemp -d)
 trap 'rm -rf "${log}" "${objects}"' EXIT
 
-# The package of each target: the conversion webhook's request body in pkg/webhook, the
-# rest in pkg/controller.
+# The package of each target: the conversion webhook's request body in pkg/webhook, config
+# generation in pkg/configgen, the rest in pkg/controller.
 package_of() {
 	case "$1" in
 	FuzzConversionRequest) echo pkg/webhook ;;
+	FuzzGenerate) echo pkg/configgen ;;
 	*) echo pkg/controller ;;
 	esac
 }
