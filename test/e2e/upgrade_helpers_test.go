@@ -380,15 +380,19 @@ func (u *upgradeCluster) storedVersions(t *testing.T) []string {
 	return crd.Status.StoredVersions
 }
 
+// requirePreviousRelease fails the test, rather than skip it, in a clone without the
+// commit previousRelease.
+func requirePreviousRelease(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("git", "-C", env.root, "cat-file", "-e", previousRelease+"^{commit}").CombinedOutput()
+	require.NoError(t, err, "the upgrade test starts from commit %s of this repository (the previous release) and needs the "+
+		"repository's history: it is not in this clone (a shallow clone? run `git fetch --unshallow`): %s", previousRelease, out)
+}
+
 // previousReleaseTree extracts the commit previousRelease of this repository into a
 // directory and builds its controller there (stamped with the commit as its version),
-// with the module and build caches of this one. It fails, rather than skips, in a clone
-// without that commit.
+// with the module and build caches of this one.
 func previousReleaseTree(dir string) (tree, binary string, err error) {
-	if out, err := exec.Command("git", "-C", env.root, "cat-file", "-e", previousRelease+"^{commit}").CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("the upgrade test starts from commit %s of this repository (the previous release) and needs the "+
-			"repository's history: it is not in this clone (a shallow clone? run `git fetch --unshallow`): %v %s", previousRelease, err, out)
-	}
 	tree = filepath.Join(dir, "previous-release")
 	archive := exec.Command("git", "-C", env.root, "archive", "--format=tar", previousRelease)
 	stdout, err := archive.StdoutPipe()

@@ -105,6 +105,7 @@ func previousReleaseCRs(ns, shared string) []*v1alpha1.LlamaStackDistribution {
 func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
+	requirePreviousRelease(t)
 	buildDir := t.TempDir()
 	built := make(chan struct{})
 	var tree, binary string
