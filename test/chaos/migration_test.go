@@ -4,7 +4,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -12,15 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/test/upstream"
 )
 
 // A CR whose children the upstream operator made (same names, a controller reference
@@ -51,92 +48,8 @@ func TestMigrationFromUpstream(t *testing.T) {
 	require.NoError(t, err)
 	l = fromHub(t, created)
 
-	// What upstream made of it (its §2 and §3, as rendered).
-	owner := []metav1.OwnerReference{{APIVersion: "llamastack.io/v1alpha1", Kind: "LlamaStackDistribution", Name: l.Name, UID: l.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
-	labels := map[string]string{"app.kubernetes.io/managed-by": "llama-stack-operator", "app.kubernetes.io/part-of": "llama-stack", "llamastack.io/watch": "true"}
-	selector := map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": l.Name}
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, OwnerReferences: owner}
-	}
-	pvc := &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: meta("upstream-pvc"),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
-		},
-	}
-	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta("upstream-sa")}
-	svc := &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta("upstream-service"),
-		Spec: corev1.ServiceSpec{
-			Selector: selector,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 8321, TargetPort: intstr.FromInt32(8321), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-	dep := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta("upstream"),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: selector},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: "upstream-sa",
-					SecurityContext:    &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1001)},
-					Containers: []corev1.Container{{
-						Name:  "llama-stack",
-						Image: "docker.io/llamastack/distribution-starter:latest",
-						Ports: []corev1.ContainerPort{{ContainerPort: 8321}},
-						Env: []corev1.EnvVar{
-							{Name: "HF_HOME", Value: "/.llama"},
-							{Name: "LLS_WORKERS", Value: "1"},
-							{Name: "LLS_PORT", Value: "8321"},
-							{Name: "LLAMA_STACK_CONFIG", Value: "/etc/llama-stack/config.yaml"},
-							{Name: "INFERENCE_MODEL", Value: "llama3.2:1b"},
-						},
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
-						StartupProbe: &corev1.Probe{
-							ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/v1/health", Port: intstr.FromInt32(8321)}},
-							InitialDelaySeconds: 15, TimeoutSeconds: 30, FailureThreshold: 3, SuccessThreshold: 1,
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "lls-storage", MountPath: "/.llama"}},
-					}},
-					Volumes: []corev1.Volume{{Name: "lls-storage", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "upstream-pvc"}}}},
-				},
-			},
-		},
-	}
-	// Upstream creates with a plain Create (its client's default field manager), then
-	// applies with the CR's name as field manager.
-	createOpts := metav1.CreateOptions{FieldManager: "manager"}
-	_, err = env.kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, createOpts)
-	require.NoError(t, err)
-	_, err = env.kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, createOpts)
-	require.NoError(t, err)
-	_, err = env.kube.CoreV1().Services(ns).Create(ctx, svc, createOpts)
-	require.NoError(t, err)
-	_, err = env.kube.AppsV1().Deployments(ns).Create(ctx, dep, createOpts)
-	require.NoError(t, err)
-	upstreamApply := func(resource string, obj any) {
-		body, err := json.Marshal(obj)
-		require.NoError(t, err)
-		req := env.kube.CoreV1().RESTClient().Patch(types.ApplyPatchType).Namespace(ns).Resource(resource)
-		if resource == "deployments" {
-			req = env.kube.AppsV1().RESTClient().Patch(types.ApplyPatchType).Namespace(ns).Resource(resource)
-		}
-		m := obj.(metav1.Object)
-		require.NoError(t, req.Name(m.GetName()).Param("fieldManager", l.Name).Param("force", "true").Body(body).Do(ctx).Error())
-	}
-	upstreamApply("services", svc)
-	upstreamApply("serviceaccounts", sa)
-	upstreamApply("deployments", dep)
+	// What upstream made of it, made as upstream makes it.
+	require.NoError(t, upstream.Make(ctx, env.kube, l, upstream.Options{}))
 
 	var before *appsv1.Deployment
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

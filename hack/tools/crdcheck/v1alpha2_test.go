@@ -2,6 +2,7 @@ package crdcheck
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -271,6 +272,35 @@ func TestV1alpha2Examples(t *testing.T) {
 				a := s.create(t, obj)
 				assert.Empty(t, a.errs.ToAggregate())
 				assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
+			})
+		}
+	}
+	assert.Positive(t, total)
+}
+
+// TestV1alpha2RulesNeedNoDefaults runs the CEL rules over every v1alpha2 example
+// without v1alpha2's defaults, as the API server validates an object that it reads from
+// one stored in v1alpha1 (made before the upgrade) and converts: it applies the defaults
+// of the version an object is stored in, not those of the version it converts it to. A
+// rule that reads a defaulted field without has() fails there, on every write of the
+// object, its status included (the CA bundle example did, until the TLS rule tested
+// has(self.enabled)).
+func TestV1alpha2RulesNeedNoDefaults(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	files, err := filepath.Glob(filepath.Join(examplesV1alpha2, "*.yaml"))
+	require.NoError(t, err)
+	total := 0
+	for _, file := range files {
+		for i, doc := range readDocuments(t, file) {
+			obj := decodeObject(t, doc)
+			if obj["kind"] != kind {
+				continue
+			}
+			total++
+			u := unstructured.Unstructured{Object: obj}
+			u.SetNamespace("default")
+			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) {
+				assert.Empty(t, s.runCEL(context.Background(), u.Object, nil).ToAggregate())
 			})
 		}
 	}

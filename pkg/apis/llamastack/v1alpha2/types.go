@@ -577,7 +577,7 @@ type NetworkingSpec struct {
 }
 
 // TLSSpec configures TLS for the server.
-// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.secretName)",message="tls.secretName is required when tls.enabled is true"
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || has(self.secretName)",message="tls.secretName is required when tls.enabled is true"
 type TLSSpec struct {
 	// Enabled serves TLS on the server's port, with the certificate and key of secretName.
 	// +kubebuilder:default=false
@@ -596,6 +596,11 @@ type TLSSpec struct {
 	// whether or not it serves TLS itself.
 	// +optional
 	CABundle *CABundleConfig `json:"caBundle,omitempty"`
+
+	// The rule above tests has(self.enabled) rather than count on its default: the API
+	// server does not apply v1alpha2's defaults to an object that it reads from one
+	// stored in v1alpha1 (made before the upgrade) and converts, and a rule that reads an
+	// absent field fails every write of that object, its status included.
 }
 
 // CABundleConfig defines the CA bundle configuration for custom certificates.

@@ -1,0 +1,588 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/test/localcluster"
+	"github.com/llamastack/llama-stack-controller/test/upstream"
+)
+
+// previousRelease is the commit of this repository that the upgrade test starts from:
+// the last one whose CI passed before llamastack.io/v1alpha2, whose CRD serves and
+// stores v1alpha1 alone and whose controller syncs v1alpha1.
+const previousRelease = "1d14815"
+
+// imageAnnotation is the Deployment annotation that records the controller's choice of
+// image, added after the previous release.
+const imageAnnotation = "llamastack.io/image"
+
+// currentVersion is the version the controller of this tree reports in the upgrade
+// tests, so that a CR's status tells which controller wrote it.
+const currentVersion = "upgrade-e2e"
+
+// previousReleaseCRs are CRs with every feature that makes a child: a plain one;
+// storage with env, workers and pod overrides; a user config and a CA bundle; a user
+// config from another namespace (copied); autoscaling with a PDB and two replicas; an
+// Ingress with the NetworkPolicy's allowed namespaces and labels. NetworkPolicies are
+// on for all (the operator ConfigMap).
+func previousReleaseCRs(ns, shared string) []*v1alpha1.LlamaStackDistribution {
+	size := resource.MustParse("2Gi")
+	return []*v1alpha1.LlamaStackDistribution{
+		llsd(ns, "plain"),
+		llsd(ns, "storage", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.Storage = &v1alpha1.StorageSpec{Size: &size, MountPath: "/data"}
+			l.Spec.Server.Workers = ptr.To[int32](2)
+			l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "INFERENCE_MODEL", Value: "llama3.2:1b"}}
+			l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
+				TerminationGracePeriodSeconds: ptr.To[int64](45),
+				Volumes:                       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				VolumeMounts:                  []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+			}
+		}),
+		llsd(ns, "config", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run-config"}
+			l.Spec.Server.TLSConfig = &v1alpha1.TLSConfig{CABundle: &v1alpha1.CABundleConfig{ConfigMapName: "ca"}}
+		}),
+		llsd(ns, "shared-config", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run-config", ConfigMapNamespace: shared}
+		}),
+		llsd(ns, "scaled", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Replicas = 2
+			l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 4, TargetCPUUtilizationPercentage: ptr.To[int32](70)}
+			l.Spec.Server.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))}
+		}),
+		llsd(ns, "exposed", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Network = &v1alpha1.NetworkSpec{
+				ExposeRoute: true,
+				Ingress:     &v1alpha1.IngressSpec{Host: "llama.example.com"},
+				AllowedFrom: &v1alpha1.AllowedFromSpec{Namespaces: []string{shared}, Labels: []v1alpha1.LabelKey{"team"}},
+			}
+		}),
+	}
+}
+
+// TestUpgradeFromThePreviousRelease installs the previous release (its CRD, which
+// stores v1alpha1, and its controller, built from git) on a control plane of its own,
+// lets it make the children of CRs with every feature, stops it, and installs this
+// tree's CRD (v1alpha2 stored, converted by the webhook) and controller. Then:
+//   - until the new controller serves the webhook, the CRs read in v1alpha1, not in
+//     v1alpha2;
+//   - no pod rolls: every child is the object it was, not written at all (same
+//     resourceVersion), except each Deployment, which gets one metadata-only patch
+//     adding the llamastack.io/image annotation (its pod template unchanged, no new
+//     ReplicaSet, every pod the same);
+//   - every CR reads back in v1alpha1 exactly as created, and in v1alpha2 as its
+//     conversion;
+//   - a v1alpha1 client's read-edit-write of an upgraded CR keeps the v1alpha2-only
+//     fields, and the edit rolls out;
+//   - Kubernetes' storage version migration succeeds; every CR is then stored in
+//     v1alpha2 (read from etcd), the CRD's storedVersions holds v1alpha2 alone, and
+//     every CR still reads in both versions.
+func TestUpgradeFromThePreviousRelease(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	requirePreviousRelease(t)
+	buildDir := t.TempDir()
+	built := make(chan struct{})
+	var tree, binary string
+	var buildErr error
+	go func() {
+		defer close(built)
+		tree, binary, buildErr = previousReleaseTree(buildDir)
+	}()
+	u := startUpgradeCluster(t)
+	<-built
+	require.NoError(t, buildErr)
+	t.Logf("control plane started and %s built in %s", previousRelease, time.Since(start).Round(time.Second))
+
+	// The previous release, as its artifacts install it.
+	args := []string{"apply", "--server-side", "-f", filepath.Join(tree, localcluster.CRDFile)}
+	for _, f := range []string{"controller/namespace.yaml", "rbac/service_account.yaml", "rbac/cluster_role.yaml", "rbac/cluster_role_binding.yaml"} {
+		args = append(args, "-f", filepath.Join(tree, "artifacts", f))
+	}
+	u.kubectl(t, nil, args...)
+	require.NoError(t, localcluster.WaitCRDEstablished(ctx, u.cfg, "llamastackdistributions.llamastack.io", 30*time.Second))
+	crd, err := u.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "llamastackdistributions.llamastack.io", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, crd.Spec.Versions, 1, "the previous release's CRD has one version")
+	require.Equal(t, "v1alpha1", crd.Spec.Versions[0].Name)
+	u.operatorConfig(t)
+
+	ns, shared := "upgrade", "upgrade-shared"
+	u.namespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	u.namespace(t, shared, nil)
+	cms := u.kube.CoreV1().ConfigMaps
+	config := map[string]string{"config.yaml": "version: 2\nimage_name: starter\napis: [inference]\nproviders: {}\n"}
+	_, err = cms(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "run-config"}, Data: config}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cms(shared).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "run-config",
+		Annotations: map[string]string{"llamastack.io/allowed-namespaces": ns}}, Data: config}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cms(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ca"},
+		Data: map[string]string{"ca-bundle.crt": testCertificate(t, "upgrade test CA")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	u.boundPV(t, ns, "storage-pvc", "2Gi")
+
+	crs := previousReleaseCRs(ns, shared)
+	created := map[string]*v1alpha1.LlamaStackDistribution{}
+	var names []string
+	for _, l := range crs {
+		out, err := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Create(ctx, l, metav1.CreateOptions{})
+		require.NoError(t, err)
+		created[l.Name] = out
+		names = append(names, l.Name)
+	}
+
+	previous := u.startPrevious(t, binary)
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			l, err := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			p := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing)
+			if l.Status.Version.OperatorVersion != previousRelease || l.Status.ObservedGeneration != l.Generation ||
+				l.Status.Phase != v1alpha1.PhaseReady || p == nil || p.Reason != v1alpha1.ReasonRolloutComplete {
+				last = name + ": " + string(l.Status.Phase)
+				return false, nil
+			}
+			d, err := u.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || d.Status.ObservedGeneration != d.Generation {
+				last = name + ": Deployment status not current"
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "the previous release makes every CR Ready (last: %s)", last)
+	u.waitQuiet(t, "previous", 3*time.Second)
+	t.Logf("the previous release converged after %s", time.Since(start).Round(time.Second))
+	for _, name := range names {
+		require.Equal(t, "llamastack.io/v1alpha1", u.storedAPIVersion(t, ns, name), "%s is stored in v1alpha1 before the upgrade", name)
+	}
+	before := u.snapshot(t, ns)
+	for _, child := range []string{"deployments/storage", "services/plain-service", "persistentvolumeclaims/storage-pvc",
+		"configmaps/config-ca-bundle", "configmaps/shared-config-user-config", "horizontalpodautoscalers/scaled-hpa",
+		"poddisruptionbudgets/scaled-pdb", "ingresses/exposed-ingress", "networkpolicies/plain-network-policy"} {
+		require.Contains(t, before, child, "the previous release made every kind of child")
+	}
+
+	// The upgrade: the previous release's controller stops, this tree's CRD and RBAC are
+	// applied, its controller starts.
+	previous.stop(t)
+	upgraded := time.Now()
+	webhookAddr, err := freeAddress()
+	require.NoError(t, err)
+	u.installCurrent(t, webhookAddr)
+	// Until the new controller serves the conversion webhook, a CR stored in v1alpha1
+	// reads in v1alpha1 (no conversion) and not in v1alpha2.
+	_, err = u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, "plain", metav1.GetOptions{})
+	require.NoError(t, err, "a CR stored in v1alpha1 reads in v1alpha1 without the webhook")
+	_, err = u.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "plain", metav1.GetOptions{})
+	require.ErrorContains(t, err, "conversion webhook", "a CR stored in v1alpha1 needs the webhook to read in v1alpha2")
+	u.startCurrent(t, webhookAddr, currentVersion)
+	u.waitCurrent(t, ns, names, currentVersion)
+	u.waitQuiet(t, "current", 5*time.Second)
+	t.Logf("the controller of this tree synced every CR %s after the upgrade", time.Since(upgraded).Round(time.Second))
+
+	assertOnlyImageAnnotationAdded(t, before, u.snapshot(t, ns))
+	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names)
+	expected := map[string]readBack{}
+	for name, c := range created {
+		expected[name] = readBack{v1: c.Spec, v2: hubOf(t, c).Spec}
+	}
+	u.assertReadBack(t, ns, expected)
+
+	// Kubernetes' storage version migration. Meanwhile a v1alpha1 client's
+	// read-edit-write of a CR with v1alpha2-only fields keeps them. (On a quiet cluster
+	// the migration waits up to a minute and a half for the garbage collector's cache of
+	// the CRs to pass the migration's resourceVersion; a write of a CR, such as this
+	// edit, moves it on.) Then every CR is in v1alpha2 in etcd, the CRD's storedVersions
+	// holds v1alpha2 alone, and every CR still reads in both versions. (The controller's
+	// status writes have already rewritten every CR it synced: any write stores the whole
+	// object in the storage version.)
+	migrated := time.Now()
+	u.kubectl(t, []byte(storageMigration), "create", "-f", "-")
+	expected["plain"] = u.assertReadEditWriteKeepsV1alpha2Fields(t, ns, "plain")
+	u.waitStorageMigration(t)
+	t.Logf("the storage version migration took %s", time.Since(migrated).Round(time.Second))
+	for _, name := range names {
+		assert.Equal(t, "llamastack.io/v1alpha2", u.storedAPIVersion(t, ns, name), "%s is stored in v1alpha2", name)
+	}
+	u.assertReadBack(t, ns, expected)
+	t.Logf("the whole test took %s", time.Since(start).Round(time.Second))
+}
+
+// assertOnlyImageAnnotationAdded compares the objects of a namespace before and after
+// the upgrade: every object is still there, the same one (UID), and nothing else is
+// there. None was written at all (same resourceVersion), except each Deployment: one
+// metadata write added the annotation llamastack.io/image naming the image it runs
+// (which bumps its generation, as any change of a Deployment's annotations does), and
+// the Deployment controller copied it to the ReplicaSet. The pod templates, the
+// ReplicaSets and the pods are the same.
+func assertOnlyImageAnnotationAdded(t *testing.T, before, after map[string]*unstructured.Unstructured) {
+	t.Helper()
+	for key, b := range before {
+		a, ok := after[key]
+		if !assert.True(t, ok, "%s is gone after the upgrade", key) {
+			continue
+		}
+		assert.Equal(t, b.GetUID(), a.GetUID(), "%s is the same object", key)
+		resource := strings.SplitN(key, "/", 2)[0]
+		if resource != "deployments" && resource != "replicasets" {
+			assert.Equal(t, b.GetResourceVersion(), a.GetResourceVersion(), "%s was written; differences: %v", key, diffJSON(b.Object, a.Object, ""))
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(a.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		require.Len(t, containers, 1, key)
+		image, _ := containers[0].(map[string]any)["image"].(string)
+		assert.Equal(t, image, a.GetAnnotations()[imageAnnotation], "%s: the annotation names the image it runs", key)
+		assert.NotContains(t, b.GetAnnotations(), imageAnnotation, key)
+		if resource == "deployments" {
+			assert.Equal(t, b.GetGeneration()+1, a.GetGeneration(), "%s: one change of its annotations", key)
+		}
+		assert.Empty(t, diffJSON(withoutWriteMarks(b), withoutWriteMarks(a), ""), "%s changed beyond the annotation", key)
+	}
+	for key := range after {
+		assert.Contains(t, before, key, "a new object after the upgrade")
+	}
+}
+
+// withoutWriteMarks is an object without what any write changes (resourceVersion,
+// generation, managedFields, status.observedGeneration) and without the image
+// annotation.
+func withoutWriteMarks(u *unstructured.Unstructured) map[string]any {
+	c := u.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c.Object, "metadata", "generation")
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(c.Object, "status", "observedGeneration")
+	unstructured.RemoveNestedField(c.Object, "metadata", "annotations", imageAnnotation)
+	return c.Object
+}
+
+// assertChildWrites checks what the controller wrote into ns after the upgrade: one
+// patch of each Deployment (the image annotation) and nothing else of any child, only
+// status writes of the CRs and Events besides.
+func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string) {
+	t.Helper()
+	patched := map[string]int{}
+	var all []string
+	for _, w := range writes {
+		all = append(all, w.String())
+		if w.ObjectRef == nil || w.ObjectRef.Namespace != ns {
+			continue
+		}
+		switch {
+		case w.ObjectRef.Resource == "llamastackdistributions" && w.ObjectRef.Subresource == "status" && w.Verb == "update",
+			w.ObjectRef.Resource == "events":
+		case w.ObjectRef.Resource == "deployments" && w.ObjectRef.Subresource == "" && w.Verb == "patch":
+			patched[w.ObjectRef.Name]++
+		default:
+			t.Errorf("a write of a child after the upgrade: %s", w)
+		}
+	}
+	want := map[string]int{}
+	for _, name := range names {
+		want[name] = 1
+	}
+	assert.Equal(t, want, patched, "one patch of each Deployment")
+	t.Logf("writes of the controller of this tree after the upgrade:\n%s", strings.Join(all, "\n"))
+}
+
+// readBack is what a CR reads as in each version.
+type readBack struct {
+	v1 v1alpha1.LlamaStackDistributionSpec
+	v2 v1alpha2.LlamaStackDistributionSpec
+	// kept is set when v2 has fields v1alpha1 has no place for: read in v1alpha1, the
+	// CR then carries them in its conversion-data annotation.
+	kept bool
+}
+
+// assertReadBack reads every CR in both versions: each spec as expected, and in
+// v1alpha1 no annotation but the conversion data of what v1alpha1 cannot hold.
+func (u *upgradeCluster) assertReadBack(t *testing.T, ns string, expected map[string]readBack) {
+	t.Helper()
+	ctx := context.Background()
+	for name, want := range expected {
+		v1, err := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, want.v1, v1.Spec, "%s in v1alpha1", name)
+		annotations := maps.Clone(v1.Annotations)
+		_, kept := annotations[v1alpha1.ConversionDataAnnotation]
+		assert.Equal(t, want.kept, kept, "%s in v1alpha1 keeps the fields it has no place for in %s", name, v1alpha1.ConversionDataAnnotation)
+		delete(annotations, v1alpha1.ConversionDataAnnotation)
+		assert.Empty(t, annotations, "%s in v1alpha1", name)
+		v2, err := u.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, want.v2, v2.Spec, "%s in v1alpha2", name)
+		assert.Empty(t, v2.Annotations, "%s in v1alpha2", name)
+	}
+}
+
+// storageMigration is the StorageVersionMigration the README's upgrade notes create.
+const storageMigration = `apiVersion: storagemigration.k8s.io/v1
+kind: StorageVersionMigration
+metadata:
+  name: llamastackdistributions-v1alpha2
+spec:
+  resource:
+    group: llamastack.io
+    resource: llamastackdistributions
+`
+
+// waitStorageMigration waits, as the README says, until the StorageVersionMigration
+// succeeded and the CRD's storedVersions holds v1alpha2 alone.
+func (u *upgradeCluster) waitStorageMigration(t *testing.T) {
+	t.Helper()
+	var status string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		status = string(u.kubectl(t, nil, "get", "storageversionmigration", "llamastackdistributions-v1alpha2",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Succeeded")].status}{.status.conditions[?(@.type=="Failed")].message}`))
+		return status == "True", nil
+	})
+	require.NoError(t, err, "the storage version migration succeeds (last: %q)", status)
+	var stored string
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		stored = string(u.kubectl(t, nil, "get", "crd", "llamastackdistributions.llamastack.io", "-o", "jsonpath={.status.storedVersions}"))
+		return stored == `["v1alpha2"]`, nil
+	})
+	require.NoError(t, err, "the CRD's storedVersions holds v1alpha2 alone after the migration (last: %s)", stored)
+}
+
+// assertReadEditWriteKeepsV1alpha2Fields sets fields v1alpha1 has no place for on an
+// upgraded CR through v1alpha2, then a v1alpha1 client reads it, adds an env var and
+// writes it back: the v1alpha2 fields are still there, and the env var rolls out.
+func (u *upgradeCluster) assertReadEditWriteKeepsV1alpha2Fields(t *testing.T, ns, name string) readBack {
+	t.Helper()
+	ctx := context.Background()
+	v2s := u.client.LlamastackV1alpha2().LlamaStackDistributions(ns)
+	var want *v1alpha2.LlamaStackDistributionSpec
+	var edited v1alpha1.LlamaStackDistributionSpec
+	// Each write retries on a conflict: the controller writes the status meanwhile.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := v2s.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIPostTraining}
+		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{Provider: "ollama", Endpoint: "http://ollama:11434"}}}
+		want = l.Spec.DeepCopy()
+		_, err = v2s.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}))
+
+	v1s := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old, err := v1s.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if old.Annotations[v1alpha1.ConversionDataAnnotation] == "" {
+			return fmt.Errorf("%s read in v1alpha1 has no %s annotation: v1alpha1 does not keep what it cannot hold", name, v1alpha1.ConversionDataAnnotation)
+		}
+		old.Spec.Server.ContainerSpec.Env = append(old.Spec.Server.ContainerSpec.Env, corev1.EnvVar{Name: "GREETING", Value: "hello"})
+		edited = *old.Spec.DeepCopy()
+		_, err = v1s.Update(ctx, old, metav1.UpdateOptions{})
+		return err
+	}))
+
+	got, err := v2s.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, want.Disabled, got.Spec.Disabled, "disabled survives a v1alpha1 client's write")
+	assert.Equal(t, want.Providers, got.Spec.Providers, "providers survive a v1alpha1 client's write")
+	require.NotNil(t, got.Spec.Workload.Overrides)
+	assert.Equal(t, []corev1.EnvVar{{Name: "GREETING", Value: "hello"}}, got.Spec.Workload.Overrides.Env, "the v1alpha1 edit applies")
+	assert.NotContains(t, got.Annotations, v1alpha1.ConversionDataAnnotation, "no conversion data on the hub")
+	u.waitCurrent(t, ns, []string{name}, currentVersion)
+	d, err := u.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	value, ok := envValue(server(d), "GREETING")
+	assert.True(t, ok && value == "hello", "the env var rolls out: %v", server(d).Env)
+	return readBack{v1: edited, v2: got.Spec, kept: true}
+}
+
+// upstreamSamples are upstream's samples, kept unchanged in artifacts/examples.
+var upstreamSamples = []string{
+	"_v1alpha1_llamastackdistribution.yaml", "example-with-ca-bundle.yaml", "example-with-configmap.yaml",
+	"example-with-network-config.yaml", "example-withoutconfigmap.yaml",
+}
+
+// TestUpgradeFromUpstream starts from the upstream operator's CRD (v1alpha1 alone) and
+// upstream's samples, with the children upstream's operator makes of them (made here
+// as it makes them: test/upstream), on a control plane of its own; then installs this
+// tree's CRD and controller, with the operator ConfigMap carried over, as the README's
+// migration steps say. Every child upstream made is the same object afterwards (UID;
+// the Service keeps its address, the PVC its spec), each Deployment rolls out at most
+// once (one new ReplicaSet), and nothing is made twice. Then the README's manual storage
+// migration step (read and replace every CR, then set the CRD's storedVersions) leaves
+// every CR stored in v1alpha2, readable in both versions.
+func TestUpgradeFromUpstream(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	u := startUpgradeCluster(t)
+	u.kubectl(t, nil, "apply", "--server-side", "-f", filepath.Join("testdata", "upstream-crd.yaml"))
+	require.NoError(t, localcluster.WaitCRDEstablished(ctx, u.cfg, "llamastackdistributions.llamastack.io", 30*time.Second))
+
+	ns := "upstream"
+	u.namespace(t, ns, nil)
+	_, err := u.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "custom-ca-bundle"},
+		Data: map[string]string{"ca-bundle.crt": testCertificate(t, "upstream test CA")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	created := map[string]*v1alpha1.LlamaStackDistribution{}
+	var names []string
+	for _, file := range upstreamSamples {
+		objs, err := readObjects(filepath.Join(env.root, "artifacts", "examples", file))
+		require.NoError(t, err)
+		for _, o := range objs {
+			o.SetNamespace(ns)
+			switch o.GetKind() {
+			case "ConfigMap":
+				var cm corev1.ConfigMap
+				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cm))
+				_, err := u.kube.CoreV1().ConfigMaps(ns).Create(ctx, &cm, metav1.CreateOptions{})
+				if !apierrors.IsAlreadyExists(err) {
+					require.NoError(t, err)
+				}
+			case "LlamaStackDistribution":
+				var l v1alpha1.LlamaStackDistribution
+				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &l))
+				if s := l.Spec.Server.Storage; s != nil {
+					size := "10Gi"
+					if s.Size != nil {
+						size = s.Size.String()
+					}
+					u.boundPV(t, ns, l.Name+"-pvc", size)
+				}
+				out, err := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Create(ctx, &l, metav1.CreateOptions{})
+				require.NoError(t, err)
+				created[l.Name] = out
+				names = append(names, l.Name)
+			}
+		}
+	}
+	for _, name := range names {
+		require.NoError(t, upstream.Make(ctx, u.kube, created[name], upstream.Options{NetworkPolicy: true}), name)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			d, err := u.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas < 1 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "upstream's Deployments become available")
+	before := u.snapshot(t, ns)
+	for _, name := range names {
+		require.Equal(t, "llamastack.io/v1alpha1", u.storedAPIVersion(t, ns, name), "%s is stored in v1alpha1 before the upgrade", name)
+	}
+	t.Logf("upstream's objects are in place after %s", time.Since(start).Round(time.Second))
+
+	// The migration: the operator ConfigMap carried over (NetworkPolicies on), this
+	// tree's CRD, RBAC and controller.
+	upgraded := time.Now()
+	u.namespace(t, operatorNamespace, nil)
+	u.operatorConfig(t)
+	webhookAddr, err := freeAddress()
+	require.NoError(t, err)
+	u.installCurrent(t, webhookAddr)
+	u.startCurrent(t, webhookAddr, currentVersion)
+	u.waitCurrent(t, ns, names, currentVersion)
+	u.waitQuiet(t, "current", 5*time.Second)
+	t.Logf("the controller of this tree took over every CR %s after the upgrade", time.Since(upgraded).Round(time.Second))
+	after := u.snapshot(t, ns)
+
+	replicaSets := func(objs map[string]*unstructured.Unstructured, deployment string) map[string]bool {
+		out := map[string]bool{}
+		for key, o := range objs {
+			if owner := metav1.GetControllerOf(o); strings.HasPrefix(key, "replicasets/") && owner != nil && owner.Name == deployment {
+				out[o.GetName()] = true
+			}
+		}
+		return out
+	}
+	for key, b := range before {
+		resource := strings.SplitN(key, "/", 2)[0]
+		if resource == "pods" || resource == "replicasets" {
+			continue
+		}
+		a, ok := after[key]
+		if !assert.True(t, ok, "%s is gone after the upgrade", key) {
+			continue
+		}
+		assert.Equal(t, b.GetUID(), a.GetUID(), "%s is the same object", key)
+		switch resource {
+		case "services":
+			ip, _, _ := unstructured.NestedString(a.Object, "spec", "clusterIP")
+			wantIP, _, _ := unstructured.NestedString(b.Object, "spec", "clusterIP")
+			assert.Equal(t, wantIP, ip, "%s keeps its address", key)
+		case "persistentvolumeclaims":
+			assert.Equal(t, b.Object["spec"], a.Object["spec"], "%s keeps its spec", key)
+		}
+	}
+	for key := range after {
+		resource := strings.SplitN(key, "/", 2)[0]
+		if resource != "pods" && resource != "replicasets" {
+			assert.Contains(t, before, key, "a new object after the upgrade")
+		}
+	}
+	for _, name := range names {
+		old, now := replicaSets(before, name), replicaSets(after, name)
+		for rs := range old {
+			assert.True(t, now[rs], "%s: ReplicaSet %s is kept", name, rs)
+		}
+		assert.LessOrEqual(t, len(now), len(old)+1, "%s rolls out at most once: ReplicaSets before %v, after %v", name, old, now)
+		d, err := u.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, d.Spec.Template.Spec.ServiceAccountName, "%s: upstream's per-CR ServiceAccount is no longer used", name)
+		for _, mf := range d.ManagedFields {
+			assert.NotEqual(t, name, mf.Manager, "%s: upstream's field manager owns nothing any more", name)
+		}
+	}
+
+	// The README's manual storage migration: every CR read and written back, then the
+	// CRD's storedVersions set to v1alpha2 alone.
+	for _, name := range names {
+		require.Equal(t, "llamastack.io/v1alpha2", u.storedAPIVersion(t, ns, name), "%s: the controller's status write stored it in v1alpha2", name)
+	}
+	list := u.kubectl(t, nil, "get", "llamastackdistributions", "--all-namespaces", "-o", "json")
+	u.kubectl(t, list, "replace", "-f", "-")
+	u.kubectl(t, nil, "patch", "customresourcedefinition", "llamastackdistributions.llamastack.io", "--subresource=status",
+		"--type=merge", "-p", `{"status":{"storedVersions":["v1alpha2"]}}`)
+	assert.Equal(t, []string{"v1alpha2"}, u.storedVersions(t))
+	expected := map[string]readBack{}
+	for name, c := range created {
+		expected[name] = readBack{v1: c.Spec, v2: hubOf(t, c).Spec}
+		assert.Equal(t, "llamastack.io/v1alpha2", u.storedAPIVersion(t, ns, name), "%s is stored in v1alpha2", name)
+	}
+	u.assertReadBack(t, ns, expected)
+	t.Logf("the whole test took %s", time.Since(start).Round(time.Second))
+}
