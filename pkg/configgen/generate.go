@@ -163,11 +163,11 @@ func Generate(in Input) (*Output, error) {
 		return nil, &Error{Field: baseField, Reason: v1alpha2.ReasonBaseConfigRequired,
 			Message: "no base config: set spec.baseConfig to a ConfigMap key holding a config.yaml for server " + v.String()}
 	}
-	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec}
+	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec, baseField: baseField}
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
-	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.checkProviders}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -195,6 +195,8 @@ type gen struct {
 	distro string
 	// disabled holds the server names of spec.disabled.
 	disabled map[string]bool
+	// baseField names where the base came from, for errors about it.
+	baseField string
 }
 
 func decodeJSON(raw []byte, out any) error {
@@ -234,6 +236,13 @@ func (g *gen) loadBase(base []byte, name, field string) error {
 			cfg["image_name"] = in
 		}
 		g.distro = in
+	}
+	// Keys upstream's own templates write that the server does not read:
+	// registered_resources.vector_dbs (an empty list in every starter config
+	// from 0.3 to 0.7; RegisteredResources has no such field, and the
+	// server ignores it). Dropped, so that upstream's configs serve as bases.
+	if rr, ok := cfg["registered_resources"].(map[string]any); ok {
+		delete(rr, "vector_dbs")
 	}
 	if g.v.atLeast(7) {
 		// The server clears registered_resources.tool_groups from 0.7
@@ -300,6 +309,8 @@ func renameHint(server string, v Version) string {
 		return " (before 0.7 it is agents)"
 	case server == "telemetry" && v.atLeast(4):
 		return " (removed in 0.4)"
+	case server == "telemetry":
+		return " that takes providers (0.3 builds telemetry in: set telemetry.enabled in the base config)"
 	case server == "post_training" && v.atLeast(7):
 		return " (removed in 0.7)"
 	case server == "file_processors" && !v.atLeast(4):
@@ -342,6 +353,10 @@ func (g *gen) providers() error {
 
 func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (map[string]any, error) {
 	ptype := ProviderType(pc.Provider)
+	if _, ok := lookupProvider(apiName, ptype, g.v); !ok && !g.externalProviders() {
+		return nil, invalid(field+".provider", "server %s has no %s provider of type %s (it would refuse to start); its types are: %s",
+			g.v, apiName, ptype, strings.Join(providerTypes(apiName, g.v), ", "))
+	}
 	cfg := map[string]any{}
 	if pc.Settings != nil && len(pc.Settings.Raw) > 0 {
 		if err := decodeJSON(pc.Settings.Raw, &cfg); err != nil || cfg == nil {
@@ -400,6 +415,66 @@ func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (m
 		entry["config"] = cfg
 	}
 	return entry, nil
+}
+
+// externalProviders reports whether the base loads provider types from
+// external_providers_dir, which the controller cannot see.
+func (g *gen) externalProviders() bool {
+	d, ok := g.cfg["external_providers_dir"].(string)
+	return ok && d != ""
+}
+
+// crdAPIName is the v1alpha2 name of a server API.
+func crdAPIName(server string) v1alpha2.APIName {
+	for _, a := range apiNames {
+		if a.server == server {
+			return a.crd
+		}
+	}
+	return v1alpha2.APIName(server)
+}
+
+// checkProviders refuses a config the server would refuse at start: a
+// provider type it does not have (the CR's are refused where they are
+// written, so this is the base's) or a provider whose hard dependency the
+// config does not serve. The error names what the user can change: the
+// spec.disabled entry that removed the dependency, else the CR's provider
+// that needs it, else the base.
+func (g *gen) checkProviders() error {
+	unknown, deps := checkRegistry(g.cfg, g.v)
+	if len(unknown) > 0 {
+		u := unknown[0]
+		return invalid(g.baseField, "the base's %s provider type %s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
+			u.api, u.ptype, g.v, u.api, crdAPIName(u.api))
+	}
+	if len(deps) == 0 {
+		return nil
+	}
+	for i, d := range g.spec.Disabled {
+		s := serverAPIName(d)
+		var needers []string
+		for _, p := range deps {
+			if p.provides == s {
+				needers = append(needers, fmt.Sprintf("providers.%s %s (%s)", p.api, p.id, p.ptype))
+			}
+		}
+		if len(needers) > 0 {
+			return invalid(fmt.Sprintf("spec.disabled[%d]", i), "%s is needed by %s, which the config keeps: the server does not start without it; disable those APIs too, or replace their providers in spec.providers",
+				d, strings.Join(needers, ", "))
+		}
+	}
+	p := deps[0]
+	crd := crdAPIName(p.api)
+	if g.spec.Providers != nil {
+		for _, sp := range specProviders(g.spec.Providers) {
+			if sp.api.server == p.api && p.index < len(sp.list) {
+				return invalid(fmt.Sprintf("spec.providers.%s[%d].provider", crd, p.index), "%s needs the %s API, which the config does not serve: add a provider to spec.providers.%s",
+					p.ptype, p.provides, crdAPIName(p.provides))
+			}
+		}
+	}
+	return invalid(g.baseField, "the base's %s provider %s (%s) needs the %s API, which the config does not serve: add a provider to spec.providers.%s, or disable %s",
+		p.api, p.id, p.ptype, p.provides, crdAPIName(p.provides), crd)
 }
 
 // disable removes the disabled APIs' providers.

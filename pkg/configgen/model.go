@@ -184,10 +184,11 @@ func serverAPIs(v Version) []string {
 	} else {
 		apis = append(apis, "agents", "post_training")
 	}
+	// telemetry is no API any supported version takes providers for: 0.3
+	// builds it in (INTERNAL_APIS in core/distribution.py; the top-level
+	// telemetry key switches it), 0.4 removed it.
 	if v.atLeast(4) {
 		apis = append(apis, "file_processors")
-	} else {
-		apis = append(apis, "telemetry")
 	}
 	sort.Strings(apis)
 	return apis

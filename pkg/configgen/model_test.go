@@ -27,6 +27,11 @@ func TestBasesMatchModel(t *testing.T) {
 		if err := Validate(raw, mustVersion(t, d.ServerVersion)); err != nil {
 			t.Errorf("%s: %v", d.BaseFile, err)
 		}
+		// Every provider type exists at that version and has its hard
+		// dependencies in the base.
+		if err := registryErrors(raw, mustVersion(t, d.ServerVersion)); err != nil {
+			t.Errorf("%s: %v", d.BaseFile, err)
+		}
 	}
 }
 
