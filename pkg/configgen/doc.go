@@ -70,7 +70,11 @@
 //     replaced). A model without provider goes to the CR's first inference
 //     provider, else the base's first whose id is not an ${env...}
 //     expression, else an error naming the choices; shields and tools alike
-//     with safety and tool_runtime. rerank models need 0.4; tools are refused
+//     with safety and tool_runtime. A provider named by the id of a base
+//     provider switched on by a variable (${env.X:+id}) is written as that
+//     expression, so the server skips the resource when X is unset rather
+//     than refusing to start. An embedding model needs embeddingDimension
+//     (the server refuses one without). rerank models need 0.4; tools are refused
 //     from 0.7, where the server registers tool groups itself and clears
 //     tool_groups (the base's are dropped there).
 //   - The base's resources, vector_stores defaults and

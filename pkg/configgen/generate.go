@@ -629,6 +629,26 @@ func (g *gen) explicitProvider(field, apiName, id string) error {
 	return invalid(field, "no %s provider has the id %q; the config's are: %s", apiName, id, strings.Join(g.providerIDs(apiName), ", "))
 }
 
+// providerRef is what a resource naming provider id is written with: the
+// id itself when a provider has it, else the ${env.X:+id} expression of the
+// provider switched on by X. The server skips a resource whose provider_id
+// resolves empty (register_resources in core/stack.py), so the resource
+// follows its provider instead of stopping the server when X is unset.
+func (g *gen) providerRef(apiName, id string) string {
+	ids := g.providerIDs(apiName)
+	for _, p := range ids {
+		if p == id {
+			return id
+		}
+	}
+	for _, p := range ids {
+		if m := conditionalID.FindStringSubmatch(p); m != nil && m[1] == id {
+			return p
+		}
+	}
+	return id
+}
+
 // resources registers the CR's models, shields and tools, replacing a base
 // entry with the same id.
 func (g *gen) resources() error {
@@ -648,13 +668,20 @@ func (g *gen) resources() error {
 		if named == "" {
 			return g.defaultProvider(field, apiName, crd)
 		}
-		return named, g.explicitProvider(field+".provider", apiName, named)
+		if err := g.explicitProvider(field+".provider", apiName, named); err != nil {
+			return "", err
+		}
+		return g.providerRef(apiName, named), nil
 	}
 	for i, m := range r.Models {
 		field := fmt.Sprintf("spec.resources.models[%d]", i)
 		pid, err := pick(field, "inference", m.Provider, p.Inference)
 		if err != nil {
 			return err
+		}
+		if m.ModelType == "embedding" && m.EmbeddingDimension == nil {
+			// routing_tables/models.py refuses it, and the server stops.
+			return invalid(field+".embeddingDimension", "an embedding model needs its embedding dimension: the server refuses to start without it")
 		}
 		e := map[string]any{"model_id": m.Name, "provider_id": pid, "model_type": "llm"}
 		if m.ModelType != "" {
