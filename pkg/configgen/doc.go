@@ -26,7 +26,9 @@
 // checked before use and the result before it is returned; the server itself
 // ignores keys it does not know, so a wrong name would fail silently. Keys
 // upstream's own configs write that no server reads
-// (registered_resources.vector_dbs) are dropped from a base, not refused.
+// (registered_resources.vector_dbs) are dropped from a base, not refused;
+// version '2' (a string, which the server coerces) is written as 2. Store
+// references need their namespace or table_name, as in the server.
 //
 // registry.go is the server's provider registry by version: the provider
 // types of each API and their hard dependencies (api_dependencies). The

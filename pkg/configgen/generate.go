@@ -214,6 +214,11 @@ func (g *gen) loadBase(base []byte, name, field string) error {
 	if err := decodeJSON(raw, &cfg); err != nil || cfg == nil {
 		return invalid(field, "the base config is not a YAML mapping")
 	}
+	// version: '2' as a string is read as 2 by the server (pydantic
+	// coerces it); write the number.
+	if s, ok := cfg["version"].(string); ok && s == "2" {
+		cfg["version"] = json.Number("2")
+	}
 	// The distribution name: image_name up to 0.4, distro_name from 0.5 (the
 	// server migrates image_name itself; writing distro_name is the same).
 	dn, _ := cfg["distro_name"].(string)

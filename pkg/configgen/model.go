@@ -388,6 +388,19 @@ func (s *storageConfig) validate(v Version) []string {
 		}
 	}
 	st := s.Stores
+	// KVStoreReference.namespace and SqlStoreReference.table_name have no
+	// default (core/storage/datatypes.py, 0.3 to 0.7).
+	for name, r := range map[string]*kvRef{"metadata": st.Metadata, "prompts": st.Prompts, "connectors": st.Connectors} {
+		if r != nil && (r.Namespace == nil || r.Namespace == "") {
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.namespace is required", name))
+		}
+	}
+	for name, r := range map[string]*sqlRef{"inference": st.Inference, "conversations": st.Conversations, "responses": st.Responses} {
+		if r != nil && (r.TableName == nil || r.TableName == "") {
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.table_name is required", name))
+		}
+	}
+	sort.Strings(errs)
 	if st.Metadata != nil {
 		ref("metadata", st.Metadata.Backend, "kv")
 	}

@@ -104,3 +104,15 @@ func TestRegistryDependencies(t *testing.T) {
 		t.Fatalf("a telemetry provider at 0.3 was accepted")
 	}
 }
+
+// A base whose version is the string '2' is read as version 2.
+func TestBaseVersionString(t *testing.T) {
+	base := strings.Replace(minimal07, "version: 2", "version: '2'", 1)
+	out, err := Generate(Input{Name: "x", ServerVersion: "0.7.1", Base: []byte(base)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out.Config), "\nversion: 2\n") {
+		t.Fatalf("version not written as 2:\n%s", out.Config)
+	}
+}
