@@ -13,8 +13,8 @@ import (
 func TestDistributionsPinned(t *testing.T) {
 	used := map[string]bool{}
 	for _, d := range distributions {
-		ref, tag, ok := strings.Cut(d.Image, ":")
-		if !ok || strings.Contains(tag, "/") {
+		ref, tag, ok := splitImageTag(d.Image)
+		if !ok {
 			t.Errorf("%s: image %q has no tag", d.Name, d.Image)
 			continue
 		}
@@ -110,6 +110,29 @@ func TestParseVersion(t *testing.T) {
 		v, _ := ParseVersion(in)
 		if got, _ := v.supported(); got != want {
 			t.Errorf("%s supported = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// splitImageTag splits an image reference at the last ':' after the last
+// '/', so that a registry port is not taken for the tag.
+func splitImageTag(image string) (ref, tag string, ok bool) {
+	i := strings.LastIndex(image, ":")
+	if i < 0 || i < strings.LastIndex(image, "/") {
+		return image, "", false
+	}
+	return image[:i], image[i+1:], true
+}
+
+func TestSplitImageTag(t *testing.T) {
+	for _, c := range []struct{ image, ref, tag string }{
+		{"docker.io/llamastack/distribution-starter:0.7.1", "docker.io/llamastack/distribution-starter", "0.7.1"},
+		{"registry.local:5000/llamastack/distribution-starter:0.7.1", "registry.local:5000/llamastack/distribution-starter", "0.7.1"},
+		{"registry.local:5000/llamastack/distribution-starter", "registry.local:5000/llamastack/distribution-starter", ""},
+	} {
+		ref, tag, _ := splitImageTag(c.image)
+		if ref != c.ref || tag != c.tag {
+			t.Errorf("%s: got %q %q, want %q %q", c.image, ref, tag, c.ref, c.tag)
 		}
 	}
 }

@@ -21,9 +21,24 @@
 // strictly, plus the keys each version reads: distro_name from 0.5 (before,
 // image_name), telemetry only in 0.3, safety from 0.4, connectors at the top
 // from 0.5, stores.prompts from 0.4, the 0.7 pool settings, the APIs of each
-// version (agents until 0.6, responses from 0.7). The base is checked before
-// use and the result before it is returned; the server itself ignores keys
-// it does not know, so a wrong name would fail silently.
+// version (agents until 0.6, responses from 0.7; telemetry takes providers at
+// no supported version: 0.3 builds it in, 0.4 removed it). The base is
+// checked before use and the result before it is returned; the server itself
+// ignores keys it does not know, so a wrong name would fail silently. Keys
+// upstream's own configs write that no server reads
+// (registered_resources.vector_dbs) are dropped from a base, not refused;
+// version '2' (a string, which the server coerces) is written as 2. Store
+// references need their namespace or table_name, as in the server.
+//
+// registry.go is the server's provider registry by version: the provider
+// types of each API and their hard dependencies (api_dependencies). The
+// server refuses to start on an unknown type or on a provider whose
+// dependency it does not serve, so the result is checked against it: a CR
+// provider of an unknown type is refused at spec.providers.<api>[i].provider
+// (unless the base sets external_providers_dir); a dependency removed by
+// spec.disabled is refused at that spec.disabled entry, naming the providers
+// that need it (disable them too, or replace their providers); one a CR
+// provider lacks is refused at that provider; the base's own at the base.
 //
 // # The rules (the v1alpha2 contract)
 //
@@ -50,13 +65,18 @@
 //     string exists). What the CR leaves out keeps the base's.
 //   - Disabled APIs leave both apis and providers (the server starts every
 //     listed provider), with the resources and defaults that need them.
-//     Disabling an API the CR configures, or one its resources need, is an
-//     error; so is an API the server version does not have.
+//     Disabling an API the CR configures, one its resources need, or one a
+//     remaining provider hard-depends on is an error; so is an API the
+//     server version does not have.
 //   - Resources are added to the base's (an entry with the same id is
 //     replaced). A model without provider goes to the CR's first inference
 //     provider, else the base's first whose id is not an ${env...}
 //     expression, else an error naming the choices; shields and tools alike
-//     with safety and tool_runtime. rerank models need 0.4; tools are refused
+//     with safety and tool_runtime. A provider named by the id of a base
+//     provider switched on by a variable (${env.X:+id}) is written as that
+//     expression, so the server skips the resource when X is unset rather
+//     than refusing to start. An embedding model needs embeddingDimension
+//     (the server refuses one without). rerank models need 0.4; tools are refused
 //     from 0.7, where the server registers tool groups itself and clears
 //     tool_groups (the base's are dropped there).
 //   - The base's resources, vector_stores defaults and

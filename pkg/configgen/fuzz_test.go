@@ -63,6 +63,9 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 		var list []v1alpha2.ProviderConfig
 		for i := 0; i < n; i++ {
 			p := v1alpha2.ProviderConfig{Provider: pick(fuzzProviders)}
+			if types := providerTypes(a.server, v); fits && len(types) > 0 {
+				p.Provider = pick(types)
+			}
 			if n > 1 || r.Intn(2) == 0 {
 				p.ID = pick(fuzzIDs)
 			}
@@ -199,6 +202,9 @@ func checkGenerate(t *testing.T, in Input) {
 	v, _ := ParseVersion(in.ServerVersion)
 	if err := Validate(out.Config, v); err != nil {
 		t.Fatalf("output fails the model: %v\n%s", err, out.Config)
+	}
+	if err := registryErrors(out.Config, v); err != nil {
+		t.Fatalf("output is one the server refuses at start: %v\n%s", err, out.Config)
 	}
 	again, err := Generate(in)
 	if err != nil || !bytes.Equal(again.Config, out.Config) || again.Hash != out.Hash {

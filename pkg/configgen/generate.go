@@ -163,11 +163,11 @@ func Generate(in Input) (*Output, error) {
 		return nil, &Error{Field: baseField, Reason: v1alpha2.ReasonBaseConfigRequired,
 			Message: "no base config: set spec.baseConfig to a ConfigMap key holding a config.yaml for server " + v.String()}
 	}
-	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec}
+	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec, baseField: baseField}
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
-	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.checkProviders}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -195,6 +195,8 @@ type gen struct {
 	distro string
 	// disabled holds the server names of spec.disabled.
 	disabled map[string]bool
+	// baseField names where the base came from, for errors about it.
+	baseField string
 }
 
 func decodeJSON(raw []byte, out any) error {
@@ -211,6 +213,11 @@ func (g *gen) loadBase(base []byte, name, field string) error {
 	var cfg map[string]any
 	if err := decodeJSON(raw, &cfg); err != nil || cfg == nil {
 		return invalid(field, "the base config is not a YAML mapping")
+	}
+	// version: '2' as a string is read as 2 by the server (pydantic
+	// coerces it); write the number.
+	if s, ok := cfg["version"].(string); ok && s == "2" {
+		cfg["version"] = json.Number("2")
 	}
 	// The distribution name: image_name up to 0.4, distro_name from 0.5 (the
 	// server migrates image_name itself; writing distro_name is the same).
@@ -234,6 +241,13 @@ func (g *gen) loadBase(base []byte, name, field string) error {
 			cfg["image_name"] = in
 		}
 		g.distro = in
+	}
+	// Keys upstream's own templates write that the server does not read:
+	// registered_resources.vector_dbs (an empty list in every starter config
+	// from 0.3 to 0.7; RegisteredResources has no such field, and the
+	// server ignores it). Dropped, so that upstream's configs serve as bases.
+	if rr, ok := cfg["registered_resources"].(map[string]any); ok {
+		delete(rr, "vector_dbs")
 	}
 	if g.v.atLeast(7) {
 		// The server clears registered_resources.tool_groups from 0.7
@@ -300,6 +314,8 @@ func renameHint(server string, v Version) string {
 		return " (before 0.7 it is agents)"
 	case server == "telemetry" && v.atLeast(4):
 		return " (removed in 0.4)"
+	case server == "telemetry":
+		return " that takes providers (0.3 builds telemetry in: set telemetry.enabled in the base config)"
 	case server == "post_training" && v.atLeast(7):
 		return " (removed in 0.7)"
 	case server == "file_processors" && !v.atLeast(4):
@@ -342,6 +358,10 @@ func (g *gen) providers() error {
 
 func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (map[string]any, error) {
 	ptype := ProviderType(pc.Provider)
+	if _, ok := lookupProvider(apiName, ptype, g.v); !ok && !g.externalProviders() {
+		return nil, invalid(field+".provider", "server %s has no %s provider of type %s (it would refuse to start); its types are: %s",
+			g.v, apiName, ptype, strings.Join(providerTypes(apiName, g.v), ", "))
+	}
 	cfg := map[string]any{}
 	if pc.Settings != nil && len(pc.Settings.Raw) > 0 {
 		if err := decodeJSON(pc.Settings.Raw, &cfg); err != nil || cfg == nil {
@@ -400,6 +420,66 @@ func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (m
 		entry["config"] = cfg
 	}
 	return entry, nil
+}
+
+// externalProviders reports whether the base loads provider types from
+// external_providers_dir, which the controller cannot see.
+func (g *gen) externalProviders() bool {
+	d, ok := g.cfg["external_providers_dir"].(string)
+	return ok && d != ""
+}
+
+// crdAPIName is the v1alpha2 name of a server API.
+func crdAPIName(server string) v1alpha2.APIName {
+	for _, a := range apiNames {
+		if a.server == server {
+			return a.crd
+		}
+	}
+	return v1alpha2.APIName(server)
+}
+
+// checkProviders refuses a config the server would refuse at start: a
+// provider type it does not have (the CR's are refused where they are
+// written, so this is the base's) or a provider whose hard dependency the
+// config does not serve. The error names what the user can change: the
+// spec.disabled entry that removed the dependency, else the CR's provider
+// that needs it, else the base.
+func (g *gen) checkProviders() error {
+	unknown, deps := checkRegistry(g.cfg, g.v)
+	if len(unknown) > 0 {
+		u := unknown[0]
+		return invalid(g.baseField, "the base's %s provider type %s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
+			u.api, u.ptype, g.v, u.api, crdAPIName(u.api))
+	}
+	if len(deps) == 0 {
+		return nil
+	}
+	for i, d := range g.spec.Disabled {
+		s := serverAPIName(d)
+		var needers []string
+		for _, p := range deps {
+			if p.provides == s {
+				needers = append(needers, fmt.Sprintf("providers.%s %s (%s)", p.api, p.id, p.ptype))
+			}
+		}
+		if len(needers) > 0 {
+			return invalid(fmt.Sprintf("spec.disabled[%d]", i), "%s is needed by %s, which the config keeps: the server does not start without it; disable those APIs too, or replace their providers in spec.providers",
+				d, strings.Join(needers, ", "))
+		}
+	}
+	p := deps[0]
+	crd := crdAPIName(p.api)
+	if g.spec.Providers != nil {
+		for _, sp := range specProviders(g.spec.Providers) {
+			if sp.api.server == p.api && p.index < len(sp.list) {
+				return invalid(fmt.Sprintf("spec.providers.%s[%d].provider", crd, p.index), "%s needs the %s API, which the config does not serve: add a provider to spec.providers.%s",
+					p.ptype, p.provides, crdAPIName(p.provides))
+			}
+		}
+	}
+	return invalid(g.baseField, "the base's %s provider %s (%s) needs the %s API, which the config does not serve: add a provider to spec.providers.%s, or disable %s",
+		p.api, p.id, p.ptype, p.provides, crdAPIName(p.provides), crd)
 }
 
 // disable removes the disabled APIs' providers.
@@ -554,6 +634,26 @@ func (g *gen) explicitProvider(field, apiName, id string) error {
 	return invalid(field, "no %s provider has the id %q; the config's are: %s", apiName, id, strings.Join(g.providerIDs(apiName), ", "))
 }
 
+// providerRef is what a resource naming provider id is written with: the
+// id itself when a provider has it, else the ${env.X:+id} expression of the
+// provider switched on by X. The server skips a resource whose provider_id
+// resolves empty (register_resources in core/stack.py), so the resource
+// follows its provider instead of stopping the server when X is unset.
+func (g *gen) providerRef(apiName, id string) string {
+	ids := g.providerIDs(apiName)
+	for _, p := range ids {
+		if p == id {
+			return id
+		}
+	}
+	for _, p := range ids {
+		if m := conditionalID.FindStringSubmatch(p); m != nil && m[1] == id {
+			return p
+		}
+	}
+	return id
+}
+
 // resources registers the CR's models, shields and tools, replacing a base
 // entry with the same id.
 func (g *gen) resources() error {
@@ -573,13 +673,20 @@ func (g *gen) resources() error {
 		if named == "" {
 			return g.defaultProvider(field, apiName, crd)
 		}
-		return named, g.explicitProvider(field+".provider", apiName, named)
+		if err := g.explicitProvider(field+".provider", apiName, named); err != nil {
+			return "", err
+		}
+		return g.providerRef(apiName, named), nil
 	}
 	for i, m := range r.Models {
 		field := fmt.Sprintf("spec.resources.models[%d]", i)
 		pid, err := pick(field, "inference", m.Provider, p.Inference)
 		if err != nil {
 			return err
+		}
+		if m.ModelType == "embedding" && m.EmbeddingDimension == nil {
+			// routing_tables/models.py refuses it, and the server stops.
+			return invalid(field+".embeddingDimension", "an embedding model needs its embedding dimension: the server refuses to start without it")
 		}
 		e := map[string]any{"model_id": m.Name, "provider_id": pid, "model_type": "llm"}
 		if m.ModelType != "" {

@@ -184,10 +184,11 @@ func serverAPIs(v Version) []string {
 	} else {
 		apis = append(apis, "agents", "post_training")
 	}
+	// telemetry is no API any supported version takes providers for: 0.3
+	// builds it in (INTERNAL_APIS in core/distribution.py; the top-level
+	// telemetry key switches it), 0.4 removed it.
 	if v.atLeast(4) {
 		apis = append(apis, "file_processors")
-	} else {
-		apis = append(apis, "telemetry")
 	}
 	sort.Strings(apis)
 	return apis
@@ -387,6 +388,19 @@ func (s *storageConfig) validate(v Version) []string {
 		}
 	}
 	st := s.Stores
+	// KVStoreReference.namespace and SqlStoreReference.table_name have no
+	// default (core/storage/datatypes.py, 0.3 to 0.7).
+	for name, r := range map[string]*kvRef{"metadata": st.Metadata, "prompts": st.Prompts, "connectors": st.Connectors} {
+		if r != nil && (r.Namespace == nil || r.Namespace == "") {
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.namespace is required", name))
+		}
+	}
+	for name, r := range map[string]*sqlRef{"inference": st.Inference, "conversations": st.Conversations, "responses": st.Responses} {
+		if r != nil && (r.TableName == nil || r.TableName == "") {
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.table_name is required", name))
+		}
+	}
+	sort.Strings(errs)
 	if st.Metadata != nil {
 		ref("metadata", st.Metadata.Backend, "kv")
 	}

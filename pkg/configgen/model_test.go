@@ -27,6 +27,11 @@ func TestBasesMatchModel(t *testing.T) {
 		if err := Validate(raw, mustVersion(t, d.ServerVersion)); err != nil {
 			t.Errorf("%s: %v", d.BaseFile, err)
 		}
+		// Every provider type exists at that version and has its hard
+		// dependencies in the base.
+		if err := registryErrors(raw, mustVersion(t, d.ServerVersion)); err != nil {
+			t.Errorf("%s: %v", d.BaseFile, err)
+		}
 	}
 }
 
@@ -68,6 +73,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"pool_size at 0.6", "0.6.0", "storage: {backends: {sql_default: {type: sql_postgres, user: u, pool_size: 3}}}\n", `pool_size is read from 0.7`},
 		{"rerank at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nregistered_resources: {models: [{model_id: m, model_type: rerank}]}\n", `model_type "rerank"`},
 		{"version 3", "0.7.1", "version: 3\n", `version must be 2`},
+		{"kv store without namespace", "0.7.1", "storage: {backends: {kv_default: {type: kv_sqlite}}, stores: {metadata: {backend: kv_default}}}\n", `stores.metadata.namespace is required`},
+		{"sql store without table_name", "0.7.1", "storage: {backends: {sql_default: {type: sql_sqlite}}, stores: {inference: {backend: sql_default}}}\n", `stores.inference.table_name is required`},
 		{"older shape", "0.2.23", "", `older (0.2.x) config shape`},
 	}
 	for _, c := range cases {

@@ -6,7 +6,11 @@ package configgen
 // providers inherit api_key from RemoteInferenceProviderConfig). A type not
 // listed here, or listed without the field, gets an error telling the user
 // to set the field by its name through settings or secretRefs: a guessed
-// name would be ignored by the server without a word.
+// name would be ignored by the server without a word. A type the server
+// version does not have (registry.go: remote::tgi until 0.6, remote::
+// elasticsearch from 0.5, remote::passthrough safety and
+// remote::llama-cpp-server from 0.6, remote::infinispan from 0.7) has no
+// field at that version.
 
 type fieldNames struct {
 	// endpointOld is the endpoint field before 0.4, endpoint from 0.4;
@@ -67,6 +71,9 @@ var providerFields = map[string]map[string]fieldNames{
 
 // endpointField is the field endpoint goes to, or "" when none is known.
 func endpointField(api, ptype string, v Version) string {
+	if _, ok := lookupProvider(api, ptype, v); !ok {
+		return "" // no such type at v (registry.go)
+	}
 	f := providerFields[api][ptype]
 	if v.atLeast(4) {
 		return f.endpoint
@@ -76,6 +83,9 @@ func endpointField(api, ptype string, v Version) string {
 
 // keyField is the field apiKey goes to, or "" when none is known.
 func keyField(api, ptype string, v Version) string {
+	if _, ok := lookupProvider(api, ptype, v); !ok {
+		return ""
+	}
 	f := providerFields[api][ptype]
 	if f.keyFrom > 0 && !v.atLeast(f.keyFrom) {
 		return ""

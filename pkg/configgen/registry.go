@@ -1,0 +1,290 @@
+package configgen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The server's provider registry: every provider type of each API, the
+// server versions that have it, and the APIs it hard-depends on
+// (api_dependencies). Read from providers/registry/<api>.py at L v0.3.4,
+// v0.4.2, v0.5.0, v0.6.0 and v0.7.1 (SOURCES.md; the patch releases of a
+// minor have the same registry). The server refuses a provider type it does
+// not list ("Provider ... is not available for API ...") and a provider
+// whose dependency has no implementation ("required dependency ... is not
+// available"); both stop it at start, so both are checked here.
+// optional_api_dependencies are not listed: the server runs without them.
+
+type providerSpec struct {
+	api, ptype string
+	// from and to are the first and last minor versions (0.<minor>) with
+	// this entry.
+	from, to int
+	// deps are the provider's api_dependencies as the server names them.
+	deps []string
+}
+
+var providerRegistry = []providerSpec{
+	{"agents", "inline::meta-reference", 3, 3, []string{"inference", "safety", "vector_io", "tool_runtime", "tool_groups", "conversations"}},
+	{"agents", "inline::meta-reference", 4, 4, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files"}},
+	{"agents", "inline::meta-reference", 5, 6, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files", "connectors"}},
+	{"batches", "inline::reference", 3, 7, []string{"inference", "files", "models"}},
+	{"datasetio", "inline::localfs", 3, 7, nil},
+	{"datasetio", "remote::huggingface", 3, 7, nil},
+	{"datasetio", "remote::nvidia", 3, 7, nil},
+	{"eval", "inline::builtin", 7, 7, []string{"datasetio", "datasets", "scoring", "inference", "responses"}},
+	{"eval", "inline::meta-reference", 3, 6, []string{"datasetio", "datasets", "scoring", "inference", "agents"}},
+	{"eval", "remote::nvidia", 3, 6, []string{"datasetio", "datasets", "scoring", "inference", "agents"}},
+	{"eval", "remote::nvidia", 7, 7, []string{"datasetio", "datasets", "scoring", "inference", "responses"}},
+	{"file_processors", "inline::docling", 7, 7, []string{"files"}},
+	{"file_processors", "inline::pypdf", 6, 7, []string{"files"}},
+	{"files", "inline::localfs", 3, 7, nil},
+	{"files", "remote::openai", 4, 7, nil},
+	{"files", "remote::s3", 3, 7, nil},
+	{"inference", "inline::meta-reference", 3, 4, nil},
+	{"inference", "inline::sentence-transformers", 3, 7, nil},
+	{"inference", "inline::transformers", 7, 7, nil},
+	{"inference", "remote::anthropic", 3, 7, nil},
+	{"inference", "remote::azure", 3, 7, nil},
+	{"inference", "remote::bedrock", 3, 7, nil},
+	{"inference", "remote::cerebras", 3, 7, nil},
+	{"inference", "remote::databricks", 3, 7, nil},
+	{"inference", "remote::fireworks", 3, 7, nil},
+	{"inference", "remote::gemini", 3, 7, nil},
+	{"inference", "remote::groq", 3, 7, nil},
+	{"inference", "remote::hf::endpoint", 3, 6, nil},
+	{"inference", "remote::hf::serverless", 3, 6, nil},
+	{"inference", "remote::llama-cpp-server", 6, 7, nil},
+	{"inference", "remote::llama-openai-compat", 3, 7, nil},
+	{"inference", "remote::nvidia", 3, 7, nil},
+	{"inference", "remote::oci", 4, 7, nil},
+	{"inference", "remote::ollama", 3, 7, nil},
+	{"inference", "remote::openai", 3, 7, nil},
+	{"inference", "remote::passthrough", 3, 7, nil},
+	{"inference", "remote::runpod", 3, 7, nil},
+	{"inference", "remote::sambanova", 3, 7, nil},
+	{"inference", "remote::tgi", 3, 6, nil},
+	{"inference", "remote::together", 3, 7, nil},
+	{"inference", "remote::vertexai", 3, 7, nil},
+	{"inference", "remote::vllm", 3, 7, nil},
+	{"inference", "remote::watsonx", 3, 7, nil},
+	{"post_training", "inline::huggingface-gpu", 3, 6, []string{"datasetio", "datasets"}},
+	{"post_training", "inline::torchtune-cpu", 3, 6, []string{"datasetio", "datasets"}},
+	{"post_training", "inline::torchtune-gpu", 3, 6, []string{"datasetio", "datasets"}},
+	{"post_training", "remote::nvidia", 3, 6, nil},
+	{"responses", "inline::builtin", 7, 7, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files", "connectors"}},
+	{"safety", "inline::code-scanner", 3, 7, nil},
+	{"safety", "inline::llama-guard", 3, 7, []string{"inference"}},
+	{"safety", "inline::prompt-guard", 3, 7, nil},
+	{"safety", "remote::bedrock", 3, 7, nil},
+	{"safety", "remote::nvidia", 3, 7, nil},
+	{"safety", "remote::passthrough", 6, 7, nil},
+	{"safety", "remote::sambanova", 3, 7, nil},
+	{"scoring", "inline::basic", 3, 7, []string{"datasetio", "datasets"}},
+	{"scoring", "inline::braintrust", 3, 7, []string{"datasetio", "datasets"}},
+	{"scoring", "inline::llm-as-judge", 3, 7, []string{"datasetio", "datasets", "inference"}},
+	{"tool_runtime", "inline::file-search", 7, 7, []string{"vector_io", "inference", "files"}},
+	{"tool_runtime", "inline::rag-runtime", 3, 6, []string{"vector_io", "inference", "files"}},
+	{"tool_runtime", "remote::bing-search", 3, 7, nil},
+	{"tool_runtime", "remote::brave-search", 3, 7, nil},
+	{"tool_runtime", "remote::model-context-protocol", 3, 7, nil},
+	{"tool_runtime", "remote::tavily-search", 3, 7, nil},
+	{"tool_runtime", "remote::wolfram-alpha", 3, 7, nil},
+	{"vector_io", "inline::builtin", 7, 7, []string{"inference"}},
+	{"vector_io", "inline::chromadb", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::faiss", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::meta-reference", 3, 6, []string{"inference"}},
+	{"vector_io", "inline::milvus", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::qdrant", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::sqlite-vec", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::sqlite_vec", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::chromadb", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::elasticsearch", 5, 7, []string{"inference"}},
+	{"vector_io", "remote::infinispan", 7, 7, []string{"inference"}},
+	{"vector_io", "remote::milvus", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::oci", 5, 7, []string{"inference"}},
+	{"vector_io", "remote::pgvector", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::qdrant", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::weaviate", 3, 7, []string{"inference"}},
+}
+
+// lookupProvider returns the registry entry of a provider type at v.
+func lookupProvider(api, ptype string, v Version) (providerSpec, bool) {
+	for _, p := range providerRegistry {
+		if p.api == api && p.ptype == ptype && v.Minor >= p.from && v.Minor <= p.to {
+			return p, true
+		}
+	}
+	return providerSpec{}, false
+}
+
+// providerTypes lists the provider types of an API at v, sorted.
+func providerTypes(api string, v Version) []string {
+	var out []string
+	for _, p := range providerRegistry {
+		if p.api == api && v.Minor >= p.from && v.Minor <= p.to {
+			out = append(out, p.ptype)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// routedBy maps each routing-table API to the API whose router serves it
+// (builtin_automatically_routed_apis in core/distribution.py, 0.3 to 0.7):
+// the server creates both when the router API is served.
+var routedBy = map[string]string{
+	"models": "inference", "shields": "safety", "datasets": "datasetio", "scoring_functions": "scoring",
+	"benchmarks": "eval", "tool_groups": "tool_runtime", "vector_stores": "vector_io",
+}
+
+// internalAPI reports whether the server always implements api itself
+// (INTERNAL_APIS and add_internal_implementations in core/stack.py:
+// inspect, providers, prompts and conversations at every version, admin
+// from 0.4, connectors from 0.5).
+func internalAPI(api string, v Version) bool {
+	switch api {
+	case "inspect", "providers", "prompts", "conversations":
+		return true
+	case "admin":
+		return v.atLeast(4)
+	case "connectors":
+		return v.atLeast(5)
+	}
+	return false
+}
+
+// routerAPIs are the APIs the server serves through a router: they exist
+// when listed in apis, with or without providers.
+var routerAPIs = map[string]bool{
+	"inference": true, "safety": true, "datasetio": true, "scoring": true, "eval": true, "tool_runtime": true, "vector_io": true,
+}
+
+// dependencyProblem is a provider whose hard dependency the config lacks.
+type dependencyProblem struct {
+	api      string // the provider's API
+	index    int    // its place in providers.<api>
+	id       string // its provider_id as written
+	ptype    string
+	missing  string // the API it needs, as the server names it
+	provides string // the API of the config that would provide it
+}
+
+func (p dependencyProblem) String() string {
+	return fmt.Sprintf("providers.%s[%d] (%s, %s) needs the %s API, which the config does not serve", p.api, p.index, p.id, p.ptype, p.provides)
+}
+
+// unknownProvider is a provider type the server version does not have.
+type unknownProvider struct {
+	api   string
+	index int
+	ptype string
+}
+
+func (p unknownProvider) String() string {
+	return fmt.Sprintf("providers.%s[%d]: server has no provider type %s", p.api, p.index, p.ptype)
+}
+
+// checkRegistry reports, for a config in the shape of v, the providers whose
+// type the server does not have and those whose hard dependencies it does
+// not serve. A provider with a module (an external provider) is not judged,
+// nor is any type when external_providers_dir is set; a provider whose id
+// is "__disabled__" or empty is skipped by the server, and so here. A
+// dependency met only by a provider switched on by a variable
+// (${env.X:+id}) is taken as met: it cannot be judged before the server
+// starts.
+func checkRegistry(cfg map[string]any, v Version) ([]unknownProvider, []dependencyProblem) {
+	prov, _ := cfg["providers"].(map[string]any)
+	external := false
+	if d, ok := cfg["external_providers_dir"].(string); ok && d != "" {
+		external = true
+	}
+	served := map[string]bool{}
+	apis, _ := cfg["apis"].([]any)
+	for _, a := range apis {
+		if s, ok := a.(string); ok {
+			served[s] = true
+		}
+	}
+	// An empty apis list serves every router API (resolve_impls).
+	allRouters := len(apis) == 0
+	enabled := func(m map[string]any) bool {
+		id, _ := m["provider_id"].(string)
+		return id != "" && id != "__disabled__"
+	}
+	has := func(api string) bool {
+		if internalAPI(api, v) {
+			return true
+		}
+		if r, ok := routedBy[api]; ok {
+			api = r
+		}
+		if routerAPIs[api] {
+			return allRouters || served[api]
+		}
+		l, _ := prov[api].([]any)
+		for _, e := range l {
+			if m, ok := e.(map[string]any); ok && enabled(m) {
+				return true
+			}
+		}
+		return false
+	}
+	var unknown []unknownProvider
+	var deps []dependencyProblem
+	for _, api := range sortedKeys(prov) {
+		l, _ := prov[api].([]any)
+		for i, e := range l {
+			m, _ := e.(map[string]any)
+			if m == nil || !enabled(m) {
+				continue
+			}
+			if mod, ok := m["module"].(string); ok && mod != "" {
+				continue
+			}
+			ptype, _ := m["provider_type"].(string)
+			spec, ok := lookupProvider(api, ptype, v)
+			if !ok {
+				if !external {
+					unknown = append(unknown, unknownProvider{api, i, ptype})
+				}
+				continue
+			}
+			id, _ := m["provider_id"].(string)
+			for _, d := range spec.deps {
+				if !has(d) {
+					p := d
+					if r, ok := routedBy[d]; ok {
+						p = r
+					}
+					deps = append(deps, dependencyProblem{api: api, index: i, id: id, ptype: ptype, missing: d, provides: p})
+				}
+			}
+		}
+	}
+	return unknown, deps
+}
+
+// registryErrors is checkRegistry on config.yaml, as one error: what the
+// server would refuse at start although the model admits it.
+func registryErrors(configYAML []byte, v Version) error {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
+		return err
+	}
+	unknown, deps := checkRegistry(cfg, v)
+	var msgs []string
+	for _, u := range unknown {
+		msgs = append(msgs, u.String())
+	}
+	for _, d := range deps {
+		msgs = append(msgs, d.String())
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
