@@ -566,3 +566,31 @@ func diffJSON(a, b any, path string) []string {
 		return nil
 	}
 }
+
+// upstreamShapedCRD is the CRD as the upstream operator installs it: the same group,
+// kind and v1alpha1 fields (this tree's v1alpha1 schema is upstream's, plus admission
+// rules that upstream's samples pass), v1alpha1 the only version and the storage
+// version, and no conversion. It is derived from artifacts/crd rather than kept as a
+// copy of upstream's generated file.
+func upstreamShapedCRD(t *testing.T) []byte {
+	t.Helper()
+	crd, err := localcluster.LoopbackCRD(env.root, 0)
+	require.NoError(t, err)
+	versions, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	require.NoError(t, err)
+	var kept []any
+	for _, v := range versions {
+		version := v.(map[string]any)
+		if version["name"] == "v1alpha1" {
+			version["served"], version["storage"] = true, true
+			kept = append(kept, version)
+		}
+	}
+	require.Len(t, kept, 1, "artifacts/crd serves v1alpha1")
+	require.NoError(t, unstructured.SetNestedSlice(crd.Object, kept, "spec", "versions"))
+	unstructured.RemoveNestedField(crd.Object, "spec", "conversion")
+	unstructured.RemoveNestedField(crd.Object, "status")
+	out, err := crd.MarshalJSON()
+	require.NoError(t, err)
+	return out
+}

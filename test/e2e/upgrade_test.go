@@ -434,7 +434,8 @@ var upstreamSamples = []string{
 	"example-with-network-config.yaml", "example-withoutconfigmap.yaml",
 }
 
-// TestUpgradeFromUpstream starts from the upstream operator's CRD (v1alpha1 alone) and
+// TestUpgradeFromUpstream starts from a CRD shaped as the upstream operator's (v1alpha1
+// alone, stored as v1alpha1, no conversion: upstreamShapedCRD) and
 // upstream's samples, with the children upstream's operator makes of them (made here
 // as it makes them: test/upstream), on a control plane of its own; then installs this
 // tree's CRD and controller, with the operator ConfigMap carried over, as the README's
@@ -447,7 +448,7 @@ func TestUpgradeFromUpstream(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	u := startUpgradeCluster(t)
-	u.kubectl(t, nil, "apply", "--server-side", "-f", filepath.Join("testdata", "upstream-crd.yaml"))
+	u.kubectl(t, upstreamShapedCRD(t), "apply", "--server-side", "-f", "-")
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, u.cfg, "llamastackdistributions.llamastack.io", 30*time.Second))
 
 	ns := "upstream"
