@@ -115,7 +115,7 @@ func planCertificates(current map[string][]byte, now time.Time, p certPolicy, pu
 	if problem == "" && !now.Before(renewAt(serving.cert)) {
 		problem = fmt.Sprintf("the serving certificate is due for renewal since %s", renewAt(serving.cert).Format(time.RFC3339))
 	}
-	settled := signer.cert.NotBefore.Add(clockSkew + p.caPropagation)
+	settled := madeAt(signer.cert).Add(p.caPropagation)
 	switch {
 	case problem == "":
 		next = append(next, renewAt(serving.cert))
