@@ -493,9 +493,9 @@ func TestNewCertManagerChecksItsConfig(t *testing.T) {
 		"bad Service name": {CertConfig{Namespace: "ns", ServiceName: "Web_hook"}, `Service name "Web_hook"`},
 		"bad extra host":   {CertConfig{Namespace: "ns", ExtraHosts: []string{"a b"}}, `host "a b" is neither an IP address nor a DNS name`},
 		"CA too short": {CertConfig{Namespace: "ns", ServiceName: "webhook", CAValidity: 200 * 24 * time.Hour},
-			"leave no safe rotation"},
+			"webhook certificates: the serving certificate validity (2160h0m0s) must be at most a third of the CA validity (4800h0m0s)"},
 		"propagation too long": {CertConfig{Namespace: "ns", ServiceName: "webhook", ServingValidity: 24 * time.Hour, CAPropagation: 12 * time.Hour},
-			"leave no safe rotation"},
+			"the CA propagation delay (12h0m0s) must be at most a third of the serving certificate validity (24h0m0s)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -507,4 +507,50 @@ func TestNewCertManagerChecksItsConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"localhost", "127.0.0.1", "::1"}, m.policy.hosts)
 	require.Equal(t, DefaultSecretName, m.cfg.SecretName)
+	require.Equal(t, certPolicy{hosts: m.policy.hosts, caValidity: DefaultCAValidity, servingValidity: DefaultServingValidity, caPropagation: DefaultCAPropagation}, m.policy)
+	m, err = NewCertManager(CertConfig{Namespace: "ns", ExtraHosts: []string{"localhost"}, CAValidity: time.Minute, ServingValidity: 20 * time.Second, CAPropagation: 3 * time.Second},
+		k8sfake.NewClientset(), apiextensionsfake.NewClientset())
+	require.NoError(t, err)
+	require.Equal(t, certPolicy{hosts: []string{"localhost"}, caValidity: time.Minute, servingValidity: 20 * time.Second, caPropagation: 3 * time.Second}, m.policy)
+}
+
+func TestCheckTimes(t *testing.T) {
+	good := []struct{ ca, serving, propagation time.Duration }{
+		{0, 0, 0},
+		{DefaultCAValidity, DefaultServingValidity, DefaultCAPropagation},
+		{time.Minute, 20 * time.Second, 3 * time.Second},
+		// At the limits: a third of the CA, a third of the serving certificate.
+		{30 * time.Second, MinServingValidity, MinServingValidity / 3},
+		// Only the serving validity given: the default CA (3 years) and propagation (1 h).
+		{0, 3 * time.Hour, 0},
+	}
+	for _, tc := range good {
+		require.NoError(t, CheckTimes(tc.ca, tc.serving, tc.propagation), "%v", tc)
+	}
+	bad := map[string]struct {
+		ca, serving, propagation time.Duration
+		want                     []string
+	}{
+		"negative": {-time.Second, time.Hour, -time.Second, []string{
+			"the CA validity must not be negative, got -1s", "the CA propagation delay must not be negative, got -1s"}},
+		"serving below the minimum": {time.Minute, 9 * time.Second, time.Second, []string{
+			"the serving certificate validity (9s) must be at least 10s"}},
+		"serving above a third of the CA": {time.Minute, 21 * time.Second, 3 * time.Second, []string{
+			"the serving certificate validity (21s) must be at most a third of the CA validity (1m0s)"}},
+		"the default serving validity with a short CA": {24 * time.Hour, 0, time.Minute, []string{
+			"the serving certificate validity (2160h0m0s) must be at most a third of the CA validity (24h0m0s)"}},
+		"propagation above a third of the serving validity": {time.Minute, 20 * time.Second, 7 * time.Second, []string{
+			"the CA propagation delay (7s) must be at most a third of the serving certificate validity (20s)"}},
+		"the default propagation with a short serving validity": {time.Hour, time.Minute, 0, []string{
+			"the CA propagation delay (1h0m0s) must be at most a third of the serving certificate validity (1m0s)"}},
+	}
+	for name, tc := range bad {
+		t.Run(name, func(t *testing.T) {
+			err := CheckTimes(tc.ca, tc.serving, tc.propagation)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+		})
+	}
 }
