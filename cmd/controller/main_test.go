@@ -34,11 +34,11 @@ func TestWebhookCertificateTimingFlags(t *testing.T) {
 	require.NoError(t, o.Validate())
 
 	// The renewal test's timing.
-	o, err = parse(t, "--webhook-bind-address=:9443", "--webhook-ca-validity=1m", "--webhook-serving-validity=20s", "--webhook-ca-propagation=3s")
+	o, err = parse(t, "--webhook-bind-address=:9443", "--webhook-ca-validity=70s", "--webhook-serving-validity=20s", "--webhook-ca-propagation=6s")
 	require.NoError(t, err)
-	assert.Equal(t, time.Minute, o.WebhookCAValidity)
+	assert.Equal(t, 70*time.Second, o.WebhookCAValidity)
 	assert.Equal(t, 20*time.Second, o.WebhookServingValidity)
-	assert.Equal(t, 3*time.Second, o.WebhookCAPropagation)
+	assert.Equal(t, 6*time.Second, o.WebhookCAPropagation)
 	require.NoError(t, o.Validate())
 
 	// Not a duration: the flag package says so.

@@ -158,9 +158,9 @@ func TestPlanRepairs(t *testing.T) {
 // clock skew.
 var shortPolicy = certPolicy{
 	hosts:           testHosts,
-	caValidity:      60 * time.Second,
+	caValidity:      70 * time.Second,
 	servingValidity: 20 * time.Second,
-	caPropagation:   3 * time.Second,
+	caPropagation:   6 * time.Second,
 }
 
 // TestPlanRotatesTheCAWithoutABreak follows the Secret through three CA lifetimes, from
@@ -275,20 +275,20 @@ func TestPlanKeepsShortLivedCertificates(t *testing.T) {
 	require.Equal(t, p.data[keyTLSCert], due.data[keyTLSCert], "the serving certificate waits for the new CA to settle")
 	last, err := x509.ParseCertificate(p.serving.Certificate[0])
 	require.NoError(t, err)
+	// With this policy the serving certificate falls due 4.3 s after the new CA is made,
+	// and waits for it to be 6 s old.
 	settled := renewAt(ca).Add(shortPolicy.caPropagation)
-	require.WithinDuration(t, later(renewAt(last), settled), due.next, time.Second,
-		"renewed when due, signed by the new CA once it has been published for the propagation delay")
-	renewed := mustPlan(t, due.data, due.next, shortPolicy, alwaysPublished)
+	require.True(t, renewAt(last).After(renewAt(ca)) && renewAt(last).Before(settled), "serving certificate due at %s, CA made at %s, settled at %s",
+		renewAt(last), renewAt(ca), settled)
+	require.Equal(t, renewAt(last), due.next)
+	waiting := mustPlan(t, due.data, due.next, shortPolicy, alwaysPublished)
+	require.False(t, waiting.changed, "due, but the new CA has not settled: %v", waiting.reasons)
+	require.WithinDuration(t, settled, waiting.next, time.Second, "signed by the new CA once it has been published for the propagation delay")
+	renewed := mustPlan(t, waiting.data, waiting.next, shortPolicy, alwaysPublished)
+	require.True(t, renewed.changed)
 	leaf, err = x509.ParseCertificate(renewed.serving.Certificate[0])
 	require.NoError(t, err)
 	require.NoError(t, leaf.CheckSignatureFrom(newCA))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 func TestPlanWaitsForTheNewCAToBePublished(t *testing.T) {
