@@ -16,11 +16,11 @@ var (
 		servingValidity: 30 * 24 * time.Hour,
 		caPropagation:   time.Hour,
 	}
-	testStart       = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	alwaysPublished = func(*x509.Certificate) bool { return true }
+	testStart                   = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	alwaysPublished publication = func(*x509.Certificate) (time.Time, bool) { return time.Time{}, true }
 )
 
-func mustPlan(t *testing.T, data map[string][]byte, now time.Time, p certPolicy, published func(*x509.Certificate) bool) *certPlan {
+func mustPlan(t *testing.T, data map[string][]byte, now time.Time, p certPolicy, published publication) *certPlan {
 	t.Helper()
 	plan, err := planCertificates(data, now, p, published)
 	require.NoError(t, err)
@@ -77,6 +77,22 @@ func TestPlanRenewsTheServingCertificateWithTheSameCA(t *testing.T) {
 	require.NotEqual(t, first.data[keyTLSCert], renewed.data[keyTLSCert])
 	require.NotEqual(t, first.data[keyTLSKey], renewed.data[keyTLSKey], "a renewal makes a new key")
 	verifyServing(t, renewed, first.next)
+}
+
+// TestPlanRenewsWithTheSameCAAtOnce: a serving certificate renewed by the CA that
+// signed it does not wait for that CA's publication: the API servers trust the new
+// certificate exactly as they trusted the old.
+func TestPlanRenewsWithTheSameCAAtOnce(t *testing.T) {
+	first := mustPlan(t, nil, testStart, testPolicy, alwaysPublished)
+	for name, published := range map[string]publication{
+		"published a moment ago": func(*x509.Certificate) (time.Time, bool) { return first.next, true },
+		"not published":          func(*x509.Certificate) (time.Time, bool) { return time.Time{}, false },
+	} {
+		renewed := mustPlan(t, first.data, first.next, testPolicy, published)
+		require.True(t, renewed.changed, name)
+		require.Equal(t, first.data[keyCABundle], renewed.data[keyCABundle], name)
+		require.NotEqual(t, first.data[keyTLSCert], renewed.data[keyTLSCert], name)
+	}
 }
 
 func TestPlanRepairs(t *testing.T) {
@@ -188,9 +204,12 @@ func followRotations(t *testing.T, policy certPolicy, apiServerLag time.Duration
 	var data map[string][]byte
 	// publishedAt is when each CA (by subject) reached the API servers' caBundle.
 	publishedAt := map[string]time.Time{}
-	published := func(ca *x509.Certificate) bool {
+	published := func(ca *x509.Certificate) (time.Time, bool) {
 		at, ok := publishedAt[ca.Subject.CommonName]
-		return ok && !now.Before(at)
+		if !ok || now.Before(at) {
+			return time.Time{}, false
+		}
+		return at, true
 	}
 	var apiServerBundle []byte
 	cas, servingIssuers := map[string]bool{}, map[string]bool{}
@@ -314,7 +333,7 @@ func TestPlanWaitsForTheNewCAToBePublished(t *testing.T) {
 		servingDue = caDue.Add(2 * time.Hour)
 	}
 	newCA := bundleOf(t, rotated)[0]
-	notPublished := func(ca *x509.Certificate) bool { return !ca.Equal(newCA) }
+	notPublished := func(ca *x509.Certificate) (time.Time, bool) { return time.Time{}, !ca.Equal(newCA) }
 	// Due, but the new CA is not in the CRD yet: the old certificate is kept.
 	waiting := mustPlan(t, rotated.data, servingDue.Add(time.Hour), testPolicy, notPublished)
 	require.False(t, waiting.changed, "%v", waiting.reasons)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -104,6 +103,10 @@ type CertManager struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 
 	serving atomic.Pointer[tls.Certificate]
+
+	// publishedSince is when each CA of the CRD's caBundle (by its DER) was first seen
+	// there; nil until the first look at a CRD with a caBundle field (see publication).
+	publishedSince map[string]time.Time
 }
 
 // NewCertManager checks cfg and makes a CertManager; Run starts it.
@@ -312,7 +315,7 @@ func (m *CertManager) sync(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("reading CRD %s from the cache: %w", m.cfg.CRDName, err)
 	}
 
-	plan, err := m.ensureSecret(ctx, secret, publishedIn(crd))
+	plan, err := m.ensureSecret(ctx, secret, m.publication(crd))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -336,7 +339,7 @@ func (m *CertManager) load(ctx context.Context, cert *tls.Certificate) {
 
 // ensureSecret writes what the plan says the Secret should hold, if it differs, and
 // returns the plan of what the Secret now holds.
-func (m *CertManager) ensureSecret(ctx context.Context, secret *corev1.Secret, published func(*x509.Certificate) bool) (*certPlan, error) {
+func (m *CertManager) ensureSecret(ctx context.Context, secret *corev1.Secret, published publication) (*certPlan, error) {
 	logger := klog.FromContext(ctx)
 	ref := klog.KRef(m.cfg.Namespace, m.cfg.SecretName)
 	for attempt := 0; ; attempt++ {

@@ -391,6 +391,98 @@ func TestCARotationKeepsOldAndNewCAsInTheCABundle(t *testing.T) {
 	require.Equal(t, renewAt(oldCA), rotatedAt, "the CA is replaced at two thirds of its life")
 }
 
+// refuseCABundlePatches makes the fake API server refuse the CRD's patches while refuse
+// is set: a caBundle that cannot be published (RBAC, an overloaded API server).
+func (f *fixture) refuseCABundlePatches(refuse *atomic.Bool) {
+	f.ext.PrependReactor("patch", "customresourcedefinitions", func(core.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the patch is refused")
+		}
+		return false, nil, nil
+	})
+}
+
+// TestPropagationCountsFromPublication: a new CA signs the serving certificate only once
+// it has been in the CRD's caBundle for the propagation delay, however long after it
+// was made the caBundle got it. Here the caBundle cannot be set for two hours after the
+// CA rotation: once it is, the due serving certificate still waits an hour, so that
+// every API server has read the new caBundle first.
+func TestPropagationCountsFromPublication(t *testing.T) {
+	f := newFixture(t, webhookCRD(apiextensionsv1.WebhookConverter))
+	var refuse atomic.Bool
+	f.refuseCABundlePatches(&refuse)
+	m := f.replica(true)
+	next := f.sync(m)
+	oldCA := f.caBundle()[0]
+	// Renewals up to the CA's due date.
+	for next.Before(renewAt(oldCA)) {
+		f.clock.SetTime(next)
+		next = f.sync(m)
+	}
+	f.writes()
+	served := m.Certificate()
+
+	// The CA falls due; its successor cannot be published.
+	refuse.Store(true)
+	f.clock.SetTime(renewAt(oldCA))
+	f.waitCached(m)
+	_, err := m.sync(f.ctx)
+	require.ErrorContains(t, err, "the patch is refused")
+	require.Equal(t, []string{"update secrets", "patch customresourcedefinitions/" + CRDName}, f.writes())
+	cas, err := parseCertificates(f.secret().Data[keyCABundle])
+	require.NoError(t, err)
+	require.Len(t, cas, 2)
+	newCA := cas[0]
+
+	// The serving certificate falls due while the new CA is still unpublished, long
+	// after it was made: it waits.
+	due := renewAt(served.Leaf)
+	if limit := renewAt(oldCA).Add(2 * DefaultCAPropagation); due.Before(limit) {
+		due = limit
+	}
+	require.True(t, due.Before(served.Leaf.NotAfter))
+	f.clock.SetTime(due)
+	f.waitCached(m)
+	_, err = m.sync(f.ctx)
+	require.ErrorContains(t, err, "the patch is refused")
+	require.Equal(t, []string{"patch customresourcedefinitions/" + CRDName}, f.writes())
+	require.Equal(t, served.Certificate, m.Certificate().Certificate)
+
+	// The patch goes through: the caBundle has the new CA from now on.
+	refuse.Store(false)
+	published := due.Add(time.Minute)
+	f.clock.SetTime(published)
+	f.sync(m)
+	require.Equal(t, []string{"patch customresourcedefinitions/" + CRDName}, f.writes())
+	require.True(t, f.caBundle()[0].Equal(newCA))
+	// The CRD's update (its watch event) brings a sync: the serving certificate, due
+	// and signable by a CA made more than the delay ago, still waits the delay from now.
+	next = f.sync(m)
+	require.Empty(t, f.writes(), "the API servers have trusted the new CA for no time at all")
+	require.Equal(t, served.Certificate, m.Certificate().Certificate)
+	require.Equal(t, published.Add(DefaultCAPropagation), next)
+
+	f.clock.SetTime(next)
+	f.sync(m)
+	require.Equal(t, []string{"update secrets"}, f.writes())
+	require.NoError(t, m.Certificate().Leaf.CheckSignatureFrom(newCA))
+	f.verifiesWithCABundle(m)
+}
+
+// TestARestartedReplicaRenewsAtOnce: a replica that starts when the CA has long been in
+// the caBundle does not wait the propagation delay to renew a due certificate.
+func TestARestartedReplicaRenewsAtOnce(t *testing.T) {
+	f := newFixture(t, webhookCRD(apiextensionsv1.WebhookConverter))
+	first := f.replica(true)
+	f.sync(first)
+	f.writes()
+	f.clock.SetTime(renewAt(first.Certificate().Leaf))
+	restarted := f.replica(true)
+	f.sync(restarted)
+	require.Equal(t, []string{"update secrets"}, f.writes())
+	f.verifiesWithCABundle(restarted)
+}
+
 func TestCABundleOnlyForAWebhookConvertedCRD(t *testing.T) {
 	t.Run("strategy None", func(t *testing.T) {
 		f := newFixture(t, webhookCRD(apiextensionsv1.NoneConverter))
