@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -217,8 +218,27 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 	}
 	names := []string{"v1-0", "v1-1", "v2-0", "v2-1"}
 
-	before, err := conversionWebhookCalls(ctx, kube)
+	// The API server's conversion webhook calls counted from here. When the caBundle was
+	// set, the API server made the CRD's storage anew; the storage of before, without a
+	// caBundle, lives on a second or so until its requests drain, and its watch cache
+	// fails to convert what is written meanwhile (the creates above). Those failures,
+	// which no client sees, are left out: the count starts once it has been still for
+	// three seconds.
+	var before webhookCalls
+	quiet := time.Now()
+	eventually(t, 30*time.Second, "the API server's failed conversion webhook calls stop growing", func(ctx context.Context) (bool, error) {
+		calls, err := conversionWebhookCalls(ctx, kube)
+		if err != nil {
+			return false, err
+		}
+		if calls.failure != before.failure {
+			before, quiet = calls, time.Now()
+		}
+		return time.Since(quiet) >= 3*time.Second, nil
+	})
+	before, err = conversionWebhookCalls(ctx, kube)
 	require.NoError(t, err)
+	t.Logf("conversion webhook calls before the load: %d succeeded, %d failed (before the caBundle)", before.success, before.failure)
 	wireBefore := wire.total()
 	stats := &loadStats{sent: map[string]*atomic.Int64{}, ok: map[string]*atomic.Int64{}}
 	for _, op := range []string{"v1alpha1 get", "v1alpha1 get in a burst", "v1alpha1 list", "v1alpha1 update", "v1alpha1 patch", "v1alpha2 get", "v1alpha2 update",
@@ -345,10 +365,31 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 		}
 	})
 	loadStart := time.Now()
+	// When the API server's failed calls grow, noted every two seconds, for the
+	// message of a failure.
+	var failedCalls []string
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		last := before.failure
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			if calls, err := conversionWebhookCalls(ctx, kube); err == nil && calls.failure != last {
+				failedCalls = append(failedCalls, fmt.Sprintf("%d more by %s", calls.failure-last, time.Now().Format("15:04:05.0")))
+				last = calls.failure
+			}
+		}
+	})
 
 	// Meanwhile, the certificates: the Secret, the CRD's caBundle, and what each
 	// replica serves, looked at every 200 ms until the rotation is complete.
-	watcher := &renewalWatcher{servedBy: map[string]map[string]bool{}}
+	inBundle, err := watchCABundle(ctx, apiextensionsclient.NewForConfigOrDie(admin))
+	require.NoError(t, err)
+	t.Cleanup(inBundle.stop)
+	watcher := &renewalWatcher{servedBy: map[string]map[string]bool{}, inBundle: inBundle}
 	var deadline time.Time
 	for done := false; !done; {
 		crd, err := crds.Get(ctx, webhook.CRDName, metav1.GetOptions{})
@@ -375,6 +416,7 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	stopLoad()
+	sampler.Wait()
 	window := time.Since(loadStart)
 
 	// Every request answered, on the wire too.
@@ -408,7 +450,8 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("the API server's conversion webhook calls during the load: %d succeeded, %d failed (%v)", after.success-before.success, after.failure-before.failure, after.failures)
-	assert.Equal(t, before.failure, after.failure, "failed conversion webhook calls: %v", after.failures)
+	assert.Equal(t, before.failure, after.failure, "failed conversion webhook calls: %v, %v (first CA made at %s)",
+		after.failures, failedCalls, madeAt(watcher.firstCA).Format("15:04:05"))
 	assert.GreaterOrEqual(t, after.success-before.success, v1Requests, "successful conversion webhook calls, against v1alpha1 requests")
 
 	// The certificates did change, and every one served was trusted.
@@ -552,6 +595,8 @@ type renewalWatcher struct {
 	servedBy       map[string]map[string]bool
 	problems       []string
 	lastBundle     string
+	// inBundle tells when each CA was first seen in the CRD's caBundle.
+	inBundle *caBundleWatch
 }
 
 func (w *renewalWatcher) observe(t *testing.T, bundle []byte, secret *corev1.Secret) {
@@ -600,9 +645,11 @@ func madeAt(c *x509.Certificate) time.Time {
 }
 
 // renewals describes each serving certificate after the first and checks that one
-// signed by a new CA was made no sooner than the propagation delay after that CA (less
-// a second for the seconds X.509 drops). It returns whether a renewal waited for a new
-// CA: it was due while the CA was newer than the delay.
+// signed by a new CA was made no sooner than the propagation delay after that CA was
+// made (less a second for the seconds X.509 drops), and no sooner than half the delay
+// after this test's watch of the CRD first saw it in the caBundle (half: the watch
+// may deliver it a little later than the replicas' own). It returns whether a renewal waited for a new CA: it was
+// due while the CA was newer than the delay.
 func (w *renewalWatcher) renewals(t *testing.T) (waited bool) {
 	t.Helper()
 	start := madeAt(w.firstCA)
@@ -625,9 +672,14 @@ func (w *renewalWatcher) renewals(t *testing.T) (waited bool) {
 		line := fmt.Sprintf("serving certificate %d: made at %s (due at %s), signed by CA %d", i+1, made.Sub(start), due.Sub(start), caNumber(ca))
 		if !ca.Equal(w.firstCA) {
 			after := made.Sub(madeAt(ca))
-			line += fmt.Sprintf(" (made at %s), %s after it", madeAt(ca).Sub(start), after)
+			published := w.inBundle.firstSeen(ca)
+			assert.False(t, published.IsZero(), "CA %d never seen in the caBundle", caNumber(ca))
+			line += fmt.Sprintf(" (made at %s, seen in the caBundle at %s), %s after it was made and %s after it was seen",
+				madeAt(ca).Sub(start), published.Sub(start).Round(10*time.Millisecond), after, made.Sub(published).Round(10*time.Millisecond))
 			assert.GreaterOrEqual(t, after, renewalCAPropagation-time.Second,
 				"serving certificate %d signed by a CA younger than the propagation delay", i+1)
+			assert.GreaterOrEqual(t, made.Sub(published), renewalCAPropagation/2,
+				"serving certificate %d signed by a CA in the caBundle for less than half the propagation delay", i+1)
 			if settled := madeAt(ca).Add(renewalCAPropagation); caNumber(issuer(prev, w.cas)) != caNumber(ca) && due.Before(settled) {
 				waited = true
 				line += fmt.Sprintf(": due before the CA was %s old, so it waited", renewalCAPropagation)
@@ -769,6 +821,76 @@ func conversionWebhookCalls(ctx context.Context, kube kubernetes.Interface) (web
 		}
 	}
 	return calls, sc.Err()
+}
+
+// caBundleWatch watches the CRD and notes when each CA first appears in its caBundle.
+type caBundleWatch struct {
+	mu     sync.Mutex
+	seen   map[string]time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchCABundle(ctx context.Context, client apiextensionsclient.Interface) (*caBundleWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &caBundleWatch{seen: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + webhook.CRDName}
+	list, err := crds.List(ctx, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for i := range list.Items {
+		w.note(&list.Items[i])
+	}
+	go func() {
+		defer close(w.done)
+		rv := list.ResourceVersion
+		for ctx.Err() == nil {
+			opts.ResourceVersion = rv
+			watch, err := crds.Watch(ctx, opts)
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range watch.ResultChan() {
+				if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok {
+					w.note(crd)
+					rv = crd.ResourceVersion
+				}
+			}
+			watch.Stop()
+		}
+	}()
+	return w, nil
+}
+
+func (w *caBundleWatch) note(crd *apiextensionsv1.CustomResourceDefinition) {
+	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
+		return
+	}
+	cas, _ := parseCerts(crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ca := range cas {
+		if _, ok := w.seen[fingerprint(ca.Raw)]; !ok {
+			w.seen[fingerprint(ca.Raw)] = now
+		}
+	}
+}
+
+// firstSeen is when ca was first seen in the caBundle, or the zero time.
+func (w *caBundleWatch) firstSeen(ca *x509.Certificate) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[fingerprint(ca.Raw)]
+}
+
+func (w *caBundleWatch) stop() {
+	w.cancel()
+	<-w.done
 }
 
 // tcpFront passes each connection on to one of its backends, in turn, as a Service
