@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,25 +24,38 @@ func webhookCABundle(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, boo
 	return conv.Webhook.ClientConfig.CABundle, true
 }
 
-// publishedIn returns whether the API servers trust a CA for the CRD: true when the
-// CRD's caBundle holds it, and when there is nothing to publish it in (no CRD, or a
-// CRD without webhook conversion), so that nothing waits for it.
-func publishedIn(crd *apiextensionsv1.CustomResourceDefinition) func(*x509.Certificate) bool {
-	return func(ca *x509.Certificate) bool {
-		if crd == nil {
-			return true
+// publication reads the CRD's caBundle: which CAs the API servers are given, and
+// since when, as far as this replica has seen. A CA in the caBundle at the replica's
+// first look has been there for an unknown time (the zero time: the plan then counts
+// from when the CA was made); one that joins later is dated when this sync first sees
+// it, which the CRD's watch event brings about at once. With no CRD, or one not
+// converted by a webhook, every CA counts as published: nothing waits for it.
+//
+// Only sync calls it, from the one worker.
+func (m *CertManager) publication(crd *apiextensionsv1.CustomResourceDefinition) publication {
+	var bundle []byte
+	ok := crd != nil
+	if ok {
+		bundle, ok = webhookCABundle(crd)
+	}
+	if !ok {
+		return func(*x509.Certificate) (time.Time, bool) { return time.Time{}, true }
+	}
+	cas, _ := parseCertificates(bundle)
+	now := m.clock.Now()
+	seen := make(map[string]time.Time, len(cas))
+	for _, ca := range cas {
+		since, known := m.publishedSince[string(ca.Raw)]
+		if !known && m.publishedSince != nil {
+			since = now
 		}
-		bundle, ok := webhookCABundle(crd)
-		if !ok {
-			return true
-		}
-		cas, _ := parseCertificates(bundle)
-		for _, c := range cas {
-			if c.Equal(ca) {
-				return true
-			}
-		}
-		return false
+		seen[string(ca.Raw)] = since
+	}
+	// CAs no longer in the caBundle are forgotten: one that comes back is dated anew.
+	m.publishedSince = seen
+	return func(ca *x509.Certificate) (time.Time, bool) {
+		since, ok := seen[string(ca.Raw)]
+		return since, ok
 	}
 }
 

@@ -49,18 +49,29 @@ type certPlan struct {
 	next time.Time
 }
 
+// publication tells whether the API servers are given a CA through the CRD's caBundle,
+// and since when: the time this replica first saw it there, or the zero time when that
+// is not known (it was there when the replica first looked, or there is nothing to
+// publish it in).
+type publication func(ca *x509.Certificate) (since time.Time, published bool)
+
 // planCertificates decides the Secret's data from its current data at now: it keeps
 // whatever is valid and not yet due, and makes what is missing, invalid or due.
-// published reports whether a CA is in the CRD's caBundle already.
+// published tells whether, and since when, a CA is in the CRD's caBundle.
 //
 // A CA is due at two thirds of its life: a new one is made and put first in the bundle,
 // the old one stays in the bundle until it expires, and a serving certificate it signed
 // stays valid. The serving certificate is due at two thirds of its life, or at once
 // when it is missing, broken, expired, for other hosts, or signed by no CA of the
-// bundle; a due certificate is signed by the newest CA once that CA is published and
-// has been for caPropagation (a merely due certificate, still valid for a third of its
-// life, waits for that; a broken one does not).
-func planCertificates(current map[string][]byte, now time.Time, p certPolicy, published func(*x509.Certificate) bool) (*certPlan, error) {
+// bundle; a due certificate is signed by the newest CA, which, when it did not sign
+// the certificate it replaces, must be published and have been for caPropagation first
+// (a merely due certificate, still valid for a third of its life, waits for that; a
+// broken one does not). The wait counts from when the CA was made or, if later, first
+// seen in the caBundle: a caBundle set late (an API server refusing the patch for a
+// while) still gives the API servers the whole delay. A certificate renewed by the CA
+// that signed it waits for nothing: the API servers trust the new one as they trusted
+// the old.
+func planCertificates(current map[string][]byte, now time.Time, p certPolicy, published publication) (*certPlan, error) {
 	plan := &certPlan{data: maps.Clone(current)}
 	if plan.data == nil {
 		plan.data = map[string][]byte{}
@@ -115,14 +126,19 @@ func planCertificates(current map[string][]byte, now time.Time, p certPolicy, pu
 	if problem == "" && !now.Before(renewAt(serving.cert)) {
 		problem = fmt.Sprintf("the serving certificate is due for renewal since %s", renewAt(serving.cert).Format(time.RFC3339))
 	}
-	settled := signer.cert.NotBefore.Add(clockSkew + p.caPropagation)
+	publishedSince, isPublished := published(signer.cert)
+	settled := madeAt(signer.cert)
+	if publishedSince.After(settled) {
+		settled = publishedSince
+	}
+	settled = settled.Add(p.caPropagation)
 	switch {
 	case problem == "":
 		next = append(next, renewAt(serving.cert))
-	case !unusable && (now.Before(settled) || !published(signer.cert)):
-		// Still valid for a third of its life: wait until the new CA has reached the
-		// API servers (the CRD's update, when it is not published yet, triggers a sync
-		// of its own).
+	case !unusable && serving.cert.CheckSignatureFrom(signer.cert) != nil && (now.Before(settled) || !isPublished):
+		// Still valid for a third of its life, and to move to a new CA: wait until the
+		// new CA has reached the API servers (the CRD's update, when it is not published
+		// yet, triggers a sync of its own).
 		if now.Before(settled) {
 			next = append(next, settled)
 		}

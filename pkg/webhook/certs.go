@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +42,9 @@ const (
 	// DefaultCAPropagation is how long a new CA is in the CRD's caBundle before it signs
 	// the serving certificate: every API server reads the CRD within seconds.
 	DefaultCAPropagation = time.Hour
+	// MinServingValidity is the shortest serving certificate's life CheckTimes accepts:
+	// shorter would have the replicas rewrite the Secret every few seconds.
+	MinServingValidity = 10 * time.Second
 
 	fieldManager = "llama-stack-controller"
 	queueKey     = "certificates"
@@ -101,6 +103,10 @@ type CertManager struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 
 	serving atomic.Pointer[tls.Certificate]
+
+	// publishedSince is when each CA of the CRD's caBundle (by its DER) was first seen
+	// there; nil until the first look at a CRD with a caBundle field (see publication).
+	publishedSince map[string]time.Time
 }
 
 // NewCertManager checks cfg and makes a CertManager; Run starts it.
@@ -111,25 +117,16 @@ func NewCertManager(cfg CertConfig, kubeClient kubernetes.Interface, crdClient a
 	if cfg.CRDName == "" {
 		cfg.CRDName = CRDName
 	}
-	if cfg.CAValidity == 0 {
-		cfg.CAValidity = DefaultCAValidity
+	if err := CheckTimes(cfg.CAValidity, cfg.ServingValidity, cfg.CAPropagation); err != nil {
+		return nil, fmt.Errorf("webhook certificates: %w", err)
 	}
-	if cfg.ServingValidity == 0 {
-		cfg.ServingValidity = DefaultServingValidity
-	}
-	if cfg.CAPropagation == 0 {
-		cfg.CAPropagation = DefaultCAPropagation
-	}
+	cfg.CAValidity, cfg.ServingValidity, cfg.CAPropagation = withDefaultTimes(cfg.CAValidity, cfg.ServingValidity, cfg.CAPropagation)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	hosts, err := cfg.hosts()
 	if err != nil {
 		return nil, err
-	}
-	if cfg.ServingValidity*2/3 < 2*cfg.CAPropagation || cfg.CAValidity/3 < cfg.ServingValidity {
-		return nil, fmt.Errorf("webhook certificates: a CA valid for %s and serving certificates valid for %s leave no safe rotation with a propagation delay of %s "+
-			"(a third of the CA's life must cover a serving certificate's, which must be well above the delay)", cfg.CAValidity, cfg.ServingValidity, cfg.CAPropagation)
 	}
 
 	m := &CertManager{
@@ -166,6 +163,59 @@ func NewCertManager(cfg CertConfig, kubeClient kubernetes.Interface, crdClient a
 		}
 	}
 	return m, nil
+}
+
+func withDefaultTimes(caValidity, servingValidity, caPropagation time.Duration) (time.Duration, time.Duration, time.Duration) {
+	if caValidity == 0 {
+		caValidity = DefaultCAValidity
+	}
+	if servingValidity == 0 {
+		servingValidity = DefaultServingValidity
+	}
+	if caPropagation == 0 {
+		caPropagation = DefaultCAPropagation
+	}
+	return caValidity, servingValidity, caPropagation
+}
+
+// CheckTimes reports whether a CA valid for caValidity, serving certificates valid for
+// servingValidity and a new CA trusted for caPropagation before it signs make a
+// rotation without a break; 0 means the default. Both are renewed at two thirds of
+// their lives, so:
+//
+//   - a CA stays in the caBundle for the last third of its life, after its successor
+//     is made, and the serving certificates it signed before must run out in that
+//     third: servingValidity is at most a third of caValidity;
+//   - a serving certificate due when a new CA is made waits up to caPropagation for it,
+//     within the third of its life it has left: caPropagation is at most a third of
+//     servingValidity;
+//   - servingValidity is at least MinServingValidity.
+func CheckTimes(caValidity, servingValidity, caPropagation time.Duration) error {
+	var errs []error
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"the CA validity", caValidity}, {"the serving certificate validity", servingValidity}, {"the CA propagation delay", caPropagation}} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.value))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	caValidity, servingValidity, caPropagation = withDefaultTimes(caValidity, servingValidity, caPropagation)
+	if servingValidity < MinServingValidity {
+		errs = append(errs, fmt.Errorf("the serving certificate validity (%s) must be at least %s", servingValidity, MinServingValidity))
+	}
+	if caValidity/3 < servingValidity {
+		errs = append(errs, fmt.Errorf("the serving certificate validity (%s) must be at most a third of the CA validity (%s): "+
+			"a CA is replaced at two thirds of its life, and what it signed must expire before it does", servingValidity, caValidity))
+	}
+	if servingValidity*2/3 < 2*caPropagation {
+		errs = append(errs, fmt.Errorf("the CA propagation delay (%s) must be at most a third of the serving certificate validity (%s): "+
+			"a serving certificate due when a new CA is made waits that long for the API servers to trust it", caPropagation, servingValidity))
+	}
+	return errors.Join(errs...)
 }
 
 // hosts lists the serving certificate's DNS names and IP addresses.
@@ -265,7 +315,7 @@ func (m *CertManager) sync(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("reading CRD %s from the cache: %w", m.cfg.CRDName, err)
 	}
 
-	plan, err := m.ensureSecret(ctx, secret, publishedIn(crd))
+	plan, err := m.ensureSecret(ctx, secret, m.publication(crd))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -289,7 +339,7 @@ func (m *CertManager) load(ctx context.Context, cert *tls.Certificate) {
 
 // ensureSecret writes what the plan says the Secret should hold, if it differs, and
 // returns the plan of what the Secret now holds.
-func (m *CertManager) ensureSecret(ctx context.Context, secret *corev1.Secret, published func(*x509.Certificate) bool) (*certPlan, error) {
+func (m *CertManager) ensureSecret(ctx context.Context, secret *corev1.Secret, published publication) (*certPlan, error) {
 	logger := klog.FromContext(ctx)
 	ref := klog.KRef(m.cfg.Namespace, m.cfg.SecretName)
 	for attempt := 0; ; attempt++ {

@@ -391,6 +391,98 @@ func TestCARotationKeepsOldAndNewCAsInTheCABundle(t *testing.T) {
 	require.Equal(t, renewAt(oldCA), rotatedAt, "the CA is replaced at two thirds of its life")
 }
 
+// refuseCABundlePatches makes the fake API server refuse the CRD's patches while refuse
+// is set: a caBundle that cannot be published (RBAC, an overloaded API server).
+func (f *fixture) refuseCABundlePatches(refuse *atomic.Bool) {
+	f.ext.PrependReactor("patch", "customresourcedefinitions", func(core.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the patch is refused")
+		}
+		return false, nil, nil
+	})
+}
+
+// TestPropagationCountsFromPublication: a new CA signs the serving certificate only once
+// it has been in the CRD's caBundle for the propagation delay, however long after it
+// was made the caBundle got it. Here the caBundle cannot be set for two hours after the
+// CA rotation: once it is, the due serving certificate still waits an hour, so that
+// every API server has read the new caBundle first.
+func TestPropagationCountsFromPublication(t *testing.T) {
+	f := newFixture(t, webhookCRD(apiextensionsv1.WebhookConverter))
+	var refuse atomic.Bool
+	f.refuseCABundlePatches(&refuse)
+	m := f.replica(true)
+	next := f.sync(m)
+	oldCA := f.caBundle()[0]
+	// Renewals up to the CA's due date.
+	for next.Before(renewAt(oldCA)) {
+		f.clock.SetTime(next)
+		next = f.sync(m)
+	}
+	f.writes()
+	served := m.Certificate()
+
+	// The CA falls due; its successor cannot be published.
+	refuse.Store(true)
+	f.clock.SetTime(renewAt(oldCA))
+	f.waitCached(m)
+	_, err := m.sync(f.ctx)
+	require.ErrorContains(t, err, "the patch is refused")
+	require.Equal(t, []string{"update secrets", "patch customresourcedefinitions/" + CRDName}, f.writes())
+	cas, err := parseCertificates(f.secret().Data[keyCABundle])
+	require.NoError(t, err)
+	require.Len(t, cas, 2)
+	newCA := cas[0]
+
+	// The serving certificate falls due while the new CA is still unpublished, long
+	// after it was made: it waits.
+	due := renewAt(served.Leaf)
+	if limit := renewAt(oldCA).Add(2 * DefaultCAPropagation); due.Before(limit) {
+		due = limit
+	}
+	require.True(t, due.Before(served.Leaf.NotAfter))
+	f.clock.SetTime(due)
+	f.waitCached(m)
+	_, err = m.sync(f.ctx)
+	require.ErrorContains(t, err, "the patch is refused")
+	require.Equal(t, []string{"patch customresourcedefinitions/" + CRDName}, f.writes())
+	require.Equal(t, served.Certificate, m.Certificate().Certificate)
+
+	// The patch goes through: the caBundle has the new CA from now on.
+	refuse.Store(false)
+	published := due.Add(time.Minute)
+	f.clock.SetTime(published)
+	f.sync(m)
+	require.Equal(t, []string{"patch customresourcedefinitions/" + CRDName}, f.writes())
+	require.True(t, f.caBundle()[0].Equal(newCA))
+	// The CRD's update (its watch event) brings a sync: the serving certificate, due
+	// and signable by a CA made more than the delay ago, still waits the delay from now.
+	next = f.sync(m)
+	require.Empty(t, f.writes(), "the API servers have trusted the new CA for no time at all")
+	require.Equal(t, served.Certificate, m.Certificate().Certificate)
+	require.Equal(t, published.Add(DefaultCAPropagation), next)
+
+	f.clock.SetTime(next)
+	f.sync(m)
+	require.Equal(t, []string{"update secrets"}, f.writes())
+	require.NoError(t, m.Certificate().Leaf.CheckSignatureFrom(newCA))
+	f.verifiesWithCABundle(m)
+}
+
+// TestARestartedReplicaRenewsAtOnce: a replica that starts when the CA has long been in
+// the caBundle does not wait the propagation delay to renew a due certificate.
+func TestARestartedReplicaRenewsAtOnce(t *testing.T) {
+	f := newFixture(t, webhookCRD(apiextensionsv1.WebhookConverter))
+	first := f.replica(true)
+	f.sync(first)
+	f.writes()
+	f.clock.SetTime(renewAt(first.Certificate().Leaf))
+	restarted := f.replica(true)
+	f.sync(restarted)
+	require.Equal(t, []string{"update secrets"}, f.writes())
+	f.verifiesWithCABundle(restarted)
+}
+
 func TestCABundleOnlyForAWebhookConvertedCRD(t *testing.T) {
 	t.Run("strategy None", func(t *testing.T) {
 		f := newFixture(t, webhookCRD(apiextensionsv1.NoneConverter))
@@ -493,9 +585,9 @@ func TestNewCertManagerChecksItsConfig(t *testing.T) {
 		"bad Service name": {CertConfig{Namespace: "ns", ServiceName: "Web_hook"}, `Service name "Web_hook"`},
 		"bad extra host":   {CertConfig{Namespace: "ns", ExtraHosts: []string{"a b"}}, `host "a b" is neither an IP address nor a DNS name`},
 		"CA too short": {CertConfig{Namespace: "ns", ServiceName: "webhook", CAValidity: 200 * 24 * time.Hour},
-			"leave no safe rotation"},
+			"webhook certificates: the serving certificate validity (2160h0m0s) must be at most a third of the CA validity (4800h0m0s)"},
 		"propagation too long": {CertConfig{Namespace: "ns", ServiceName: "webhook", ServingValidity: 24 * time.Hour, CAPropagation: 12 * time.Hour},
-			"leave no safe rotation"},
+			"the CA propagation delay (12h0m0s) must be at most a third of the serving certificate validity (24h0m0s)"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -507,4 +599,50 @@ func TestNewCertManagerChecksItsConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"localhost", "127.0.0.1", "::1"}, m.policy.hosts)
 	require.Equal(t, DefaultSecretName, m.cfg.SecretName)
+	require.Equal(t, certPolicy{hosts: m.policy.hosts, caValidity: DefaultCAValidity, servingValidity: DefaultServingValidity, caPropagation: DefaultCAPropagation}, m.policy)
+	m, err = NewCertManager(CertConfig{Namespace: "ns", ExtraHosts: []string{"localhost"}, CAValidity: time.Minute, ServingValidity: 20 * time.Second, CAPropagation: 3 * time.Second},
+		k8sfake.NewClientset(), apiextensionsfake.NewClientset())
+	require.NoError(t, err)
+	require.Equal(t, certPolicy{hosts: []string{"localhost"}, caValidity: time.Minute, servingValidity: 20 * time.Second, caPropagation: 3 * time.Second}, m.policy)
+}
+
+func TestCheckTimes(t *testing.T) {
+	good := []struct{ ca, serving, propagation time.Duration }{
+		{0, 0, 0},
+		{DefaultCAValidity, DefaultServingValidity, DefaultCAPropagation},
+		{time.Minute, 20 * time.Second, 3 * time.Second},
+		// At the limits: a third of the CA, a third of the serving certificate.
+		{30 * time.Second, MinServingValidity, MinServingValidity / 3},
+		// Only the serving validity given: the default CA (3 years) and propagation (1 h).
+		{0, 3 * time.Hour, 0},
+	}
+	for _, tc := range good {
+		require.NoError(t, CheckTimes(tc.ca, tc.serving, tc.propagation), "%v", tc)
+	}
+	bad := map[string]struct {
+		ca, serving, propagation time.Duration
+		want                     []string
+	}{
+		"negative": {-time.Second, time.Hour, -time.Second, []string{
+			"the CA validity must not be negative, got -1s", "the CA propagation delay must not be negative, got -1s"}},
+		"serving below the minimum": {time.Minute, 9 * time.Second, time.Second, []string{
+			"the serving certificate validity (9s) must be at least 10s"}},
+		"serving above a third of the CA": {time.Minute, 21 * time.Second, 3 * time.Second, []string{
+			"the serving certificate validity (21s) must be at most a third of the CA validity (1m0s)"}},
+		"the default serving validity with a short CA": {24 * time.Hour, 0, time.Minute, []string{
+			"the serving certificate validity (2160h0m0s) must be at most a third of the CA validity (24h0m0s)"}},
+		"propagation above a third of the serving validity": {time.Minute, 20 * time.Second, 7 * time.Second, []string{
+			"the CA propagation delay (7s) must be at most a third of the serving certificate validity (20s)"}},
+		"the default propagation with a short serving validity": {time.Hour, time.Minute, 0, []string{
+			"the CA propagation delay (1h0m0s) must be at most a third of the serving certificate validity (1m0s)"}},
+	}
+	for name, tc := range bad {
+		t.Run(name, func(t *testing.T) {
+			err := CheckTimes(tc.ca, tc.serving, tc.propagation)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+		})
+	}
 }

@@ -23,6 +23,21 @@ import (
 // is a little behind accepts a certificate made a moment ago.
 const clockSkew = 5 * time.Minute
 
+// backdate is how long before it is made a certificate valid for validity starts:
+// clockSkew, or a tenth of the validity when that is shorter. Renewal is due at two
+// thirds of the span from NotBefore to NotAfter, so a certificate of a few minutes or
+// seconds (the renewal test) backdated by the whole clockSkew would be due as it is
+// made, and made again at every sync.
+func backdate(validity time.Duration) time.Duration {
+	return min(clockSkew, validity/10)
+}
+
+// madeAt is when newCA made ca: its NotBefore plus the backdate, which its span
+// (validity plus backdate) tells.
+func madeAt(ca *x509.Certificate) time.Time {
+	return ca.NotBefore.Add(min(clockSkew, ca.NotAfter.Sub(ca.NotBefore)/11))
+}
+
 // keyPair is a certificate with its private key, parsed and in PEM.
 type keyPair struct {
 	cert    *x509.Certificate
@@ -56,7 +71,7 @@ func newSerial() (*big.Int, error) {
 	return serial, nil
 }
 
-// newCA makes a self-signed CA valid from now (less clockSkew) for validity. Its common
+// newCA makes a self-signed CA valid from now (less its backdate) for validity. Its common
 // name carries the time, so that an old and a new CA in one bundle are told apart.
 func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
 	key, keyPEM, err := newKey()
@@ -70,7 +85,7 @@ func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: fmt.Sprintf("llama-stack-controller-webhook-ca@%d", now.Unix())},
-		NotBefore:             now.Add(-clockSkew).UTC(),
+		NotBefore:             now.Add(-backdate(validity)).UTC(),
 		NotAfter:              now.Add(validity).UTC(),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
@@ -95,7 +110,7 @@ func newServingCert(ca *keyPair, now time.Time, validity time.Duration, hosts []
 	if notAfter.After(ca.cert.NotAfter) {
 		notAfter = ca.cert.NotAfter
 	}
-	notBefore := now.Add(-clockSkew)
+	notBefore := now.Add(-backdate(validity))
 	if notBefore.Before(ca.cert.NotBefore) {
 		notBefore = ca.cert.NotBefore
 	}

@@ -96,6 +96,12 @@ type Options struct {
 	// WebhookCertHosts are more names and IP addresses for that certificate,
 	// comma-separated (make run: localhost,127.0.0.1).
 	WebhookCertHosts string
+	// WebhookCAValidity, WebhookServingValidity and WebhookCAPropagation time the
+	// certificates self mode makes (webhook.CertConfig); 0 means the defaults. For tests
+	// and tuning: a renewal test runs them in seconds.
+	WebhookCAValidity      time.Duration
+	WebhookServingValidity time.Duration
+	WebhookCAPropagation   time.Duration
 }
 
 // withDefaults fills the zero values that have a default.

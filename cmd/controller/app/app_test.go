@@ -36,6 +36,11 @@ func TestOptionsValidate(t *testing.T) {
 		"no workers":           {func(o *Options) { o.Workers = 0 }, "--workers must be at least 1"},
 		"webhook cert mode":    {func(o *Options) { o.WebhookBindAddress = ":9443"; o.WebhookCertMode = "acme" }, "--webhook-cert-mode must be self or files"},
 		"webhook files no dir": {func(o *Options) { o.WebhookBindAddress = ":9443"; o.WebhookCertMode = "files" }, "--webhook-cert-mode=files needs --webhook-cert-dir"},
+		"webhook timing": {
+			func(o *Options) { o.WebhookBindAddress = ":9443"; o.WebhookServingValidity = 20 * time.Second },
+			"--webhook-ca-validity=26280h0m0s, --webhook-serving-validity=20s and --webhook-ca-propagation=1h0m0s do not fit: " +
+				"the CA propagation delay (1h0m0s) must be at most a third of the serving certificate validity (20s)",
+		},
 		"zero qps":             {func(o *Options) { o.QPS = 0 }, "--kube-api-qps must be positive"},
 		"no burst":             {func(o *Options) { o.Burst = 0 }, "--kube-api-burst must be at least 1"},
 		"negative event qps":   {func(o *Options) { o.EventQPS = -1 }, "--kube-api-events-qps must not be negative"},

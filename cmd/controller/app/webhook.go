@@ -41,6 +41,11 @@ func (o Options) validateWebhook() []error {
 	var errs []error
 	switch o.WebhookCertMode {
 	case "", WebhookCertModeSelf:
+		if err := webhook.CheckTimes(o.WebhookCAValidity, o.WebhookServingValidity, o.WebhookCAPropagation); err != nil {
+			errs = append(errs, fmt.Errorf("--webhook-ca-validity=%s, --webhook-serving-validity=%s and --webhook-ca-propagation=%s do not fit: %w",
+				orDefault(o.WebhookCAValidity, webhook.DefaultCAValidity), orDefault(o.WebhookServingValidity, webhook.DefaultServingValidity),
+				orDefault(o.WebhookCAPropagation, webhook.DefaultCAPropagation), err))
+		}
 	case WebhookCertModeFiles:
 		if o.WebhookCertDir == "" {
 			errs = append(errs, fmt.Errorf("--webhook-cert-mode=files needs --webhook-cert-dir (holding tls.crt and tls.key)"))
@@ -49,6 +54,13 @@ func (o Options) validateWebhook() []error {
 		errs = append(errs, fmt.Errorf("--webhook-cert-mode must be %s or %s, got %q", WebhookCertModeSelf, WebhookCertModeFiles, o.WebhookCertMode))
 	}
 	return errs
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // startWebhook serves the conversion webhook until ctx is cancelled, on every replica
@@ -77,6 +89,7 @@ func startWebhook(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.I
 		}
 		manager, err := webhook.NewCertManager(webhook.CertConfig{
 			Namespace: opNamespace, ServiceName: service, ExtraHosts: splitList(o.WebhookCertHosts),
+			CAValidity: o.WebhookCAValidity, ServingValidity: o.WebhookServingValidity, CAPropagation: o.WebhookCAPropagation,
 		}, kubeClient, crdClient)
 		if err != nil {
 			return nil, err
