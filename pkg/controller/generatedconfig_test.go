@@ -274,13 +274,13 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 
 func TestImageVersion(t *testing.T) {
 	for image, want := range map[string]string{
-		"docker.io/llamastack/distribution-starter:0.7.1": "0.7.1",
-		"localhost:5000/stack:v0.4.2":                     "0.4.2",
+		"docker.io/llamastack/distribution-starter:0.7.1":              "0.7.1",
+		"localhost:5000/stack:v0.4.2":                                  "0.4.2",
 		"localhost:5000/stack:0.4.2@sha256:" + strings.Repeat("a", 64): "0.4.2",
-		"localhost:5000/stack":        "",
-		"docker.io/x/y:latest":        "",
-		"docker.io/x/y:0.7.1rc1":      "",
-		"docker.io/x/y@sha256:abcdef": "",
+		"localhost:5000/stack":                                         "",
+		"docker.io/x/y:latest":                                         "",
+		"docker.io/x/y:0.7.1rc1":                                       "",
+		"docker.io/x/y@sha256:abcdef":                                  "",
 	} {
 		got, ok := imageVersion(image)
 		assert.Equal(t, want, got, image)
