@@ -116,17 +116,23 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 		}
 		g.image, version = d.Image, d.ServerVersion
 		// An image chosen by the operator ConfigMap wins; its tag tells its version.
-		chosen, by := cfg.imageOverrides[dist.Name], "the operator ConfigMap's image-overrides"
+		chosen := cfg.imageOverrides[dist.Name]
 		if chosen == "" && cfg.keepsImage(dist.Name) {
-			chosen, by = c.runningImage(l), "the running Deployment (image-overrides is not readable)"
+			// While image-overrides cannot be read, a running image is kept if its
+			// tag tells its version; otherwise the config needs the pinned one.
+			if running := c.runningImage(l); running != "" {
+				if _, ok := imageVersion(running); ok {
+					chosen = running
+				}
+			}
 		}
 		if chosen != "" && chosen != d.Image {
 			g.image = chosen
 			v, ok := imageVersion(chosen)
 			if !ok {
 				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.name", fmt.Sprintf(
-					"distribution %s runs image %s, set by %s, whose tag is not a llama-stack version (major.minor.patch), so the shape of its config is not known: give the override a tag with its server version, or use overrideConfig",
-					dist.Name, chosen, by))
+					"the operator ConfigMap's image-overrides runs image %s for distribution %s; its tag is not a llama-stack version (major.minor.patch), so the shape of its config is not known: give the override a tag with its server version, or use overrideConfig",
+					chosen, dist.Name))
 			}
 			version = v
 		}

@@ -296,3 +296,37 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 	assert.False(t, isGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
 	assert.False(t, isGeneratedConfigMapName(l, userConfigCopyName(l)))
 }
+
+// A CR that ran the built-in image starts generating: without an operator ConfigMap
+// running images are kept, but latest tells no version, so the pinned image runs.
+func TestGeneratedConfigExistingCRMovesToThePinnedImage(t *testing.T) {
+	f := newFixture(t, newHubLLSD("app"))
+	f.converge("app")
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:latest", serverContainerOf(t, f.deployment("app")).Image)
+	_, hasCond := findGenerated(f.llsd("app"))
+	assert.False(t, hasCond, "a CR that does not generate has no ConfigGenerated condition")
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = newGenLLSD("app").Spec.Providers })
+	f.converge("app")
+	d := f.deployment("app")
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", serverContainerOf(t, d).Image)
+	assert.True(t, isGeneratedConfigMapName(f.llsd("app"), mountedConfig(d)))
+
+	// And back: the generated ConfigMap goes once unused, the status forgets it.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = nil })
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Empty(t, mountedConfig(f.deployment("app")))
+	for _, n := range f.configMapNames() {
+		assert.False(t, isGeneratedConfigMapName(f.llsd("app"), n), "%s is deleted", n)
+	}
+	_, hasCond = findGenerated(f.llsd("app"))
+	assert.False(t, hasCond)
+	assert.Nil(t, f.llsd("app").Status.ResolvedDistribution)
+}
+
+func findGenerated(l *v1alpha2.LlamaStackDistribution) (*metav1.Condition, bool) {
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	return c, c != nil
+}
