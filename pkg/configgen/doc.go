@@ -1,7 +1,8 @@
 // Package configgen writes the llama-stack server's config.yaml for a
 // v1alpha2 LlamaStackDistribution. It is pure: spec and base config in,
 // config, environment and hash out; no client, no Kubernetes API. The
-// controller does not use it yet.
+// controller (pkg/controller/generatedconfig.go) resolves the inputs and
+// applies what it returns.
 //
 // # Distributions and versions
 //

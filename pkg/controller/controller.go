@@ -63,6 +63,10 @@ type Config struct {
 	ConfigMapInformers kubeinformers.SharedInformerFactory
 	// OperatorInformers watches the operator ConfigMap in OperatorNamespace.
 	OperatorInformers kubeinformers.SharedInformerFactory
+	// ReplicaSetInformers watches the ReplicaSets of the server Deployments, which tell
+	// which generated ConfigMaps are still in use; it should select on
+	// ReplicaSetSelector() and use TransformReplicaSet.
+	ReplicaSetInformers kubeinformers.SharedInformerFactory
 
 	// OperatorNamespace holds the operator ConfigMap and is the NetworkPolicy's operator peer.
 	OperatorNamespace string
@@ -95,6 +99,7 @@ type Controller struct {
 	llsdIndexer    cache.Indexer
 	configMapCache cache.Indexer // configMapEntry objects: read it with cachedConfigMap
 	operatorConfig corelisters.ConfigMapLister
+	replicaSets    appslisters.ReplicaSetLister
 
 	deployments     *childKind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
 	services        *childKind[*corev1.Service, coreac.ServiceApplyConfiguration]
@@ -126,6 +131,8 @@ type Controller struct {
 	caFailures sync.Map
 	// failing holds, per CR, when its syncs started failing (failure).
 	failing sync.Map
+	// baseConfigs remembers, per CR, the base config last read live (baseMemo).
+	baseConfigs baseConfigMemos
 	// clock tells the time of failures; tests replace it.
 	clock clock.PassiveClock
 
@@ -154,6 +161,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	npInformer := cfg.ChildInformers.Networking().V1().NetworkPolicies()
 	cmInformer := cfg.ConfigMapInformers.Core().V1().ConfigMaps()
 	opInformer := cfg.OperatorInformers.Core().V1().ConfigMaps()
+	rsInformer := cfg.ReplicaSetInformers.Apps().V1().ReplicaSets()
 
 	c := &Controller{
 		kubeclient:        cfg.KubeClient,
@@ -162,6 +170,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		llsdIndexer:       llsdInformer.Informer().GetIndexer(),
 		configMapCache:    cmInformer.Informer().GetIndexer(),
 		operatorConfig:    opInformer.Lister(),
+		replicaSets:       rsInformer.Lister(),
 		operatorNamespace: cfg.OperatorNamespace,
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
@@ -196,6 +205,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
 	}
+	if err := cmInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
+		return nil, fmt.Errorf("adding the ConfigMap owner index: %w", err)
+	}
 
 	logger.Info("Setting up event handlers")
 	handlers := []struct {
@@ -218,6 +230,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		{npInformer.Informer(), c.ownedHandler()},
 		{cmInformer.Informer(), c.configMapHandler()},
 		{opInformer.Informer(), c.operatorConfigHandler(ctx)},
+		{rsInformer.Informer(), c.replicaSetHandler()},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {

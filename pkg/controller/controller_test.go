@@ -44,6 +44,7 @@ type fixture struct {
 	childInformers     kubeinformers.SharedInformerFactory
 	configMapInformers kubeinformers.SharedInformerFactory
 	operatorInformers  kubeinformers.SharedInformerFactory
+	rsInformers        kubeinformers.SharedInformerFactory
 
 	c        *Controller
 	recorder *record.FakeRecorder
@@ -80,16 +81,18 @@ func (f *fixture) newController() {
 	f.childInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.configMapInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.operatorInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
+	f.rsInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	c, err := NewController(f.ctx, Config{
-		KubeClient:         f.kubeclient,
-		Client:             f.client,
-		LLSDInformers:      f.llsdInformers,
-		ChildInformers:     f.childInformers,
-		ConfigMapInformers: f.configMapInformers,
-		OperatorInformers:  f.operatorInformers,
-		OperatorNamespace:  testOperatorNamespace,
-		OperatorVersion:    "test",
-		Recorder:           f.recorder,
+		KubeClient:          f.kubeclient,
+		Client:              f.client,
+		LLSDInformers:       f.llsdInformers,
+		ChildInformers:      f.childInformers,
+		ConfigMapInformers:  f.configMapInformers,
+		OperatorInformers:   f.operatorInformers,
+		ReplicaSetInformers: f.rsInformers,
+		OperatorNamespace:   testOperatorNamespace,
+		OperatorVersion:     "test",
+		Recorder:            f.recorder,
 	})
 	require.NoError(f.t, err)
 	f.c = c
@@ -139,6 +142,10 @@ func (f *fixture) refreshCaches() {
 	fill(f.operatorInformers.Core().V1().ConfigMaps().Informer(), strip, func(o metav1.Object) bool {
 		return o.GetNamespace() == testOperatorNamespace && o.GetName() == OperatorConfigMapName
 	}, cms.DeepCopy(), err)
+	rs, err := k.AppsV1().ReplicaSets("").List(ctx, all)
+	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer(), TransformReplicaSet, func(o metav1.Object) bool {
+		return o.GetLabels()[labelApp] == labelAppValue
+	}, rs, err)
 }
 
 // sync runs one sync of the CR and returns the API actions it sent (list and watch

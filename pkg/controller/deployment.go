@@ -107,6 +107,8 @@ type deploymentInputs struct {
 	replicas       *int32 // nil: leave spec.replicas unset (an HPA owns it)
 	caBundleHash   string // content hash of the managed CA bundle ("" = no CA bundle mounted)
 	openShift      bool   // the cluster is OpenShift: its SCC assigns the pod's user and fsGroup
+	// configEnv are the variables of a generated config, each from a Secret key.
+	configEnv []corev1.EnvVar
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -264,11 +266,15 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 	if in.caBundleHash != "" {
 		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
 	}
-	return append(env,
+	env = append(env,
 		corev1.EnvVar{Name: envWorkers, Value: strconv.Itoa(int(serverWorkers(l)))},
 		corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(port(l)))},
 		corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
 	)
+	for _, e := range in.configEnv {
+		env = append(env, *e.DeepCopy())
+	}
+	return env
 }
 
 // mergeEnv returns the controller's variables followed by the user's, with every

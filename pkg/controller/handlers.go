@@ -147,6 +147,9 @@ func indexByConfigMap(obj any) ([]string, error) {
 	if uc := l.Spec.OverrideConfig; uc != nil {
 		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
 	}
+	if bc := l.Spec.BaseConfig; bc != nil {
+		keys = append(keys, l.Namespace+"/"+bc.ConfigMapName)
+	}
 	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
 		ns := tls.CABundle.ConfigMapNamespace
 		if ns == "" {
@@ -155,6 +158,28 @@ func indexByConfigMap(obj any) ([]string, error) {
 		keys = append(keys, ns+"/"+tls.CABundle.ConfigMapName)
 	}
 	return keys, nil
+}
+
+// replicaSetHandler enqueues the CR of a deleted ReplicaSet's Deployment (the CR's
+// name): a generated ConfigMap the ReplicaSet mounted may now be unused. Other changes
+// of ReplicaSets come with changes of their Deployment, which are watched already.
+func (c *Controller) replicaSetHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		ref := metav1.GetControllerOfNoCopy(o)
+		if ref == nil || ref.Kind != "Deployment" {
+			return
+		}
+		if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
+			c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
+		}
+	}}
 }
 
 // enqueueAll adds every CR to the queue.

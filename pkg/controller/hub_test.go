@@ -109,20 +109,12 @@ func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
 	assert.Contains(t, got["Deployment"], annotationUserConfigHash, "the ConfigMap is mounted")
 }
 
-// Config generation (providers, resources, state storage, disabled APIs, a base config,
-// the server's own TLS) is not done yet: those fields change no child.
-func TestV1alpha2ConfigFieldsAreNotActedOnYet(t *testing.T) {
+// The server's own TLS is not written by the controller yet, and is not one of the
+// fields that ask for a generated config: it changes no child. (The fields that do are
+// tested in generatedconfig_test.go.)
+func TestV1alpha2ServerTLSIsNotActedOnYet(t *testing.T) {
 	want := convergedChildren(t, newHubLLSD("app"))
 	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.BaseConfig = &v1alpha2.BaseConfigSpec{ConfigMapName: "base"}
-		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
-			Provider: "vllm", Endpoint: "http://vllm:8000",
-			APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm", Key: "token"}},
-		}}}
-		l.Spec.Resources = &v1alpha2.ResourcesSpec{Models: []v1alpha2.ModelConfig{{Name: "llama"}}}
-		l.Spec.Storage = &v1alpha2.StateStorageSpec{KV: &v1alpha2.KVStorageSpec{Type: "redis",
-			Redis: &v1alpha2.RedisSpec{Host: "redis"}}}
-		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIEval}
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "serving"}}
 	}))
 	assert.Equal(t, want, got)

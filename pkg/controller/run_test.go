@@ -174,16 +174,17 @@ func runControllerWith(ctx context.Context, t *testing.T, client clientset.Inter
 	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
 	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
 	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
+	rsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformReplicaSet))
 	cfg := Config{
 		KubeClient: kubeclient, Client: client,
 		LLSDInformers: llsdInformers, ChildInformers: childInformers,
-		ConfigMapInformers: cmInformers, OperatorInformers: opInformers,
+		ConfigMapInformers: cmInformers, OperatorInformers: opInformers, ReplicaSetInformers: rsInformers,
 		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
 	}
 	edit(&cfg)
 	c, err := NewController(ctx, cfg)
 	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers} {
+	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers, rsInformers} {
 		f.Start(ctx.Done())
 	}
 	done := make(chan error, 1)

@@ -35,6 +35,9 @@ type observed struct {
 	// are those hiding part of another volume. Unchecked, the last report stands.
 	mountsChecked bool
 	nestedMounts  []mountNesting
+	// generation is the config generation of a CR that asks for one; nil when it
+	// did not run (the CR does not ask for one, or an earlier input failed).
+	generation *generation
 }
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
@@ -66,6 +69,27 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		st.Phase = v1alpha2.PhaseTerminating
 		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonTerminating, "LlamaStackDistribution is being deleted")
 		return st
+	}
+
+	// Generated config: only for a CR that asks for one; what runs is described by
+	// resolvedDistribution, kept as it was while generation fails.
+	switch g := obs.generation; {
+	case !generatesConfig(l):
+		// A CR that stopped generating drops what described it; one that never
+		// generated keeps its status as it is.
+		if meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionConfigGenerated) != nil {
+			st.ResolvedDistribution = nil
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionConfigGenerated)
+		}
+	case g == nil:
+	case g.problem != nil:
+		set(v1alpha2.ConditionConfigGenerated, metav1.ConditionFalse, g.problem.reason, g.problem.message)
+	default:
+		if len(obs.problems) == 0 {
+			st.ResolvedDistribution = g.resolved.DeepCopy()
+		}
+		set(v1alpha2.ConditionConfigGenerated, metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, fmt.Sprintf(
+			"Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource))
 	}
 
 	// Deployment.
@@ -399,7 +423,8 @@ func isProblemReason(reason string) bool {
 	switch reason {
 	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
 		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonResourceNotOwned,
-		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed:
+		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonBaseConfigRequired,
+		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported:
 		return true
 	}
 	return false

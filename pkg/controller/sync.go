@@ -124,6 +124,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.prober.forget(key)
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
+	c.baseConfigs.forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
@@ -187,16 +188,36 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		return false
 	}
 
+	// A CR that asks for a generated config runs it: the ConfigMap is mounted where a
+	// user config would be, the image is the one the config was generated for. A
+	// failure is a user error, so what runs is kept.
+	var gen *generation
+	var genProblem *userError
+	if imgProblem == nil && generatesConfig(l) {
+		var err error
+		gen, err = c.generate(ctx, l, cfg)
+		report(err)
+		if gen != nil && gen.problem != nil {
+			genProblem = gen.problem
+		}
+		obs.generation = gen
+	}
+
 	var copyProblem, bundleProblem *userError
 	var caHash string
-	if imgProblem == nil && ucProblem == nil && caProblem == nil {
+	if imgProblem == nil && ucProblem == nil && caProblem == nil && genProblem == nil && len(errs) == 0 {
 		var err error
 		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
 		report(err)
 		caHash, bundleProblem, err = c.ensureCABundle(ctx, l, caRefs)
 		report(err)
+		if gen != nil {
+			report(c.ensureGeneratedConfigMap(ctx, l, gen))
+			image = gen.image
+			uc = &userConfig{mountName: gen.configMapName(l), hash: gen.out.Hash}
+		}
 	}
-	for _, p := range []*userError{imgProblem, ucProblem, caProblem, copyProblem, bundleProblem} {
+	for _, p := range []*userError{imgProblem, ucProblem, caProblem, genProblem, copyProblem, bundleProblem} {
 		if p != nil {
 			obs.problems = append(obs.problems, *p)
 		}
@@ -238,6 +259,10 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift}
+	current := ""
+	if gen != nil {
+		in.configEnv, current = gen.out.Env, gen.configMapName(l)
+	}
 	obs.deployment = c.controlledDeployment(l)
 	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
 	if conflict := podConflict(l, in, uc); conflict != nil {
@@ -249,6 +274,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 			obs.deployment = dep
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
 			report(c.deleteUnneededConfigMaps(ctx, l, uc, caRefs, dep))
+			report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
 		}
 	}
 

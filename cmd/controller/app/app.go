@@ -344,6 +344,13 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		}),
 		kubeinformers.WithTransform(controller.TransformStripManagedFields))
 
+	// The ReplicaSets of the server Deployments (their pod templates carry app=llama-stack),
+	// kept as little more than the ConfigMaps they mount.
+	replicaSetInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(o.Namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controller.ReplicaSetSelector() }),
+		kubeinformers.WithTransform(controller.TransformReplicaSet))
+
 	probe, err := serverProbe(cfg, kubeClient, o)
 	if err != nil {
 		return err
@@ -359,18 +366,19 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		klog.FromContext(ctx).Info("The cluster serves " + openShiftSecurityGroup + ": server pods leave runAsUser and fsGroup to the namespace's SecurityContextConstraints")
 	}
 	c, err := controller.NewController(ctx, controller.Config{
-		KubeClient:         kubeClient,
-		Client:             client,
-		EventClient:        eventClient,
-		LLSDInformers:      llsdInformers,
-		ChildInformers:     childInformers,
-		ConfigMapInformers: configMapInformers,
-		OperatorInformers:  operatorInformers,
-		OperatorNamespace:  opNamespace,
-		WatchNamespace:     o.Namespace,
-		OperatorVersion:    o.Version,
-		ServerProbe:        probe,
-		OpenShift:          openShift,
+		KubeClient:          kubeClient,
+		Client:              client,
+		EventClient:         eventClient,
+		LLSDInformers:       llsdInformers,
+		ChildInformers:      childInformers,
+		ConfigMapInformers:  configMapInformers,
+		OperatorInformers:   operatorInformers,
+		ReplicaSetInformers: replicaSetInformers,
+		OperatorNamespace:   opNamespace,
+		WatchNamespace:      o.Namespace,
+		OperatorVersion:     o.Version,
+		ServerProbe:         probe,
+		OpenShift:           openShift,
 	})
 	if err != nil {
 		return err
@@ -378,7 +386,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	factories := []interface {
 		Start(<-chan struct{})
 		Shutdown()
-	}{llsdInformers, childInformers, configMapInformers, operatorInformers}
+	}{llsdInformers, childInformers, configMapInformers, operatorInformers, replicaSetInformers}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}

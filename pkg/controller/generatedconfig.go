@@ -1,0 +1,376 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+)
+
+// Generated config (v1alpha2): a CR that sets providers, resources, storage, disabled
+// or baseConfig gets its config.yaml written by pkg/configgen, in an immutable
+// ConfigMap <name>-config-<sha256 of the file>, mounted where a user config is
+// (/etc/llama-stack/config.yaml), with the Secret-sourced variables in the server's
+// environment. Every other CR is left exactly as before: nothing here runs for it but
+// the clean-up of generated ConfigMaps it owns (none, unless it generated once).
+
+// generatedConfigSuffix starts the part of a generated ConfigMap's name after the CR's.
+const generatedConfigSuffix = "-config-"
+
+// generatedConfigComponent is the app.kubernetes.io/component of a generated ConfigMap.
+const generatedConfigComponent = "config"
+
+// generatedHash matches the hash part of a generated ConfigMap's name: configgen's
+// SHA-256 in hex, whole, so two contents never share a name.
+var generatedHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// generatedConfigMapName is <name>-config-<hash>: at most 48+8+64 characters.
+func generatedConfigMapName(l *v1alpha2.LlamaStackDistribution, hash string) string {
+	return l.Name + generatedConfigSuffix + hash
+}
+
+// isGeneratedConfigMapName tells whether name is one of l's generated ConfigMaps.
+func isGeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, name string) bool {
+	hash, ok := strings.CutPrefix(name, l.Name+generatedConfigSuffix)
+	return ok && generatedHash.MatchString(hash)
+}
+
+// generatesConfig is the gate: the CR sets one of the v1alpha2 fields that only
+// generation reads. overrideConfig (v1alpha1 userConfig) is the user's whole file.
+func generatesConfig(l *v1alpha2.LlamaStackDistribution) bool {
+	s := &l.Spec
+	return s.Providers != nil || s.Resources != nil || s.Storage != nil || len(s.Disabled) > 0 || s.BaseConfig != nil
+}
+
+// generation is the outcome of config generation for a CR that asks for it.
+type generation struct {
+	// out is the generated config; nil on failure.
+	out *configgen.Output
+	// image is the image the Deployment runs with it.
+	image string
+	// resolved is status.resolvedDistribution on success.
+	resolved v1alpha2.ResolvedDistributionStatus
+	// problem is why nothing could be generated: a user error.
+	problem *userError
+}
+
+// configMapName is the generated ConfigMap's name.
+func (g *generation) configMapName(l *v1alpha2.LlamaStackDistribution) string {
+	return generatedConfigMapName(l, g.out.Hash)
+}
+
+// baseMemo is the last base config read live for a CR, by its ConfigMap's content hash:
+// the ConfigMap cache keeps only hashes, and a sync of an unchanged CR sends nothing.
+type baseMemo struct {
+	namespace, name, key, hash string
+	content                    []byte
+	found                      bool
+}
+
+// baseConfigMemos holds a baseMemo per CR (cache.ObjectName).
+type baseConfigMemos struct{ m sync.Map }
+
+func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
+
+// generate resolves the image, server version and base of a generating CR and runs
+// configgen. It returns a transient error only when reading the base failed.
+func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (*generation, error) {
+	g := &generation{}
+	fail := func(reason, field, message string) (*generation, error) {
+		g.problem = &userError{reason, field + ": " + message}
+		return g, nil
+	}
+	var (
+		version, source string
+		base            []byte
+		baseField       string
+	)
+	dist := l.Spec.Distribution
+	if dist.Image != "" {
+		g.image = dist.Image
+		v, ok := imageVersion(dist.Image)
+		if !ok {
+			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.image", fmt.Sprintf(
+				"the tag of image %s is not a llama-stack version (major.minor.patch), so the shape of its config is not known: use an image tagged with its server version, name a distribution (%s), or use overrideConfig",
+				dist.Image, configgen.DistributionNames()))
+		}
+		version = v
+	} else {
+		d, ok := configgen.LookupDistribution(dist.Name)
+		if !ok {
+			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.name", fmt.Sprintf(
+				"the controller has no config for distribution %q; generated configs are known for %s, or use overrideConfig", dist.Name, configgen.DistributionNames()))
+		}
+		g.image, version = d.Image, d.ServerVersion
+		// An image chosen by the operator ConfigMap wins; its tag tells its version.
+		chosen := cfg.imageOverrides[dist.Name]
+		if chosen == "" && cfg.keepsImage(dist.Name) {
+			// While image-overrides cannot be read, a running image is kept if its
+			// tag tells its version; otherwise the config needs the pinned one.
+			if running := c.runningImage(l); running != "" {
+				if _, ok := imageVersion(running); ok {
+					chosen = running
+				}
+			}
+		}
+		if chosen != "" && chosen != d.Image {
+			g.image = chosen
+			v, ok := imageVersion(chosen)
+			if !ok {
+				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.name", fmt.Sprintf(
+					"the operator ConfigMap's image-overrides runs image %s for distribution %s; its tag is not a llama-stack version (major.minor.patch), so the shape of its config is not known: give the override a tag with its server version, or use overrideConfig",
+					chosen, dist.Name))
+			}
+			version = v
+		}
+		if l.Spec.BaseConfig == nil {
+			if version != d.ServerVersion {
+				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.baseConfig", fmt.Sprintf(
+					"distribution %s runs image %s (server %s), for which the controller has no base config (its own is for %s): set spec.baseConfig",
+					dist.Name, g.image, version, d.ServerVersion))
+			}
+			base, _ = d.Base() // none (remote-vllm): configgen reports the version or the base
+			source, baseField = "distribution:"+d.Name, "spec.distribution.name"
+		}
+	}
+	if bc := l.Spec.BaseConfig; bc != nil {
+		key := string(bc.Key)
+		if key == "" {
+			key = userConfigKey
+		}
+		content, problem, err := c.readBaseConfig(ctx, l, bc.ConfigMapName, key)
+		if err != nil || problem != nil {
+			g.problem = problem
+			return g, err
+		}
+		base, source, baseField = content, "baseConfig:"+bc.ConfigMapName+"/"+key, "spec.baseConfig"
+	}
+	out, err := configgen.Generate(configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: version, Base: base, BaseField: baseField})
+	if err != nil {
+		var ge *configgen.Error
+		if errors.As(err, &ge) {
+			return fail(ge.Reason, ge.Field, ge.Message)
+		}
+		return fail(v1alpha2.ReasonConfigInvalid, "spec", err.Error())
+	}
+	g.out = out
+	g.resolved = v1alpha2.ResolvedDistributionStatus{Image: g.image, ServerVersion: version, ConfigSource: source, ConfigHash: out.Hash}
+	return g, nil
+}
+
+// imageVersion reads a server version from an image's tag (repo:0.7.1 or repo:v0.7.1,
+// with or without a digest); ok is false when the tag is not one.
+func imageVersion(image string) (string, bool) {
+	ref, _, _ := strings.Cut(image, "@")
+	slash := strings.LastIndex(ref, "/")
+	colon := strings.LastIndex(ref, ":")
+	if colon <= slash {
+		return "", false
+	}
+	v, err := configgen.ParseVersion(ref[colon+1:])
+	if err != nil {
+		return "", false
+	}
+	return v.String(), true
+}
+
+// readBaseConfig returns the content of spec.baseConfig's key. The ConfigMap cache says
+// whether it exists, has the key, and the hash of its content; the content itself is
+// read live only when that hash differs from the one last read for this CR.
+func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name, key string) ([]byte, *userError, error) {
+	cm, problem := c.referencedConfigMap(l, "spec.baseConfig", "ConfigMap", l.Namespace, name)
+	if problem != nil {
+		return nil, problem, nil
+	}
+	_, inData := cm.Data[key]
+	_, inBinary := cm.BinaryData[key]
+	if !inData && !inBinary {
+		return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
+	}
+	crKey := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	hash := configMapHash(cm)
+	if v, ok := c.baseConfigs.m.Load(crKey); ok {
+		if m := v.(baseMemo); m.namespace == l.Namespace && m.name == name && m.key == key && m.hash == hash && m.found {
+			return m.content, nil, nil
+		}
+	}
+	live, err := c.kubeclient.CoreV1().ConfigMaps(l.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &userError{v1alpha2.ReasonConfigMapNotFound, fmt.Sprintf(
+			"ConfigMap %s/%s referenced by spec.baseConfig was not found", l.Namespace, name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading ConfigMap %s/%s: %w", l.Namespace, name, err)
+	}
+	content, found := []byte(live.Data[key]), false
+	if _, ok := live.Data[key]; ok {
+		found = true
+	} else if b, ok := live.BinaryData[key]; ok {
+		content, found = b, true
+	}
+	if !found {
+		return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
+	}
+	c.baseConfigs.m.Store(crKey, baseMemo{namespace: l.Namespace, name: name, key: key,
+		hash: hashData(live.Data, live.BinaryData), content: content, found: true})
+	return content, nil, nil
+}
+
+// newGeneratedConfigMap is the immutable ConfigMap holding the generated config.yaml.
+func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *generation) *corev1.ConfigMap {
+	meta := childObjectMeta(l, g.configMapName(l))
+	meta.Labels[labelComponent] = generatedConfigComponent
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta,
+		Immutable:  func() *bool { t := true; return &t }(),
+		Data:       map[string]string{userConfigKey: string(g.out.Config)},
+	}
+}
+
+// ensureGeneratedConfigMap creates the generated ConfigMap through the one ensure path:
+// one of that name that is not the CR's is reported, never written. Its name carries
+// the hash of its content, so an existing one of the CR's is up to date.
+func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.LlamaStackDistribution, g *generation) error {
+	desired := newGeneratedConfigMap(l, g)
+	want := hashData(desired.Data, nil)
+	_, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+		name:     desired.Name,
+		upToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
+		build:    fixed[*corev1.ConfigMap](desired),
+	})
+	return err
+}
+
+// deleteUnusedGeneratedConfigMaps deletes the CR's generated ConfigMaps other than
+// current that neither the Deployment nor any of its ReplicaSets mounts, once the
+// Deployment has rolled out: `kubectl rollout undo` to a revision still kept finds its
+// ConfigMap. The CR's ConfigMaps are found through the owner index of the ConfigMap
+// cache, the ReplicaSets through the ReplicaSet cache: a sync sends a request only to
+// delete.
+func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, current string, dep *appsv1.Deployment) error {
+	owned, err := c.configMapCache.ByIndex(controllerUIDIndex, string(l.UID))
+	if err != nil {
+		return err
+	}
+	var candidates []string
+	for _, o := range owned {
+		m, ok := o.(metav1.Object)
+		if !ok || m.GetNamespace() != l.Namespace || m.GetName() == current || !isGeneratedConfigMapName(l, m.GetName()) {
+			continue
+		}
+		if m.GetDeletionTimestamp() == nil && !mountsConfigMap(dep, m.GetName()) {
+			candidates = append(candidates, m.GetName())
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	if dep != nil {
+		if _, reason, _ := rolloutProgress(dep); reason != v1alpha2.ReasonRolloutComplete {
+			return nil
+		}
+	}
+	var inUse []*appsv1.ReplicaSet
+	if dep != nil {
+		rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		for _, rs := range rss {
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
+				inUse = append(inUse, rs)
+			}
+		}
+	}
+	var errs []error
+	for _, name := range candidates {
+		used := false
+		for _, rs := range inUse {
+			if templateMountsConfigMap(&rs.Spec.Template.Spec, name) {
+				used = true
+				break
+			}
+		}
+		if used {
+			klog.FromContext(ctx).V(4).Info("Keeping generated ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
+			continue
+		}
+		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, c, l, name))
+	}
+	return errors.Join(errs...)
+}
+
+// templateMountsConfigMap tells whether a pod spec has a volume of the named ConfigMap.
+func templateMountsConfigMap(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == name {
+			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// controllerUIDIndex indexes the ConfigMap cache by the UID of the CR that controls an
+// entry (configMapEntry keeps only a LlamaStackDistribution's controller reference).
+const controllerUIDIndex = "controllerUID"
+
+func indexByControllerUID(obj any) ([]string, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == controllerKind.Kind {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
+}
+
+// ReplicaSetSelector selects the ReplicaSets of server Deployments: their pod template
+// carries the selector labels, of which app=llama-stack is common to every CR.
+func ReplicaSetSelector() string {
+	return labels.SelectorFromSet(labels.Set{labelApp: labelAppValue}).String()
+}
+
+// TransformReplicaSet is the informer transform of the ReplicaSet cache: it keeps of a
+// ReplicaSet its identity, labels, owner references and the ConfigMap volumes of its
+// pod template, the only things the controller reads (which generated ConfigMaps are
+// still in use).
+func TransformReplicaSet(obj any) (any, error) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return TransformStripManagedFields(obj)
+	}
+	out := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+		Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID, ResourceVersion: rs.ResourceVersion,
+		Labels: rs.Labels, OwnerReferences: rs.OwnerReferences, DeletionTimestamp: rs.DeletionTimestamp,
+	}}
+	for _, v := range rs.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil || v.Projected != nil {
+			out.Spec.Template.Spec.Volumes = append(out.Spec.Template.Spec.Volumes, v)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,332 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+)
+
+// newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
+// key comes from a Secret: one that asks for a generated config.
+func newGenLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
+	return newHubLLSD(name, append([]func(*v1alpha2.LlamaStackDistribution){func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+			Provider: "vllm", Endpoint: "http://vllm:8000/v1",
+			APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
+		}}}
+	}}, mods...)...)
+}
+
+// expectedGeneration is what configgen makes of l for the starter distribution.
+func expectedGeneration(t *testing.T, l *v1alpha2.LlamaStackDistribution) *configgen.Output {
+	t.Helper()
+	d, ok := configgen.LookupDistribution("starter")
+	require.True(t, ok)
+	base, err := d.Base()
+	require.NoError(t, err)
+	out, err := configgen.Generate(configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: d.ServerVersion, Base: base, BaseField: "spec.distribution.name"})
+	require.NoError(t, err)
+	return out
+}
+
+// updateHub replaces the CR's spec in the fake API, bumping its generation.
+func (f *fixture) updateHub(name string, edit func(*v1alpha2.LlamaStackDistribution)) {
+	f.t.Helper()
+	l := f.llsd(name)
+	edit(l)
+	l.Generation++
+	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+	f.refreshCaches()
+}
+
+func (f *fixture) configMapNames() []string {
+	f.t.Helper()
+	list, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).List(f.ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	var out []string
+	for _, cm := range list.Items {
+		out = append(out, cm.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func mountedConfig(d *appsv1.Deployment) string {
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == volumeUserConfig && v.ConfigMap != nil {
+			return v.ConfigMap.Name
+		}
+	}
+	return ""
+}
+
+func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
+	l := newGenLLSD("app")
+	want := expectedGeneration(t, l)
+	name := "app-config-" + want.Hash
+	f := newFixture(t, l)
+
+	actions := f.sync("app")
+	assert.Equal(t, []string{"patch configmaps " + name}, writesTo(actions, "configmaps", name), "the ConfigMap is applied once")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"))
+
+	cm, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(want.Config), cm.Data["config.yaml"])
+	assert.True(t, ptr.Deref(cm.Immutable, false), "immutable")
+	assert.True(t, isControlledBy(cm, l), "owned by the CR")
+	assert.Equal(t, generatedConfigComponent, cm.Labels[labelComponent])
+	assert.Equal(t, ManagedByValue, cm.Labels[labelManagedBy])
+	var parsed map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &parsed))
+	assert.Contains(t, cm.Data["config.yaml"], "${env.LLSD_VLLM_API_KEY}", "the key is a variable in the file")
+	assert.NotContains(t, cm.Data["config.yaml"], "vllm-creds", "the Secret is not named in the file")
+
+	d := f.deployment("app")
+	assert.Equal(t, name, mountedConfig(d), "the generated ConfigMap is mounted where a user config is")
+	ctr := serverContainerOf(t, d)
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", ctr.Image, "the pinned image of the distribution")
+	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
+	require.Len(t, want.Env, 1)
+	i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == want.Env[0].Name })
+	require.GreaterOrEqual(t, i, 0, "the API key variable is set")
+	assert.Equal(t, "LLSD_VLLM_API_KEY", ctr.Env[i].Name)
+	assert.Empty(t, ctr.Env[i].Value)
+	assert.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "vllm-creds"}, Key: "api-key"}, ctr.Env[i].ValueFrom.SecretKeyRef)
+
+	f.converge("app")
+	st := f.llsd("app").Status
+	cond := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionConfigGenerated)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status)
+	assert.Equal(t, v1alpha2.ReasonConfigGenerated, cond.Reason)
+	assert.Equal(t, &v1alpha2.ResolvedDistributionStatus{
+		Image: "docker.io/llamastack/distribution-starter:0.7.1", ServerVersion: "0.7.1",
+		ConfigSource: "distribution:starter", ConfigHash: want.Hash,
+	}, st.ResolvedDistribution)
+}
+
+func TestGeneratedConfigSameFileWritesNothing(t *testing.T) {
+	f := newFixture(t, newGenLLSD("app"))
+	f.converge("app")
+	before := f.configMapNames()
+	dep := f.deployment("app").ResourceVersion
+
+	// An explicit id equal to the default, and a workload-neutral edit: the same file.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers.Inference[0].ID = "vllm" })
+	actions := f.sync("app")
+	for _, a := range describe(mutating(actions)) {
+		assert.True(t, strings.HasSuffix(a, "llamastackdistributions/status app"), "only the status (observedGeneration) is written, got %q", a)
+	}
+	assert.Equal(t, before, f.configMapNames())
+	assert.Equal(t, dep, f.deployment("app").ResourceVersion)
+}
+
+func TestGeneratedConfigFailureKeepsWhatRuns(t *testing.T) {
+	f := newFixture(t, newGenLLSD("app"))
+	f.converge("app")
+	before := f.deployment("app").DeepCopy()
+	cms := f.configMapNames()
+	f.events()
+
+	// ollama has no API key field: configgen refuses it; CEL does not.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers.Inference[0].Provider = "ollama" })
+	actions := f.sync("app")
+	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)), "nothing but the status is written")
+	after := f.deployment("app")
+	assert.Equal(t, before.Spec, after.Spec, "image, mount and env stay")
+	assert.Equal(t, cms, f.configMapNames(), "the previous ConfigMap stays")
+
+	l := f.llsd("app")
+	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, cond.Reason)
+	assert.Contains(t, cond.Message, "spec.providers.inference[0]", "the message names the field")
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", l.Status.ResolvedDistribution.Image, "resolvedDistribution still describes what runs")
+	events := f.events()
+	assert.Len(t, events, 1, "one Warning Event: %v", events)
+	assert.True(t, hasEvent(events, "Warning ConfigInvalid"), "%v", events)
+
+	// No retry spin, no second Event: a further sync writes nothing.
+	assert.Empty(t, mutating(f.sync("app")))
+	assert.Empty(t, f.events())
+}
+
+func TestGeneratedConfigOldConfigMapDeletedOnlyWhenUnused(t *testing.T) {
+	f := newFixture(t, newGenLLSD("app"))
+	f.converge("app")
+	first := f.llsd("app").Status.ResolvedDistribution.ConfigHash
+	oldName := "app-config-" + first
+	// The ReplicaSet of the first revision, as the Deployment controller makes it.
+	d := f.deployment("app")
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-1", Namespace: testNamespace, UID: "rs-1",
+			Labels:          selectorLabels(f.llsd("app")),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Template: *d.Spec.Template.DeepCopy()},
+	}
+	// The fake API gives the Deployment no UID; the ReplicaSet points at it by UID.
+	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.UID = types.UID("dep-uid") })
+	rs.OwnerReferences[0].UID = "dep-uid"
+	_, err := f.kubeclient.AppsV1().ReplicaSets(testNamespace).Create(f.ctx, rs, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Providers.Inference[0].Endpoint = "http://vllm-2:8000/v1"
+	})
+	f.sync("app")
+	second := f.llsd("app").Status.ResolvedDistribution.ConfigHash
+	require.NotEqual(t, first, second)
+	newName := "app-config-" + second
+	assert.Equal(t, newName, mountedConfig(f.deployment("app")), "image and config change in the one Deployment write")
+	assert.Contains(t, f.configMapNames(), oldName, "kept while the rollout runs")
+
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Contains(t, f.configMapNames(), oldName, "kept while a ReplicaSet of the Deployment mounts it (rollout undo)")
+
+	// A ReplicaSet of another Deployment does not keep it; once the history is pruned it goes.
+	require.NoError(t, f.kubeclient.AppsV1().ReplicaSets(testNamespace).Delete(f.ctx, "app-1", metav1.DeleteOptions{}))
+	f.refreshCaches()
+	actions := f.sync("app")
+	assert.Equal(t, []string{"delete configmaps " + oldName}, writesTo(actions, "configmaps", oldName))
+	assert.NotContains(t, f.configMapNames(), oldName)
+	assert.Contains(t, f.configMapNames(), newName, "the mounted one stays")
+}
+
+func TestGeneratedConfigForeignConfigMapIsReported(t *testing.T) {
+	l := newGenLLSD("app")
+	name := "app-config-" + expectedGeneration(t, l).Hash
+	foreign := configMap(testNamespace, name, map[string]string{"config.yaml": "someone else's"}, nil)
+	f := newFixture(t, l, foreign)
+
+	actions := f.sync("app")
+	assert.Empty(t, writesTo(actions, "configmaps", name), "someone else's ConfigMap is never written")
+	assert.Nil(t, f.stored(kindDeployment, "app"), "no Deployment mounts it")
+	got, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's", got.Data["config.yaml"])
+
+	st := f.llsd("app").Status
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionDeploymentReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1alpha2.ReasonResourceNotOwned, ready.Reason)
+	assert.Contains(t, ready.Message, fmt.Sprintf("ConfigMap %s/%s", testNamespace, name))
+}
+
+func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
+	// An override tagged with a version wins, and its version shapes the config; the
+	// starter base is for 0.7.1, so another version needs spec.baseConfig.
+	f := newFixture(t, newGenLLSD("app"))
+	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:0.6.0\n"})
+	f.converge("app")
+	cond := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	require.NotNil(t, cond)
+	assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, cond.Reason)
+	assert.Contains(t, cond.Message, "spec.baseConfig")
+
+	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:latest\n"})
+	f.converge("app")
+	cond = meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, cond.Reason)
+	assert.Contains(t, cond.Message, "quay.io/me/starter:latest")
+
+	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:0.7.1\n"})
+	f.converge("app")
+	st := f.llsd("app").Status
+	assert.Equal(t, "quay.io/me/starter:0.7.1", st.ResolvedDistribution.Image)
+	assert.Equal(t, "quay.io/me/starter:0.7.1", serverContainerOf(t, f.deployment("app")).Image)
+
+	// A direct image: the base comes from spec.baseConfig, the version from its tag.
+	d, _ := configgen.LookupDistribution("starter")
+	base, err := d.Base()
+	require.NoError(t, err)
+	g := newFixture(t, configMap(testNamespace, "base", map[string]string{"run.yaml": string(base)}, nil),
+		newGenLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+			l.Spec.Distribution = v1alpha2.DistributionSpec{Image: "registry.example.com/stack:v0.7.1"}
+			l.Spec.BaseConfig = &v1alpha2.BaseConfigSpec{ConfigMapName: "base", Key: "run.yaml"}
+		}))
+	g.converge("app")
+	st = g.llsd("app").Status
+	require.NotNil(t, st.ResolvedDistribution)
+	assert.Equal(t, "0.7.1", st.ResolvedDistribution.ServerVersion)
+	assert.Equal(t, "baseConfig:base/run.yaml", st.ResolvedDistribution.ConfigSource)
+	// A sync of the unchanged CR reads nothing live: the base is remembered by hash.
+	assert.Empty(t, g.sync("app"))
+}
+
+func TestImageVersion(t *testing.T) {
+	for image, want := range map[string]string{
+		"docker.io/llamastack/distribution-starter:0.7.1":              "0.7.1",
+		"localhost:5000/stack:v0.4.2":                                  "0.4.2",
+		"localhost:5000/stack:0.4.2@sha256:" + strings.Repeat("a", 64): "0.4.2",
+		"localhost:5000/stack":                                         "",
+		"docker.io/x/y:latest":                                         "",
+		"docker.io/x/y:0.7.1rc1":                                       "",
+		"docker.io/x/y@sha256:abcdef":                                  "",
+	} {
+		got, ok := imageVersion(image)
+		assert.Equal(t, want, got, image)
+		assert.Equal(t, want != "", ok, image)
+	}
+}
+
+func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
+	l := newGenLLSD(strings.Repeat("a", 48))
+	name := generatedConfigMapName(l, strings.Repeat("f", 64))
+	assert.LessOrEqual(t, len(name), 253)
+	assert.True(t, isGeneratedConfigMapName(l, name))
+	assert.False(t, isGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
+	assert.False(t, isGeneratedConfigMapName(l, userConfigCopyName(l)))
+}
+
+// A CR that ran the built-in image starts generating: without an operator ConfigMap
+// running images are kept, but latest tells no version, so the pinned image runs.
+func TestGeneratedConfigExistingCRMovesToThePinnedImage(t *testing.T) {
+	f := newFixture(t, newHubLLSD("app"))
+	f.converge("app")
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:latest", serverContainerOf(t, f.deployment("app")).Image)
+	_, hasCond := findGenerated(f.llsd("app"))
+	assert.False(t, hasCond, "a CR that does not generate has no ConfigGenerated condition")
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = newGenLLSD("app").Spec.Providers })
+	f.converge("app")
+	d := f.deployment("app")
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", serverContainerOf(t, d).Image)
+	assert.True(t, isGeneratedConfigMapName(f.llsd("app"), mountedConfig(d)))
+
+	// And back: the generated ConfigMap goes once unused, the status forgets it.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = nil })
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Empty(t, mountedConfig(f.deployment("app")))
+	for _, n := range f.configMapNames() {
+		assert.False(t, isGeneratedConfigMapName(f.llsd("app"), n), "%s is deleted", n)
+	}
+	_, hasCond = findGenerated(f.llsd("app"))
+	assert.False(t, hasCond)
+	assert.Nil(t, f.llsd("app").Status.ResolvedDistribution)
+}
+
+func findGenerated(l *v1alpha2.LlamaStackDistribution) (*metav1.Condition, bool) {
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	return c, c != nil
+}
