@@ -391,8 +391,10 @@ func (u *upgradeCluster) assertReadEditWriteKeepsV1alpha2Fields(t *testing.T, ns
 		if err != nil {
 			return err
 		}
-		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIPostTraining}
-		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{Provider: "ollama", Endpoint: "http://ollama:11434"}}}
+		// Fields the controller generates the server's config from (starter's pinned
+		// server, 0.7.1, has eval and a vLLM provider type), so the CR stays Ready.
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIEval}
+		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{Provider: "vllm", Endpoint: "http://vllm:8000/v1"}}}
 		want = l.Spec.DeepCopy()
 		_, err = v2s.Update(ctx, l, metav1.UpdateOptions{})
 		return err
