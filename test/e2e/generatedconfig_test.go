@@ -207,27 +207,42 @@ func mountsConfigMap(rs *appsv1.ReplicaSet, name string) bool {
 	return false
 }
 
-// The vLLM + API key example applies and converges, with its config generated.
-func TestGeneratedConfigExampleConverges(t *testing.T) {
+// Every example whose config the controller generates applies and converges, with its
+// config generated into the ConfigMap the status names.
+func TestGeneratedConfigExamplesConverge(t *testing.T) {
 	ctx := context.Background()
-	objs, err := readObjects(filepath.Join(env.root, "artifacts", "examples", "v1alpha2", "vllm-api-key.yaml"))
-	require.NoError(t, err)
-	require.Len(t, objs, 2)
-	ns := newNamespace(t)
-	for _, obj := range objs {
-		obj.SetNamespace(ns)
-		gvr := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-		if obj.GetKind() == "LlamaStackDistribution" {
-			gvr = llsdV1alpha2
-		}
-		_, err := env.dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-		require.NoError(t, err)
+	resources := map[string]schema.GroupVersionResource{
+		"Secret":                 {Version: "v1", Resource: "secrets"},
+		"ConfigMap":              {Version: "v1", Resource: "configmaps"},
+		"LlamaStackDistribution": llsdV1alpha2,
 	}
-	waitReady(t, ns, "vllm")
-	l, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "vllm", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha2.ConditionConfigGenerated))
-	require.NotNil(t, l.Status.ResolvedDistribution)
-	_, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "vllm-config-"+l.Status.ResolvedDistribution.ConfigHash, metav1.GetOptions{})
-	require.NoError(t, err)
+	for _, example := range []string{"vllm-api-key", "providers", "state-storage", "base-config", "disabled-apis"} {
+		t.Run(example, func(t *testing.T) {
+			objs, err := readObjects(filepath.Join(env.root, "artifacts", "examples", "v1alpha2", example+".yaml"))
+			require.NoError(t, err)
+			ns := newNamespace(t)
+			var name string
+			for _, obj := range objs {
+				gvr, ok := resources[obj.GetKind()]
+				require.True(t, ok, "a %s in the example", obj.GetKind())
+				if obj.GetKind() == "LlamaStackDistribution" {
+					require.Empty(t, name, "one CR per example")
+					name = obj.GetName()
+				}
+				obj.SetNamespace(ns)
+				_, err := env.dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			require.NotEmpty(t, name)
+			waitReady(t, ns, name)
+			l, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			c := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
+			require.NotNil(t, c, "ConfigGenerated is reported")
+			assert.Equal(t, metav1.ConditionTrue, c.Status, "%s: %s", c.Reason, c.Message)
+			require.NotNil(t, l.Status.ResolvedDistribution)
+			_, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, name+"-config-"+l.Status.ResolvedDistribution.ConfigHash, metav1.GetOptions{})
+			require.NoError(t, err)
+		})
+	}
 }
