@@ -79,7 +79,8 @@ const (
 // until the caBundle changes).
 //
 // Asserted: every request answered 2xx (counted per operation and again on the wire,
-// so that client-go's own retries hide nothing), each write read back with its value;
+// so that client-go's own retries hide nothing but 429s, which the API server answers
+// while it rebuilds the CRD's storage after a caBundle change, counted apart), each write read back with its value;
 // the API server's own count of failed conversion webhook calls did not move (it also
 // counts the conversions its field manager makes for managedFields, whose failure no
 // client sees), and its successful calls cover every v1alpha1 request; the API server
@@ -239,7 +240,7 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 	before, err = conversionWebhookCalls(ctx, kube)
 	require.NoError(t, err)
 	t.Logf("conversion webhook calls before the load: %d succeeded, %d failed (before the caBundle)", before.success, before.failure)
-	wireBefore := wire.total()
+	wireBefore, throttledBefore := wire.total(), wire.snapshot()[http.StatusTooManyRequests]
 	stats := &loadStats{sent: map[string]*atomic.Int64{}, ok: map[string]*atomic.Int64{}}
 	for _, op := range []string{"v1alpha1 get", "v1alpha1 get in a burst", "v1alpha1 list", "v1alpha1 update", "v1alpha1 patch", "v1alpha2 get", "v1alpha2 update",
 		"v1alpha2 patch", "v1alpha1 get after a v1alpha2 write"} {
@@ -433,10 +434,17 @@ func TestCertificateRenewalUnderLoad(t *testing.T) {
 	t.Logf("certificates: %s", watcher.summary())
 	assert.Empty(t, stats.failures(), "failed requests")
 	assert.Equal(t, sent, ok, "requests sent and answered")
+	// A change of the CRD (each caBundle change) makes the API server build the CRD's
+	// storage anew, and until its watch cache is ready again it answers some reads 429
+	// "storage is (re)initializing" with a Retry-After, which client-go waits out and
+	// sends again. That is flow control, not a lost conversion: such answers are counted
+	// apart, and every other answer on the wire is a 2xx.
 	wireCodes := wire.snapshot()
-	assert.Equal(t, int(sent), wire.total()-wireBefore, "requests on the wire (client-go retries nothing behind the counts): %v", wireCodes)
+	throttled := wireCodes[http.StatusTooManyRequests] - throttledBefore
+	t.Logf("answers on the wire: %v (%d of them 429 during the load, each sent again by client-go)", wireCodes, throttled)
+	assert.Equal(t, int(sent), wire.total()-wireBefore-throttled, "requests on the wire, 429s apart (client-go retries nothing else behind the counts): %v", wireCodes)
 	for code, n := range wireCodes {
-		assert.True(t, code >= 200 && code < 300, "%d responses with HTTP %d", n, code)
+		assert.True(t, code >= 200 && code < 300 || code == http.StatusTooManyRequests, "%d responses with HTTP %d", n, code)
 	}
 
 	// The API server's own count: no failed conversion webhook call, and at least one
