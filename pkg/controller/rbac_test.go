@@ -207,10 +207,14 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		obj, err := kubeclient.Tracker().Get(deployments, ns, "full")
 		require.NoError(t, err)
 		d := obj.(*appsv1.Deployment).DeepCopy()
-		if !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") && d.Status.UpdatedReplicas == 1 {
+		// As many replicas as the spec asks for at that moment: the handover from the
+		// HPA (removed by the edit) may leave it at more than one for a while.
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		if !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
+			d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == n && d.Status.AvailableReplicas == n && d.Status.Replicas == n {
 			return
 		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
 		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
 	}
