@@ -343,22 +343,7 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 
 // mountsConfigMap tells whether d's pod template has a volume of the named ConfigMap.
 func mountsConfigMap(d *appsv1.Deployment, name string) bool {
-	if d == nil {
-		return false
-	}
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == name {
-			return true
-		}
-		if v.Projected != nil {
-			for _, src := range v.Projected.Sources {
-				if src.ConfigMap != nil && src.ConfigMap.Name == name {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return d != nil && templateMountsConfigMap(&d.Spec.Template.Spec, name)
 }
 
 // resolveImage picks the server image: spec.distribution.image as given, or the
