@@ -508,26 +508,11 @@ func TestExamplesAreAdmitted(t *testing.T) {
 		assert.FileExists(t, filepath.Join(examplesDir, sample), "upstream's sample must be kept in %s", examplesDir)
 	}
 
-	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	total := 0
-	for _, file := range files {
-		for i, doc := range readDocuments(t, file) {
-			obj := decodeObject(t, doc)
-			if obj["kind"] != kind {
-				continue
-			}
-			total++
-			u := unstructured.Unstructured{Object: obj}
-			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) {
-				a := s.create(t, obj)
-				assert.Empty(t, a.errs.ToAggregate())
-				assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
-			})
-		}
-	}
-	assert.Positive(t, total, "no LlamaStackDistribution in %s", examplesDir)
+	forEachExampleCR(t, examplesDir, func(t *testing.T, u unstructured.Unstructured) {
+		a := s.create(t, u.Object)
+		assert.Empty(t, a.errs.ToAggregate())
+		assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
+	})
 }
 
 const validSpec = `

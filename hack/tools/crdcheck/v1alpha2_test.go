@@ -255,9 +255,21 @@ func TestV1alpha2Examples(t *testing.T) {
 		}
 	}
 
-	files, err := filepath.Glob(filepath.Join(examplesV1alpha2, "*.yaml"))
+	forEachExampleCR(t, examplesV1alpha2, func(t *testing.T, u unstructured.Unstructured) {
+		assert.Equal(t, apiVersionV1alpha2, u.GetAPIVersion())
+		a := s.create(t, u.Object)
+		assert.Empty(t, a.errs.ToAggregate())
+		assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
+	})
+}
+
+// forEachExampleCR runs f, as a subtest named after the file, the document and the
+// object, on every LlamaStackDistribution of the YAML files in dir, and fails when
+// there is none.
+func forEachExampleCR(t *testing.T, dir string, f func(t *testing.T, u unstructured.Unstructured)) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	total := 0
 	for _, file := range files {
 		for i, doc := range readDocuments(t, file) {
@@ -267,15 +279,10 @@ func TestV1alpha2Examples(t *testing.T) {
 			}
 			total++
 			u := unstructured.Unstructured{Object: obj}
-			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) {
-				assert.Equal(t, apiVersionV1alpha2, u.GetAPIVersion())
-				a := s.create(t, obj)
-				assert.Empty(t, a.errs.ToAggregate())
-				assert.Empty(t, a.unknownFields, "fields outside the schema: kubectl's strict field validation rejects them")
-			})
+			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) { f(t, u) })
 		}
 	}
-	assert.Positive(t, total)
+	assert.Positive(t, total, "no LlamaStackDistribution in %s", dir)
 }
 
 // TestV1alpha2RulesNeedNoDefaults runs the CEL rules over every v1alpha2 example
@@ -287,24 +294,10 @@ func TestV1alpha2Examples(t *testing.T) {
 // has(self.enabled)).
 func TestV1alpha2RulesNeedNoDefaults(t *testing.T) {
 	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
-	files, err := filepath.Glob(filepath.Join(examplesV1alpha2, "*.yaml"))
-	require.NoError(t, err)
-	total := 0
-	for _, file := range files {
-		for i, doc := range readDocuments(t, file) {
-			obj := decodeObject(t, doc)
-			if obj["kind"] != kind {
-				continue
-			}
-			total++
-			u := unstructured.Unstructured{Object: obj}
-			u.SetNamespace("default")
-			t.Run(fmt.Sprintf("%s#%d/%s", filepath.Base(file), i, u.GetName()), func(t *testing.T) {
-				assert.Empty(t, s.runCEL(context.Background(), u.Object, nil).ToAggregate())
-			})
-		}
-	}
-	assert.Positive(t, total)
+	forEachExampleCR(t, examplesV1alpha2, func(t *testing.T, u unstructured.Unstructured) {
+		u.SetNamespace("default")
+		assert.Empty(t, s.runCEL(context.Background(), u.Object, nil).ToAggregate())
+	})
 }
 
 // newLLSDv2 builds a v1alpha2 LlamaStackDistribution named name with spec given as YAML.
