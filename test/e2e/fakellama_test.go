@@ -651,3 +651,60 @@ registered_resources:
 	_, err = imageVersion("localhost:5000/llamastack/distribution-starter")
 	assert.Error(t, err)
 }
+
+// The fake reads the config file from the ConfigMap volume mounted at its path, as the
+// kubelet lays it out: every key a file, or the items' paths; a subPath mount is one
+// file; the innermost mount holding the path wins; a missing ConfigMap is no file.
+func TestFakeLlamaReadsTheMountedFile(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data:       map[string]string{"config.yaml": "one", "other.yaml": "two"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	optional := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "whole", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+			{Name: "items", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"},
+				Items: []corev1.KeyToPath{{Key: "other.yaml", Path: "run/config.yaml"}}}}},
+			{Name: "absent", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}}},
+			{Name: "optional", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: &optional}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}},
+	}
+	for _, tc := range []struct {
+		mounts []corev1.VolumeMount
+		file   string
+		want   string
+		err    string
+	}{
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack/"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/other.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x"}}, file: "/etc/x/run/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x"}}, file: "/etc/x/config.yaml", err: "no such file"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack/config.yaml", SubPath: "other.yaml"}}, file: "/etc/llama-stack/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x", SubPath: "run"}}, file: "/etc/x/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}, {Name: "whole", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack"}, {Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", err: "not a ConfigMap volume"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stacks"}}, file: "/etc/llama-stack/config.yaml", err: "no volume is mounted there"},
+		{mounts: []corev1.VolumeMount{{Name: "absent", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: `configmap "absent" not found`},
+		{mounts: []corev1.VolumeMount{{Name: "optional", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: "no such file"},
+	} {
+		c := &corev1.Container{VolumeMounts: tc.mounts}
+		got, err := mountedFile(ctx, pod, c, tc.file)
+		what := fmt.Sprintf("%s through %v", tc.file, tc.mounts)
+		if tc.err != "" {
+			if assert.Error(t, err, what) {
+				assert.Contains(t, err.Error(), tc.err, what)
+			}
+			continue
+		}
+		if assert.NoError(t, err, what) {
+			assert.Equal(t, tc.want, string(got), what)
+		}
+	}
+}
