@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,12 +18,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -416,10 +419,13 @@ func (b *syncBuffer) Len() int {
 	return b.buf.Len()
 }
 
-// fakeServers maps "host:port" of a Service to the loopback address of a fake server.
+// fakeServers maps "host:port" of a Service to the loopback address of a fake server,
+// and CRs ("namespace/name") to the fake llama-stack servers their pods run
+// (readConfig, fakellama_test.go).
 type fakeServers struct {
-	mu     sync.Mutex
-	byHost map[string]string
+	mu         sync.Mutex
+	byHost     map[string]string
+	fromConfig map[string]*llamaServers
 }
 
 func (f *fakeServers) set(hostPort, addr string) {
@@ -432,9 +438,10 @@ func (f *fakeServers) set(hostPort, addr string) {
 	}
 }
 
-// dialPod connects kube-apiserver to "podIP:port": to the fake server set for the
-// Service of that pod's CR ("<name>-service.<namespace>.svc:<port>"), or fails like an
-// unreachable pod.
+// dialPod connects kube-apiserver to "podIP:port": to the fake llama-stack server
+// that pod runs when its CR is registered with readConfig, else to the fake server set
+// for the Service of that pod's CR ("<name>-service.<namespace>.svc:<port>"), or fails
+// like an unreachable pod. A pod being deleted comes last, should a new pod have its IP.
 func (f *fakeServers) dialPod(ctx context.Context, addr string) (net.Conn, error) {
 	ip, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -444,15 +451,31 @@ func (f *fakeServers) dialPod(ctx context.Context, addr string) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range pods.Items {
-		host := fmt.Sprintf("%s-service.%s.svc:%s", p.Labels["app.kubernetes.io/instance"], p.Namespace, port)
+	slices.SortStableFunc(pods.Items, func(a, b corev1.Pod) int {
+		return cmp.Compare(boolInt(a.DeletionTimestamp != nil), boolInt(b.DeletionTimestamp != nil))
+	})
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		instance := p.Labels["app.kubernetes.io/instance"]
+		host := fmt.Sprintf("%s-service.%s.svc:%s", instance, p.Namespace, port)
 		f.mu.Lock()
 		target, ok := f.byHost[host]
+		llama := f.fromConfig[p.Namespace+"/"+instance]
 		f.mu.Unlock()
+		if llama != nil {
+			return llama.dial(ctx, p, port)
+		}
 		if ok {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", target)
 		}
 	}
 	return nil, fmt.Errorf("dial tcp %s: no server listens there", addr)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,710 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+)
+
+// A fake llama-stack server that behaves like the real one towards its config file.
+// kwok pods run nothing, so when kube-apiserver dials a pod of a CR registered with
+// fakeServers.readConfig, the server that pod would run is started here from the pod
+// itself, as the kubelet and the server would: the server container's environment
+// (plain values, and Secret and ConfigMap keys read through the API, a missing one
+// refusing the start as the kubelet refuses the container), the config file at
+// $LLAMA_STACK_CONFIG read from the ConfigMap volume mounted there (items and subPath
+// honoured), its ${env...} expressions resolved as llama-stack's replace_env_vars does,
+// and the server version taken from the image tag. A server that cannot start is a
+// failed dial, like a pod whose container never runs.
+//
+// It answers /v1/health, /v1/version and /v1/providers as llama-stack 0.7 does
+// (core/providers.py): every provider of the file's providers map, whatever the apis
+// list says (the server starts them all), except those whose provider_id resolved to
+// nothing; each config with the fields llama-stack redacts replaced by "********", and
+// the health every provider without a health check reports.
+
+// llamaServers are the fake servers started for one CR, by pod.
+type llamaServers struct {
+	mu      sync.Mutex
+	started map[types.UID]*llamaServer
+	// failed is the last reason each pod's server could not start, by pod name.
+	failed map[string]error
+}
+
+// llamaServer is the server one pod runs.
+type llamaServer struct {
+	pod     string
+	version string
+	// config is the config file after env substitution: what the server runs with,
+	// secrets included. The test reads it; the server never serves it unredacted.
+	config    map[string]any
+	providers []llamaProvider
+	handler   http.Handler
+}
+
+// llamaProvider is one element of /v1/providers' data, as served (config redacted).
+type llamaProvider struct {
+	API          string         `json:"api"`
+	ProviderID   string         `json:"provider_id"`
+	ProviderType string         `json:"provider_type"`
+	Config       map[string]any `json:"config"`
+	Health       map[string]any `json:"health"`
+}
+
+// readConfig makes the pods of the CR ns/name run the fake llama-stack server built from
+// their spec, until the test ends. The CR's Service host must not also be set with set.
+func (f *fakeServers) readConfig(t *testing.T, ns, name string) *llamaServers {
+	t.Helper()
+	s := &llamaServers{started: map[types.UID]*llamaServer{}, failed: map[string]error{}}
+	key := ns + "/" + name
+	f.mu.Lock()
+	if f.fromConfig == nil {
+		f.fromConfig = map[string]*llamaServers{}
+	}
+	f.fromConfig[key] = s
+	f.mu.Unlock()
+	t.Cleanup(func() {
+		f.mu.Lock()
+		delete(f.fromConfig, key)
+		f.mu.Unlock()
+	})
+	return s
+}
+
+// server is the server the named pod runs, if it started.
+func (s *llamaServers) server(pod string) (*llamaServer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, srv := range s.started {
+		if srv.pod == pod {
+			return srv, true
+		}
+	}
+	return nil, false
+}
+
+// failure is why the named pod's server last failed to start, nil if it never did.
+func (s *llamaServers) failure(pod string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed[pod]
+}
+
+// dial connects to the server of pod on port, starting it from the pod's spec on the
+// first connection (a server reads its config once, when it starts).
+func (s *llamaServers) dial(ctx context.Context, pod *corev1.Pod, port string) (net.Conn, error) {
+	s.mu.Lock()
+	srv, ok := s.started[pod.UID]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		srv, err = startLlama(ctx, pod, port)
+		s.mu.Lock()
+		if err != nil {
+			s.failed[pod.Name] = err
+			s.mu.Unlock()
+			return nil, err
+		}
+		delete(s.failed, pod.Name)
+		if earlier, ok := s.started[pod.UID]; ok {
+			srv = earlier // another connection started it meanwhile
+		} else {
+			s.started[pod.UID] = srv
+		}
+		s.mu.Unlock()
+	}
+	return serveOneConnection(ctx, srv.handler)
+}
+
+// serveOneConnection serves h on a loopback listener that accepts one connection, and
+// returns the client end of that connection. Keep-alives are off: each request is a
+// new dial, so a pod replaced under the same IP is never answered by its predecessor.
+func serveOneConnection(ctx context.Context, h http.Handler) (net.Conn, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv.SetKeepAlivesEnabled(false)
+	go func() { _ = srv.Serve(oneAccept{ln}) }()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// oneAccept closes its listener after the first connection; the server goes on serving
+// that connection and stops accepting.
+type oneAccept struct{ net.Listener }
+
+func (o oneAccept) Accept() (net.Conn, error) {
+	c, err := o.Listener.Accept()
+	_ = o.Listener.Close()
+	return c, err
+}
+
+// startLlama starts the server pod runs, listening on port, or says why it cannot start.
+func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer, error) {
+	if pod.Status.Phase != corev1.PodRunning {
+		return nil, fmt.Errorf("fake llama-stack server: pod %s is %s", pod.Name, pod.Status.Phase)
+	}
+	ctr, err := containerListening(pod, port)
+	if err != nil {
+		return nil, err
+	}
+	environ, err := containerEnv(ctx, pod, ctr)
+	if err != nil {
+		return nil, err
+	}
+	configPath, ok := environ["LLAMA_STACK_CONFIG"]
+	if !ok {
+		return nil, errors.New("fake llama-stack server: LLAMA_STACK_CONFIG environment variable is required")
+	}
+	raw, err := mountedFile(ctx, pod, ctr, configPath)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
+	}
+	resolved, err := replaceEnvVars(doc, "", environ)
+	if err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
+	}
+	config, ok := resolved.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("fake llama-stack server: %s is not a mapping", configPath)
+	}
+	providers, err := listProviders(config)
+	if err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
+	}
+	version, err := imageVersion(ctr.Image)
+	if err != nil {
+		return nil, err
+	}
+	srv := &llamaServer{pod: pod.Name, version: version, config: config, providers: providers}
+	srv.handler = http.HandlerFunc(srv.serveHTTP)
+	return srv, nil
+}
+
+func (s *llamaServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	var body any
+	switch {
+	case r.Method != http.MethodGet:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		body = map[string]any{"detail": "Method Not Allowed"}
+	case r.URL.Path == "/v1/health":
+		body = map[string]any{"status": "OK"}
+	case r.URL.Path == "/v1/version":
+		body = map[string]any{"version": s.version}
+	case r.URL.Path == "/v1/providers":
+		body = map[string]any{"data": s.providers}
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		body = map[string]any{"detail": "Not Found"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// containerListening is the container of pod that declares port.
+func containerListening(pod *corev1.Pod, port string) (*corev1.Container, error) {
+	for i, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if strconv.Itoa(int(p.ContainerPort)) == port {
+				return &pod.Spec.Containers[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("fake llama-stack server: no container of pod %s listens on port %s", pod.Name, port)
+}
+
+// containerEnv is the container's environment as the kubelet makes it: a Secret or
+// ConfigMap key that cannot be read (and is not optional) refuses the container.
+func containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]string, error) {
+	if len(c.EnvFrom) > 0 {
+		return nil, errors.New("fake llama-stack server: envFrom is not supported by the fake")
+	}
+	out := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			if strings.Contains(e.Value, "$(") {
+				return nil, fmt.Errorf("fake llama-stack server: $(VAR) references in %s are not supported by the fake", e.Name)
+			}
+			out[e.Name] = e.Value
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			optional := ref.Optional != nil && *ref.Optional
+			s, err := env.kube.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) && optional {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("fake llama-stack server: container %s: %s: secret %q not found", c.Name, e.Name, ref.Name)
+			}
+			v, ok := s.Data[ref.Key]
+			if !ok {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("fake llama-stack server: container %s: %s: couldn't find key %s in Secret %s/%s", c.Name, e.Name, ref.Key, pod.Namespace, ref.Name)
+			}
+			out[e.Name] = string(v)
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			optional := ref.Optional != nil && *ref.Optional
+			cm, err := env.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) && optional {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("fake llama-stack server: container %s: %s: configmap %q not found", c.Name, e.Name, ref.Name)
+			}
+			v, ok := cm.Data[ref.Key]
+			if !ok {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("fake llama-stack server: container %s: %s: couldn't find key %s in ConfigMap %s/%s", c.Name, e.Name, ref.Key, pod.Namespace, ref.Name)
+			}
+			out[e.Name] = v
+		default:
+			return nil, fmt.Errorf("fake llama-stack server: %s: only secretKeyRef and configMapKeyRef are supported by the fake", e.Name)
+		}
+	}
+	return out, nil
+}
+
+// mountedFile reads the file at file in container c of pod: the ConfigMap volume of
+// the innermost mount holding it, with the mount's subPath and the volume's items.
+func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file string) ([]byte, error) {
+	file = path.Clean(file)
+	var mount *corev1.VolumeMount
+	rel := ""
+	for i, m := range c.VolumeMounts {
+		dir := path.Clean(m.MountPath)
+		r, ok := strings.CutPrefix(file, dir+"/")
+		if dir == file {
+			r, ok = "", true
+		}
+		if ok && (mount == nil || len(dir) > len(path.Clean(mount.MountPath))) {
+			mount, rel = &c.VolumeMounts[i], r
+		}
+	}
+	if mount == nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: no volume is mounted there", file)
+	}
+	inVolume := path.Join(mount.SubPath, rel)
+	var vol *corev1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == mount.Name {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.ConfigMap == nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: volume %s is not a ConfigMap volume, which the fake does not read", file, mount.Name)
+	}
+	src := vol.ConfigMap
+	optional := src.Optional != nil && *src.Optional
+	cm, err := env.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		cm = &corev1.ConfigMap{}
+	case err != nil:
+		return nil, fmt.Errorf("fake llama-stack server: volume %s: configmap %q not found", mount.Name, src.Name)
+	}
+	files := map[string]string{} // path in the volume -> key
+	if len(src.Items) == 0 {
+		for k := range cm.Data {
+			files[k] = k
+		}
+	}
+	for _, item := range src.Items {
+		if _, ok := cm.Data[item.Key]; !ok && !optional {
+			return nil, fmt.Errorf("fake llama-stack server: volume %s: configmap %s has no key %s", mount.Name, src.Name, item.Key)
+		}
+		files[path.Clean(item.Path)] = item.Key
+	}
+	key, ok := files[inVolume]
+	if !ok {
+		return nil, fmt.Errorf("fake llama-stack server: %s: no such file (volume %s, ConfigMap %s)", file, mount.Name, src.Name)
+	}
+	return []byte(cm.Data[key]), nil
+}
+
+// imageVersion is the server version of an image whose tag is one (0.7.1 or v0.7.1):
+// the fake cannot tell what another image runs.
+func imageVersion(image string) (string, error) {
+	ref, _, _ := strings.Cut(image, "@")
+	tag := ""
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		tag = ref[i+1:]
+	}
+	m := regexp.MustCompile(`^v?(\d+\.\d+\.\d+)$`).FindStringSubmatch(tag)
+	if m == nil {
+		return "", fmt.Errorf("fake llama-stack server: the tag of image %s is not a version; the fake cannot tell the server's", image)
+	}
+	return m[1], nil
+}
+
+// resourceIDFields are the fields whose resolving to nothing drops a list entry, as in
+// llama-stack's RESOURCE_ID_FIELDS (core/stack.py).
+var resourceIDFields = []string{"vector_store_id", "model_id", "shield_id", "dataset_id", "scoring_fn_id", "benchmark_id"}
+
+// envExpr is llama-stack's ${env.NAME}, ${env.NAME:=default} and ${env.NAME:+value}.
+var envExpr = regexp.MustCompile(`\$\{env\.([A-Z0-9_]+)(?::([=+])([^}]*))?\}`)
+
+// replaceEnvVars resolves the ${env...} expressions of v against environ as
+// llama-stack's replace_env_vars does: NAME unset or empty is an error for ${env.NAME},
+// the default for :=, nothing for :+ (the value when set); "~" in a value is the home
+// directory; a string that changed is typed again (nothing is null, true/false
+// booleans, numbers numbers). In a list, an entry whose provider_id resolves to
+// __disabled__ is dropped, as is one whose resource id resolves to nothing.
+func replaceEnvVars(v any, at string, environ map[string]string) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, val := range v {
+			r, err := replaceEnvVars(val, join(at, k), environ)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, 0, len(v))
+	entries:
+		for i, val := range v {
+			here := fmt.Sprintf("%s[%d]", at, i)
+			if m, ok := val.(map[string]any); ok {
+				if id, ok := m["provider_id"]; ok {
+					if r, err := replaceEnvVars(id, here+".provider_id", environ); err == nil && r == "__disabled__" {
+						continue
+					}
+				}
+				for _, field := range resourceIDFields {
+					if id, ok := m[field]; ok {
+						if r, err := replaceEnvVars(id, here+"."+field, environ); err == nil && (r == nil || r == "") {
+							continue entries
+						}
+					}
+				}
+			}
+			r, err := replaceEnvVars(val, here, environ)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	case string:
+		var missing string
+		result := envExpr.ReplaceAllStringFunc(v, func(expr string) string {
+			m := envExpr.FindStringSubmatch(expr)
+			name, op, arg := m[1], m[2], m[3]
+			value := environ[name]
+			switch op {
+			case "=":
+				if value == "" {
+					if arg == "" {
+						return ""
+					}
+					value = arg
+				}
+			case "+":
+				if value == "" || arg == "" {
+					return ""
+				}
+				value = arg
+			default:
+				if value == "" && missing == "" {
+					missing = name
+				}
+			}
+			return expandUser(value, environ)
+		})
+		if missing != "" {
+			return nil, fmt.Errorf("environment variable '%s' not set or empty at %s", missing, at)
+		}
+		if result == v {
+			return v, nil
+		}
+		return typed(result), nil
+	default:
+		return v, nil
+	}
+}
+
+func join(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+// expandUser replaces a leading "~" by $HOME, as Python's os.path.expanduser does
+// (without $HOME it would ask the password database, which the fake has not: "~" stays).
+func expandUser(value string, environ map[string]string) string {
+	home, ok := environ["HOME"]
+	if !ok || (value != "~" && !strings.HasPrefix(value, "~/")) {
+		return value
+	}
+	return strings.TrimSuffix(home, "/") + value[1:]
+}
+
+// typed is llama-stack's _convert_string_to_proper_type.
+func typed(s string) any {
+	if s == "" {
+		return nil
+	}
+	switch strings.ToLower(s) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f
+	}
+	return s
+}
+
+// listProviders is /v1/providers' data: every provider of the config whose id is set,
+// its config redacted.
+func listProviders(config map[string]any) ([]llamaProvider, error) {
+	byAPI, ok := config["providers"].(map[string]any)
+	if !ok {
+		return nil, errors.New("providers is not a mapping")
+	}
+	apis := make([]string, 0, len(byAPI))
+	for api := range byAPI {
+		apis = append(apis, api)
+	}
+	slices.Sort(apis) // the file's order, as configgen writes sorted keys
+	var out []llamaProvider
+	for _, api := range apis {
+		list, ok := byAPI[api].([]any)
+		if !ok {
+			return nil, fmt.Errorf("providers.%s is not a list", api)
+		}
+		for i, entry := range list {
+			p, ok := entry.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("providers.%s[%d] is not a mapping", api, i)
+			}
+			providerType, ok := p["provider_type"].(string)
+			if !ok {
+				return nil, fmt.Errorf("providers.%s[%d].provider_type is not a string", api, i)
+			}
+			if p["provider_id"] == nil {
+				continue // not enabled
+			}
+			id, ok := p["provider_id"].(string)
+			if !ok {
+				id = fmt.Sprint(p["provider_id"])
+			}
+			cfg, _ := p["config"].(map[string]any)
+			out = append(out, llamaProvider{
+				API: api, ProviderID: id, ProviderType: providerType,
+				Config: redact(cfg),
+				Health: map[string]any{"status": "Not Implemented", "message": "Provider does not implement health check"},
+			})
+		}
+	}
+	return out, nil
+}
+
+// redact is llama-stack's redact_sensitive_fields (core/utils/config.py).
+func redact(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		lower := strings.ToLower(k)
+		switch {
+		case slices.ContainsFunc([]string{"chunk_size_tokens", "max_tokens", "default_chunk_overlap_tokens", "max_document_tokens"},
+			func(safe string) bool { return strings.Contains(lower, safe) }):
+			out[k] = redactValue(v)
+		case slices.ContainsFunc([]string{"api_key", "api_token", "password", "secret", "token"},
+			func(s string) bool { return strings.Contains(lower, s) }):
+			out[k] = "********"
+		default:
+			out[k] = redactValue(v)
+		}
+	}
+	return out
+}
+
+func redactValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return redact(v)
+	case []any:
+		out := make([]any, len(v))
+		for i := range v {
+			out[i] = redactValue(v[i])
+		}
+		return out
+	}
+	return v
+}
+
+// The fake resolves ${env...} as llama-stack 0.7's replace_env_vars (core/stack.py).
+func TestFakeLlamaResolvesLikeLlamaStack(t *testing.T) {
+	environ := map[string]string{"SET": "value", "EMPTY": "", "PORT": "5432", "ON": "True", "HOME": "/home/lls"}
+	for _, tc := range []struct {
+		in   string
+		want any
+		err  string
+	}{
+		{in: "${env.SET}", want: "value"},
+		{in: "${env.UNSET}", err: "environment variable 'UNSET' not set or empty at x"},
+		{in: "${env.EMPTY}", err: "environment variable 'EMPTY' not set or empty at x"},
+		{in: "${env.UNSET:=fallback}", want: "fallback"},
+		{in: "${env.EMPTY:=fallback}", want: "fallback"},
+		{in: "${env.SET:=fallback}", want: "value"},
+		{in: "${env.UNSET:=}", want: nil},
+		{in: "${env.SET:+on}", want: "on"},
+		{in: "${env.UNSET:+on}", want: nil},
+		{in: "${env.EMPTY:+on}", want: nil},
+		{in: "${env.SET:+}", want: nil},
+		{in: "${env.PORT}", want: int64(5432)},
+		{in: "${env.ON}", want: true},
+		{in: "${env.UNSET:=0.5}", want: 0.5},
+		{in: "${env.UNSET:=~/.llama}/kv.db", want: "/home/lls/.llama/kv.db"},
+		{in: "http://${env.SET}:${env.PORT}", want: "http://value:5432"},
+		{in: "${env.lower}", want: "${env.lower}"},
+		{in: "plain 5", want: "plain 5"},
+	} {
+		got, err := replaceEnvVars(tc.in, "x", environ)
+		if tc.err != "" {
+			assert.EqualError(t, err, tc.err, tc.in)
+			continue
+		}
+		if assert.NoError(t, err, tc.in) {
+			assert.Equal(t, tc.want, got, tc.in)
+		}
+	}
+
+	// Lists: a provider whose id is __disabled__ and a resource whose id is empty are
+	// dropped; a provider whose id is empty stays, with no id (the server does not
+	// start it, and lists it not).
+	var doc map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(`
+providers:
+  vector_io:
+  - {provider_id: faiss, provider_type: "inline::faiss"}
+  - {provider_id: "${env.UNSET:+milvus}", provider_type: "inline::milvus", config: {db: "${env.UNSET:=x}"}}
+  - {provider_id: "${env.UNSET:=__disabled__}", provider_type: "remote::qdrant", config: {key: "${env.UNSET}"}}
+  - {provider_id: "${env.SET:+chromadb}", provider_type: "remote::chromadb", config: {api_key: "${env.SET}", max_tokens: 3}}
+registered_resources:
+  models:
+  - {model_id: "${env.UNSET:=}", provider_id: faiss}
+  - {model_id: m, provider_id: faiss}
+`), &doc))
+	out, err := replaceEnvVars(doc, "", environ)
+	require.NoError(t, err)
+	config := out.(map[string]any)
+	assert.Len(t, config["providers"].(map[string]any)["vector_io"], 3)
+	assert.Len(t, config["registered_resources"].(map[string]any)["models"], 1)
+	listed, err := listProviders(config)
+	require.NoError(t, err)
+	var ids []string
+	for _, p := range listed {
+		ids = append(ids, p.ProviderID)
+	}
+	assert.Equal(t, []string{"faiss", "chromadb"}, ids)
+	assert.Equal(t, map[string]any{"api_key": "********", "max_tokens": float64(3)}, listed[1].Config)
+
+	v, err := imageVersion("docker.io/llamastack/distribution-starter:v0.7.1")
+	require.NoError(t, err)
+	assert.Equal(t, "0.7.1", v)
+	_, err = imageVersion("localhost:5000/llamastack/distribution-starter")
+	assert.Error(t, err)
+}
+
+// The fake reads the config file from the ConfigMap volume mounted at its path, as the
+// kubelet lays it out: every key a file, or the items' paths; a subPath mount is one
+// file; the innermost mount holding the path wins; a missing ConfigMap is no file.
+func TestFakeLlamaReadsTheMountedFile(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data:       map[string]string{"config.yaml": "one", "other.yaml": "two"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	optional := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: "whole", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+			{Name: "items", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"},
+				Items: []corev1.KeyToPath{{Key: "other.yaml", Path: "run/config.yaml"}}}}},
+			{Name: "absent", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}}},
+			{Name: "optional", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: &optional}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}},
+	}
+	for _, tc := range []struct {
+		mounts []corev1.VolumeMount
+		file   string
+		want   string
+		err    string
+	}{
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack/"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/other.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x"}}, file: "/etc/x/run/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x"}}, file: "/etc/x/config.yaml", err: "no such file"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack/config.yaml", SubPath: "other.yaml"}}, file: "/etc/llama-stack/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x", SubPath: "run"}}, file: "/etc/x/config.yaml", want: "two"},
+		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}, {Name: "whole", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack"}, {Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
+		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", err: "not a ConfigMap volume"},
+		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stacks"}}, file: "/etc/llama-stack/config.yaml", err: "no volume is mounted there"},
+		{mounts: []corev1.VolumeMount{{Name: "absent", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: `configmap "absent" not found`},
+		{mounts: []corev1.VolumeMount{{Name: "optional", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: "no such file"},
+	} {
+		c := &corev1.Container{VolumeMounts: tc.mounts}
+		got, err := mountedFile(ctx, pod, c, tc.file)
+		what := fmt.Sprintf("%s through %v", tc.file, tc.mounts)
+		if tc.err != "" {
+			if assert.Error(t, err, what) {
+				assert.Contains(t, err.Error(), tc.err, what)
+			}
+			continue
+		}
+		if assert.NoError(t, err, what) {
+			assert.Equal(t, tc.want, string(got), what)
+		}
+	}
+}
