@@ -330,3 +330,33 @@ func findGenerated(l *v1alpha2.LlamaStackDistribution) (*metav1.Condition, bool)
 	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
 	return c, c != nil
 }
+
+// Rotating a Secret (README): kubectl rollout restart's pod-template annotation, set by
+// another field manager, is neither removed nor a reason to write; naming another
+// Secret key rolls the Deployment with the same generated file, and keeps the annotation.
+func TestGeneratedConfigSecretRotation(t *testing.T) {
+	f := newFixture(t, newGenLLSD("app"))
+	f.converge("app")
+	file := mountedConfig(f.deployment("app"))
+
+	// What kubectl rollout restart sends: a strategic merge patch of the template.
+	const restartedAt = "kubectl.kubernetes.io/restartedAt"
+	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + restartedAt + `":"2026-01-01T00:00:00Z"}}}}}`)
+	_, err := f.kubeclient.AppsV1().Deployments(testNamespace).Patch(f.ctx, "app", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-rollout"})
+	require.NoError(t, err)
+	f.refreshCaches()
+	assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"), "the restart is not undone")
+	assert.Equal(t, "2026-01-01T00:00:00Z", f.deployment("app").Spec.Template.Annotations[restartedAt])
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Providers.Inference[0].APIKey.SecretKeyRef = v1alpha2.SecretKeyRef{Name: "vllm-creds-2", Key: "token"}
+	})
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(f.sync("app"), "deployments", "app"), "another Secret key rolls the Deployment")
+	d := f.deployment("app")
+	assert.Equal(t, file, mountedConfig(d), "the file names the variable, not the Secret: it is the same")
+	ctr := serverContainerOf(t, d)
+	i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == "LLSD_VLLM_API_KEY" })
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "vllm-creds-2"}, Key: "token"}, ctr.Env[i].ValueFrom.SecretKeyRef)
+	assert.Equal(t, "2026-01-01T00:00:00Z", d.Spec.Template.Annotations[restartedAt], "kubectl's annotation survives the controller's apply")
+}
