@@ -490,3 +490,21 @@ func TestPodHandler(t *testing.T) {
 	h.OnAdd(mk("c", "", secret), false)
 	assert.Empty(t, f.queued(), "no CR of that name")
 }
+
+// A pod's reason is the kubelet's, not a closed list: DeploymentReady is stuck on any
+// reason but deploymentReady's own progress reasons and the user errors (whose Events
+// updateStatus records already).
+func TestStuckReason(t *testing.T) {
+	for _, r := range []string{v1alpha2.ReasonReplicaFailure, v1alpha2.ReasonProgressDeadlineExceeded, v1alpha2.ReasonUnschedulable,
+		v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff, v1alpha2.ReasonCrashLoopBackOff,
+		v1alpha2.ReasonPodNotStarting, "PreStartHookError"} {
+		assert.True(t, stuckReason(r), r)
+	}
+	for _, r := range []string{v1alpha2.ReasonDeploymentReady, v1alpha2.ReasonDeploymentPending, v1alpha2.ReasonDeploymentScaling,
+		v1alpha2.ReasonScaledToZero, v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound,
+		v1alpha2.ReasonConfigMapKeyMissing, v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid,
+		v1alpha2.ReasonResourceNotOwned, v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed,
+		v1alpha2.ReasonBaseConfigRequired, v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported} {
+		assert.False(t, stuckReason(r), r)
+	}
+}
