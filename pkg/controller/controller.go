@@ -67,6 +67,9 @@ type Config struct {
 	// which generated ConfigMaps are still in use; it should select on
 	// ReplicaSetSelector() and use TransformReplicaSet.
 	ReplicaSetInformers kubeinformers.SharedInformerFactory
+	// PodInformers watches the server pods, which tell why one does not start; it
+	// should select on PodSelector() and use TransformPod.
+	PodInformers kubeinformers.SharedInformerFactory
 
 	// OperatorNamespace holds the operator ConfigMap and is the NetworkPolicy's operator peer.
 	OperatorNamespace string
@@ -100,6 +103,7 @@ type Controller struct {
 	configMapCache cache.Indexer // configMapEntry objects: read it with cachedConfigMap
 	operatorConfig corelisters.ConfigMapLister
 	replicaSets    appslisters.ReplicaSetLister
+	pods           corelisters.PodLister
 
 	deployments     *childKind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
 	services        *childKind[*corev1.Service, coreac.ServiceApplyConfiguration]
@@ -162,6 +166,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	cmInformer := cfg.ConfigMapInformers.Core().V1().ConfigMaps()
 	opInformer := cfg.OperatorInformers.Core().V1().ConfigMaps()
 	rsInformer := cfg.ReplicaSetInformers.Apps().V1().ReplicaSets()
+	podInformer := cfg.PodInformers.Core().V1().Pods()
 
 	c := &Controller{
 		kubeclient:        cfg.KubeClient,
@@ -171,6 +176,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		configMapCache:    cmInformer.Informer().GetIndexer(),
 		operatorConfig:    opInformer.Lister(),
 		replicaSets:       rsInformer.Lister(),
+		pods:              podInformer.Lister(),
 		operatorNamespace: cfg.OperatorNamespace,
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
@@ -231,6 +237,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		{cmInformer.Informer(), c.configMapHandler()},
 		{opInformer.Informer(), c.operatorConfigHandler(ctx)},
 		{rsInformer.Informer(), c.replicaSetHandler()},
+		{podInformer.Informer(), c.podHandler()},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {

@@ -45,6 +45,7 @@ type fixture struct {
 	configMapInformers kubeinformers.SharedInformerFactory
 	operatorInformers  kubeinformers.SharedInformerFactory
 	rsInformers        kubeinformers.SharedInformerFactory
+	podInformers       kubeinformers.SharedInformerFactory
 
 	c        *Controller
 	recorder *record.FakeRecorder
@@ -82,6 +83,7 @@ func (f *fixture) newController() {
 	f.configMapInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.operatorInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.rsInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
+	f.podInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	c, err := NewController(f.ctx, Config{
 		KubeClient:          f.kubeclient,
 		Client:              f.client,
@@ -90,6 +92,7 @@ func (f *fixture) newController() {
 		ConfigMapInformers:  f.configMapInformers,
 		OperatorInformers:   f.operatorInformers,
 		ReplicaSetInformers: f.rsInformers,
+		PodInformers:        f.podInformers,
 		OperatorNamespace:   testOperatorNamespace,
 		OperatorVersion:     "test",
 		Recorder:            f.recorder,
@@ -146,6 +149,10 @@ func (f *fixture) refreshCaches() {
 	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer(), TransformReplicaSet, func(o metav1.Object) bool {
 		return o.GetLabels()[labelApp] == labelAppValue
 	}, rs, err)
+	pods, err := k.CoreV1().Pods("").List(ctx, all)
+	fill(f.podInformers.Core().V1().Pods().Informer(), TransformPod, func(o metav1.Object) bool {
+		return o.GetLabels()[labelApp] == labelAppValue
+	}, pods, err)
 }
 
 // sync runs one sync of the CR and returns the API actions it sent (list and watch

@@ -355,9 +355,9 @@ func ReplicaSetSelector() string {
 }
 
 // TransformReplicaSet is the informer transform of the ReplicaSet cache: it keeps of a
-// ReplicaSet its identity, labels, owner references and the ConfigMap volumes of its
-// pod template, the only things the controller reads (which generated ConfigMaps are
-// still in use).
+// ReplicaSet its identity, labels, owner references, its revision and the ConfigMap
+// volumes of its pod template, the only things the controller reads (which generated
+// ConfigMaps are still in use, and which ReplicaSet is the current one: podProblemFor).
 func TransformReplicaSet(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
@@ -367,6 +367,9 @@ func TransformReplicaSet(obj any) (any, error) {
 		Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID, ResourceVersion: rs.ResourceVersion,
 		Labels: rs.Labels, OwnerReferences: rs.OwnerReferences, DeletionTimestamp: rs.DeletionTimestamp,
 	}}
+	if rev, ok := rs.Annotations[revisionAnnotation]; ok {
+		out.Annotations = map[string]string{revisionAnnotation: rev}
+	}
 	for _, v := range rs.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil || v.Projected != nil {
 			out.Spec.Template.Spec.Volumes = append(out.Spec.Template.Spec.Volumes, v)

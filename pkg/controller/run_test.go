@@ -175,16 +175,18 @@ func runControllerWith(ctx context.Context, t *testing.T, client clientset.Inter
 	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
 	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
 	rsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformReplicaSet))
+	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformPod))
 	cfg := Config{
 		KubeClient: kubeclient, Client: client,
 		LLSDInformers: llsdInformers, ChildInformers: childInformers,
 		ConfigMapInformers: cmInformers, OperatorInformers: opInformers, ReplicaSetInformers: rsInformers,
+		PodInformers:      podInformers,
 		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
 	}
 	edit(&cfg)
 	c, err := NewController(ctx, cfg)
 	require.NoError(t, err)
-	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers, rsInformers} {
+	for _, f := range []interface{ Start(<-chan struct{}) }{llsdInformers, childInformers, cmInformers, opInformers, rsInformers, podInformers} {
 		f.Start(ctx.Done())
 	}
 	done := make(chan error, 1)

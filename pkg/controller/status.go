@@ -27,6 +27,9 @@ type observed struct {
 	ingress    *networkingv1.Ingress
 	// storage is what ensurePVC found; nil when it did not run.
 	storage *storageSync
+	// pod is why a current pod of the Deployment does not start; nil when none is stuck
+	// (podProblemFor).
+	pod *podProblem
 	// probe is the server's last answer; nil before the first one (or without probing).
 	probe *probeResult
 	// problems are user errors, in the order found.
@@ -97,7 +100,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	if len(obs.problems) > 0 {
 		set(v1alpha2.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	} else {
-		ready, reason, message := deploymentReady(l, obs.deployment)
+		ready, reason, message := deploymentReady(l, obs.deployment, obs.pod)
 		status := metav1.ConditionFalse
 		if ready {
 			deploymentIsReady, status = true, metav1.ConditionTrue
@@ -252,8 +255,8 @@ func serving(d *appsv1.Deployment) bool {
 // but never more than the CR asks for (workload.replicas, or the HPA's lower bound while
 // autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
 // keeps the replicas available leaves it ready (see rolloutProgress); with the reason
-// and message of DeploymentReady.
-func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) (bool, string, string) {
+// and message of DeploymentReady. pod is why a current pod does not start, if one is stuck.
+func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, pod *podProblem) (bool, string, string) {
 	if d == nil {
 		return false, v1alpha2.ReasonDeploymentPending, "Deployment is pending"
 	}
@@ -271,12 +274,16 @@ func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) (
 		return true, v1alpha2.ReasonDeploymentReady, "Deployment is ready"
 	}
 	// What the Deployment already says of its current spec is the cause: pods it cannot
-	// create first (a rollout that ran out of time is often the consequence). The
-	// message holds the Deployment's words and no counts, so it changes only with the
-	// cause (one Warning Event per cause, not one per pod that starts).
+	// create first, then a pod that does not start, in its own words (a rollout that
+	// ran out of time is often the consequence of either). The message holds the
+	// Deployment's or the pod's words and no counts, so it changes only with the cause
+	// (one Warning Event per cause, not one per pod that starts).
 	if d.Status.ObservedGeneration >= d.Generation {
 		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
 			return false, v1alpha2.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
+		}
+		if pod != nil {
+			return false, pod.reason, pod.message
 		}
 		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
 			return false, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
@@ -305,14 +312,28 @@ func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {
 const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"
 
 // deploymentStuck returns DeploymentReady when it says the Deployment cannot come up
-// without a change (it cannot create pods, or its rollout ran out of time); else nil.
+// without a change (it cannot create pods, a pod does not start, or its rollout ran
+// out of time); else nil.
 func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
 	c := meta.FindStatusCondition(conds, v1alpha2.ConditionDeploymentReady)
-	if c != nil && c.Status == metav1.ConditionFalse &&
-		(c.Reason == v1alpha2.ReasonReplicaFailure || c.Reason == v1alpha2.ReasonProgressDeadlineExceeded) {
+	if c != nil && c.Status == metav1.ConditionFalse && stuckReason(c.Reason) {
 		return c
 	}
 	return nil
+}
+
+// stuckReason tells whether a reason of a False DeploymentReady says why the Deployment
+// cannot come up. Those of deploymentReady are known; the others are user errors
+// (isProblemReason) or a pod's own reason (podProblemOf), which is the kubelet's or the
+// scheduler's and so not a closed list.
+func stuckReason(reason string) bool {
+	switch reason {
+	case v1alpha2.ReasonReplicaFailure, v1alpha2.ReasonProgressDeadlineExceeded:
+		return true
+	case v1alpha2.ReasonDeploymentReady, v1alpha2.ReasonDeploymentPending, v1alpha2.ReasonDeploymentScaling, v1alpha2.ReasonScaledToZero:
+		return false
+	}
+	return !isProblemReason(reason)
 }
 
 // rolloutProgress is the Progressing condition: whether the Deployment has rolled out

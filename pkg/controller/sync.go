@@ -68,6 +68,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	c.failing.Delete(key)
+	if !serving(obs.deployment) || obs.deployment.Status.AvailableReplicas < ptr.Deref(obs.deployment.Spec.Replicas, 1) {
+		obs.pod = c.podProblemFor(l, obs.deployment)
+	}
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)

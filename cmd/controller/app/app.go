@@ -350,6 +350,11 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		kubeinformers.WithNamespace(o.Namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controller.ReplicaSetSelector() }),
 		kubeinformers.WithTransform(controller.TransformReplicaSet))
+	// The server pods, kept as little more than why each does not start.
+	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
+		kubeinformers.WithNamespace(o.Namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controller.PodSelector() }),
+		kubeinformers.WithTransform(controller.TransformPod))
 
 	probe, err := serverProbe(cfg, kubeClient, o)
 	if err != nil {
@@ -374,6 +379,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		ConfigMapInformers:  configMapInformers,
 		OperatorInformers:   operatorInformers,
 		ReplicaSetInformers: replicaSetInformers,
+		PodInformers:        podInformers,
 		OperatorNamespace:   opNamespace,
 		WatchNamespace:      o.Namespace,
 		OperatorVersion:     o.Version,
@@ -386,7 +392,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	factories := []interface {
 		Start(<-chan struct{})
 		Shutdown()
-	}{llsdInformers, childInformers, configMapInformers, operatorInformers, replicaSetInformers}
+	}{llsdInformers, childInformers, configMapInformers, operatorInformers, replicaSetInformers, podInformers}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}

@@ -58,6 +58,31 @@ const (
 	ReasonRolloutComplete          = "RolloutComplete"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
+	// A server pod that does not start, in its own words: while the Deployment is not
+	// available, DeploymentReady and Ready carry the reason the scheduler or the
+	// kubelet gives for one of the current pods. These are the usual ones; another
+	// reason the kubelet gives a waiting container is reported as it is.
+
+	// ReasonUnschedulable: the scheduler finds no node for the pod (PodScheduled False).
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonCreateContainerConfigError: the kubelet cannot build the container's
+	// configuration, e.g. a Secret or ConfigMap (or a key of one) the env refers to is missing.
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	// ReasonImagePullBackOff: the image cannot be pulled (the kubelet's ErrImagePull,
+	// RegistryUnavailable and SignatureValidationFailed, and the back-off between
+	// attempts, are one reason, so the status does not flip at every attempt).
+	ReasonImagePullBackOff = "ImagePullBackOff"
+	// ReasonInvalidImageName: the image reference cannot be parsed.
+	ReasonInvalidImageName = "InvalidImageName"
+	// ReasonCreateContainerError and ReasonRunContainerError: the container runtime
+	// cannot create or start the container.
+	ReasonCreateContainerError = "CreateContainerError"
+	ReasonRunContainerError    = "RunContainerError"
+	// ReasonCrashLoopBackOff: the container keeps exiting; the message says how it last exited.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	// ReasonPodNotStarting stands for a kubelet reason that is not a valid condition reason.
+	ReasonPodNotStarting = "PodNotStarting"
+
 	ReasonHealthCheckPassed  = "HealthCheckPassed"
 	ReasonHealthCheckFailed  = "HealthCheckFailed"
 	ReasonHealthCheckPending = "HealthCheckPending"

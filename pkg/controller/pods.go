@@ -1,0 +1,325 @@
+package controller
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// Why a server pod does not start. The Deployment counts its pods but does not say why
+// one is not available: a missing Secret or key the env refers to (the controller never
+// reads Secrets), an image that cannot be pulled, a crash loop or no node to run on are
+// told only in the pod's status, by the kubelet or the scheduler. While the Deployment
+// is not available, the CR reports the first such pod of the current ReplicaSet, in the
+// pod's own words (deploymentReady).
+
+// PodSelector selects the server pods: their template carries the selector labels, of
+// which app=llama-stack is common to every CR.
+func PodSelector() string {
+	return labels.SelectorFromSet(labels.Set{labelApp: labelAppValue}).String()
+}
+
+// TransformPod is the informer transform of the Pod cache: it keeps of a pod its
+// identity, the CR's instance label, its controller reference, its creation and
+// deletion times, its phase, its PodScheduled condition, and of each (init) container
+// its name, readiness and the reasons and messages of its waiting and terminated
+// states: the only things podProblemOf reads. The spec is dropped whole.
+func TransformPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return TransformStripManagedFields(obj)
+	}
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion,
+		CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
+	}}
+	if v, ok := p.Labels[labelInstance]; ok {
+		out.Labels = map[string]string{labelInstance: v}
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	out.Status.Phase = p.Status.Phase
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+		}
+	}
+	out.Status.InitContainerStatuses = slimContainerStatuses(p.Status.InitContainerStatuses)
+	out.Status.ContainerStatuses = slimContainerStatuses(p.Status.ContainerStatuses)
+	return out, nil
+}
+
+func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, s := range in {
+		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+		if w := s.State.Waiting; w != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		}
+		if s.State.Running != nil {
+			out[i].State.Running = &corev1.ContainerStateRunning{}
+		}
+		out[i].State.Terminated = slimTerminated(s.State.Terminated)
+		out[i].LastTerminationState.Terminated = slimTerminated(s.LastTerminationState.Terminated)
+	}
+	return out
+}
+
+func slimTerminated(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTerminated {
+	if t == nil {
+		return nil
+	}
+	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
+}
+
+// podProblem is why a pod does not start: a condition reason and a message naming the
+// pod (and the container) with the kubelet's or the scheduler's words.
+type podProblem struct {
+	reason, message string
+}
+
+// maxPodDetail caps what is quoted of a kubelet, scheduler or container message.
+const maxPodDetail = 1024
+
+// podProblemOf tells why the pod does not start, or nil when nothing the controller
+// recognises holds it up: it is being scheduled or started, it runs, it is terminating
+// or it has ended. It reads only what TransformPod keeps, and its answer changes only
+// when the cause does, so that it can decide both what the status says and when a pod
+// change is worth a sync (podHandler).
+func podProblemOf(p *corev1.Pod) *podProblem {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &podProblem{v1alpha2.ReasonUnschedulable, fmt.Sprintf("pod %s: %s", p.Name, detail(c.Message, "no node can run it"))}
+		}
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if pr := containerProblem(p.Name, "init container", &s, true); pr != nil {
+			return pr
+		}
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if pr := containerProblem(p.Name, "container", &s, false); pr != nil {
+			return pr
+		}
+	}
+	return nil
+}
+
+// Waiting reasons of a container that is starting normally.
+var startingReasons = []string{"", "ContainerCreating", "PodInitializing"}
+
+// Waiting reasons of an image that cannot be pulled: the kubelet reports the error of
+// an attempt under its own reason (ErrImagePull, RegistryUnavailable,
+// SignatureValidationFailed), then ImagePullBackOff until the next attempt, with a
+// message that wraps the same error.
+var pullReasons = []string{"ErrImagePull", "RegistryUnavailable", "SignatureValidationFailed", v1alpha2.ReasonImagePullBackOff}
+
+func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *podProblem {
+	prefix := fmt.Sprintf("pod %s: %s %s: ", pod, kind, s.Name)
+	w := s.State.Waiting
+	switch {
+	case w != nil && slices.Contains(pullReasons, w.Reason):
+		return &podProblem{v1alpha2.ReasonImagePullBackOff, prefix + detail(pullError(w), w.Reason)}
+	case w != nil && w.Reason == v1alpha2.ReasonCrashLoopBackOff:
+		return crashProblem(prefix, s.LastTerminationState.Terminated)
+	case w != nil && !slices.Contains(startingReasons, w.Reason):
+		reason := w.Reason
+		if !conditionReason.MatchString(reason) || len(reason) > 1024 {
+			reason = v1alpha2.ReasonPodNotStarting
+		}
+		return &podProblem{reason, prefix + detail(w.Message, w.Reason)}
+	case w != nil || s.Ready:
+		return nil
+	}
+	// Running but not ready, or just exited: a container that exited before is in its
+	// crash loop between two back-offs, and is reported as in the back-off, so that the
+	// status does not flip at each restart. An init container that completed is done.
+	if t := s.State.Terminated; t != nil {
+		if init && t.ExitCode == 0 {
+			return nil
+		}
+		return crashProblem(prefix, t)
+	}
+	if t := s.LastTerminationState.Terminated; t != nil && s.State.Running != nil {
+		return crashProblem(prefix, t)
+	}
+	return nil
+}
+
+// crashProblem describes a crash loop by how the container last exited: the kubelet's
+// own message ("back-off 40s restarting failed container=... pod=...") says only how
+// long it waits, which grows at each restart and would rewrite the status each time.
+func crashProblem(prefix string, t *corev1.ContainerStateTerminated) *podProblem {
+	msg := "restarting after it failed"
+	if t != nil {
+		msg = fmt.Sprintf("restarting after it exited with code %d", t.ExitCode)
+		if t.Reason != "" {
+			msg += " (" + t.Reason + ")"
+		}
+		if m := strings.TrimSpace(t.Message); m != "" {
+			msg += ": " + detail(m, "")
+		}
+	}
+	return &podProblem{v1alpha2.ReasonCrashLoopBackOff, prefix + msg}
+}
+
+// pullError is the error of the last pull attempt, the same in the attempt's own state
+// (reason and message) and in the back-off after it (`Back-off pulling image "x":
+// <reason>: <message>`).
+func pullError(w *corev1.ContainerStateWaiting) string {
+	if w.Reason != v1alpha2.ReasonImagePullBackOff {
+		return w.Reason + ": " + w.Message
+	}
+	rest, ok := strings.CutPrefix(w.Message, "Back-off pulling image ")
+	if !ok {
+		return w.Message
+	}
+	image, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return w.Message
+	}
+	if cause, ok := strings.CutPrefix(rest[len(image):], ": "); ok && cause != "" {
+		return cause
+	}
+	return w.Message
+}
+
+// detail is a message read from the cluster, cut to maxPodDetail, or fallback when empty.
+func detail(msg, fallback string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return fallback
+	}
+	return truncate(msg, maxPodDetail, ellipsis)
+}
+
+// conditionReason is what metav1.Condition accepts as a reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// revisionAnnotation is the Deployment controller's revision of a Deployment and of
+// each of its ReplicaSets: the current ReplicaSet has the Deployment's.
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
+// podProblemFor returns why a current pod of the CR's Deployment does not start, or
+// nil. The pods are those of the Deployment's current ReplicaSet (those of older
+// ReplicaSets are on their way out in a rollout, and what held them up may be what the
+// new spec fixes); when the current one is not known yet, those of every ReplicaSet of
+// the Deployment. Of several stuck pods the oldest is reported, so that the report
+// stays on one pod while it is stuck. Everything is read from the caches.
+func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) *podProblem {
+	if dep == nil || c.pods == nil {
+		return nil
+	}
+	rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	owned := map[string]*appsv1.ReplicaSet{}
+	var current *appsv1.ReplicaSet
+	revision := dep.Annotations[revisionAnnotation]
+	for _, rs := range rss {
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
+			owned[rs.Name] = rs
+			if revision != "" && rs.Annotations[revisionAnnotation] == revision {
+				current = rs
+			}
+		}
+	}
+	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{labelInstance: l.Name}))
+	if err != nil {
+		return nil
+	}
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return strings.Compare(a.Name, b.Name)
+		}
+		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+			return -1
+		}
+		return 1
+	})
+	for _, p := range pods {
+		ref := metav1.GetControllerOfNoCopy(p)
+		if ref == nil || ref.Kind != "ReplicaSet" {
+			continue
+		}
+		rs := owned[ref.Name]
+		if rs == nil || rs.UID != ref.UID || (current != nil && rs != current) {
+			continue
+		}
+		if pr := podProblemOf(p); pr != nil {
+			return pr
+		}
+	}
+	return nil
+}
+
+// podHandler enqueues a pod's CR (by its instance label, in the pod's namespace) when
+// what podProblemOf says of the pod changes: a pod that gets stuck, changes cause,
+// recovers or goes away. Other pod updates (a restart count, a condition's time, a pod
+// becoming ready) are not syncs: what they change reaches the Deployment's status,
+// which is watched. Whether the pod is the CR's is checked by the sync, through the
+// ReplicaSet and the Deployment, by UID.
+func (c *Controller) podHandler() cache.ResourceEventHandler {
+	asPod := func(obj any) *corev1.Pod {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		p, _ := obj.(*corev1.Pod)
+		return p
+	}
+	enqueue := func(p *corev1.Pod) {
+		name := p.Labels[labelInstance]
+		if name == "" {
+			return
+		}
+		if _, err := c.llsdLister.LlamaStackDistributions(p.Namespace).Get(name); err == nil {
+			c.queue.Add(cache.ObjectName{Namespace: p.Namespace, Name: name})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+				enqueue(p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := asPod(oldObj), asPod(newObj)
+			if o == nil || n == nil {
+				return
+			}
+			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) {
+				enqueue(n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+				enqueue(p)
+			}
+		},
+	}
+}
+
+func samePodProblem(a, b *podProblem) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

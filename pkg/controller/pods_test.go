@@ -1,0 +1,510 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// Kubelet and scheduler messages, as Kubernetes 1.37 writes them.
+const (
+	secretMissing    = `secret "vllm-key" not found`
+	keyMissing       = `couldn't find key token in Secret demo/vllm-key`
+	pullErrMsg       = `rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/llamastack/nope:1": not found`
+	unschedulableMsg = `0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.`
+)
+
+func waiting(name, reason, message string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}
+}
+
+func crashLooping(backoff string) corev1.ContainerStatus {
+	s := waiting("llama-stack", "CrashLoopBackOff", "back-off "+backoff+" restarting failed container=llama-stack pod=app-1_demo(uid)")
+	s.RestartCount = 3
+	s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "ModuleNotFoundError: no module named llama_stack\n"}
+	return s
+}
+
+func unschedulable(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: unschedulableMsg}}
+}
+
+func withContainers(statuses ...corev1.ContainerStatus) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.ContainerStatuses = statuses }
+}
+
+func withInitContainers(statuses ...corev1.ContainerStatus) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.InitContainerStatuses = statuses }
+}
+
+func TestPodProblemOf(t *testing.T) {
+	ready := corev1.ContainerStatus{Name: "llama-stack", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	prefix := "pod app-1: container llama-stack: "
+	for name, tc := range map[string]struct {
+		mods   []func(*corev1.Pod)
+		reason string // "" for no problem
+		msg    string
+	}{
+		"scheduled and starting":   {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ContainerCreating", ""))}},
+		"running and ready":        {mods: []func(*corev1.Pod){withContainers(ready)}},
+		"not yet scheduled":        {},
+		"unschedulable":            {mods: []func(*corev1.Pod){unschedulable}, reason: "Unschedulable", msg: "pod app-1: " + unschedulableMsg},
+		"missing secret":           {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))}, reason: "CreateContainerConfigError", msg: prefix + secretMissing},
+		"missing key":              {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", keyMissing))}, reason: "CreateContainerConfigError", msg: prefix + keyMissing},
+		"pull attempt":             {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg))}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
+		"pull back-off, same text": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "docker.io/llamastack/nope:1": ErrImagePull: `+pullErrMsg))}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
+		"pull back-off, no cause":  {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x"`))}, reason: "ImagePullBackOff", msg: prefix + `Back-off pulling image "x"`},
+		"registry unavailable":     {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "RegistryUnavailable", "image pull failed for x because the registry is unavailable"))}, reason: "ImagePullBackOff", msg: prefix + "RegistryUnavailable: image pull failed for x because the registry is unavailable"},
+		"invalid image name":       {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "InvalidImageName", `Failed to apply default image tag "a b": couldn't parse image name`))}, reason: "InvalidImageName", msg: prefix + `Failed to apply default image tag "a b": couldn't parse image name`},
+		"create error":             {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerError", "context deadline exceeded"))}, reason: "CreateContainerError", msg: prefix + "context deadline exceeded"},
+		"run error":                {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "RunContainerError", `exec: "llama": executable file not found in $PATH`))}, reason: "RunContainerError", msg: prefix + `exec: "llama": executable file not found in $PATH`},
+		"crash loop":               {mods: []func(*corev1.Pod){withContainers(crashLooping("40s"))}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
+		"crash loop, running again between back-offs": {mods: []func(*corev1.Pod){func(p *corev1.Pod) {
+			s := crashLooping("40s")
+			s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{s}
+		}}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
+		"crash loop, just exited": {mods: []func(*corev1.Pod){withContainers(corev1.ContainerStatus{Name: "llama-stack", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}})}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 137 (OOMKilled)"},
+		"restarted once, ready again": {mods: []func(*corev1.Pod){func(p *corev1.Pod) {
+			s := ready
+			s.LastTerminationState = crashLooping("10s").LastTerminationState
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{s}
+		}}},
+		"unknown kubelet reason": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "PreStartHookError", "hook failed"))}, reason: "PreStartHookError", msg: prefix + "hook failed"},
+		"reason no condition can hold": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "Some Reason!", ""))},
+			reason: v1alpha2.ReasonPodNotStarting, msg: prefix + "Some Reason!"},
+		"init container missing secret": {mods: []func(*corev1.Pod){
+			withInitContainers(waiting("setup", "CreateContainerConfigError", secretMissing)),
+			withContainers(waiting("llama-stack", "PodInitializing", "")),
+		}, reason: "CreateContainerConfigError", msg: "pod app-1: init container setup: " + secretMissing},
+		"init container crash loop": {mods: []func(*corev1.Pod){
+			withInitContainers(func() corev1.ContainerStatus { s := crashLooping("20s"); s.Name = "setup"; return s }()),
+			withContainers(waiting("llama-stack", "PodInitializing", "")),
+		}, reason: "CrashLoopBackOff", msg: "pod app-1: init container setup: restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
+		"init container done, server pulling": {mods: []func(*corev1.Pod){
+			withInitContainers(corev1.ContainerStatus{Name: "setup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}),
+			withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg)),
+		}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
+		"terminating": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing)), func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}}},
+		"failed (evicted)": {mods: []func(*corev1.Pod){unschedulable, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1", Namespace: testNamespace}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+			for _, m := range tc.mods {
+				m(p)
+			}
+			// The answer is the same before and after the informer's transform.
+			slim, err := TransformPod(p.DeepCopy())
+			require.NoError(t, err)
+			for _, got := range []*podProblem{podProblemOf(p), podProblemOf(slim.(*corev1.Pod))} {
+				if tc.reason == "" {
+					assert.Nil(t, got)
+					continue
+				}
+				require.NotNil(t, got)
+				assert.Equal(t, tc.reason, got.reason)
+				assert.Equal(t, tc.msg, got.message)
+			}
+		})
+	}
+}
+
+// The back-off the kubelet waits grows at each restart; the problem stays the same, so
+// neither the status nor the queue hears of it.
+func TestCrashLoopProblemIgnoresTheBackOff(t *testing.T) {
+	p := func(backoff string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{crashLooping(backoff)}}}
+	}
+	assert.Equal(t, podProblemOf(p("10s")), podProblemOf(p("5m0s")))
+}
+
+func TestPodProblemMessageIsCut(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1"}, Status: corev1.PodStatus{
+		ContainerStatuses: []corev1.ContainerStatus{waiting("llama-stack", "CreateContainerError", long)}}}
+	got := podProblemOf(p)
+	require.NotNil(t, got)
+	assert.LessOrEqual(t, len(got.message), len("pod app-1: container llama-stack: ")+maxPodDetail)
+	assert.True(t, strings.HasSuffix(got.message, ellipsis))
+}
+
+func TestTransformPod(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	deleted := metav1.NewTime(created.Add(time.Minute))
+	started := metav1.NewTime(created.Add(time.Second))
+	in := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app-5d8c-x2x", Namespace: testNamespace, UID: "pod-uid", ResourceVersion: "42",
+			CreationTimestamp: created, DeletionTimestamp: &deleted, GenerateName: "app-5d8c-",
+			Labels:      map[string]string{labelApp: labelAppValue, labelInstance: "app", "pod-template-hash": "5d8c"},
+			Annotations: map[string]string{"configmap.hash/user-config": "abc"},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "v1", Kind: "Node", Name: "other", UID: "n"},
+				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8c", UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+		},
+		Spec: corev1.PodSpec{NodeName: "kwok-node-0", Containers: []corev1.Container{{Name: "llama-stack", Image: "img",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: "10.0.0.1", HostIP: "10.1.0.1", StartTime: &started, QOSClass: corev1.PodQOSBurstable,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: started},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: created},
+			},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", Ready: true, RestartCount: 0, Image: "init", ImageID: "sha", ContainerID: "c1",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: started, ContainerID: "c1"}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: 4, Image: "img", ImageID: "sha", ContainerID: "c2", Started: ptr.To(false),
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom", Signal: 0, StartedAt: started, FinishedAt: started, ContainerID: "c2"}},
+			}},
+		},
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app-5d8c-x2x", Namespace: testNamespace, ResourceVersion: "42", CreationTimestamp: created, DeletionTimestamp: &deleted,
+			Labels:          map[string]string{labelInstance: "app"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8c", UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", Ready: true,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack",
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}},
+			}},
+		},
+	}
+	orig := in.DeepCopy()
+	got, err := TransformPod(in)
+	require.NoError(t, err)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("TransformPod (-want +got):\n%s", d)
+	}
+	assert.Equal(t, orig, in, "the input is not changed")
+
+	// Not a pod (a tombstone's object is transformed already): passed on stripped.
+	cm := configMap(testNamespace, "x", nil, nil)
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	out, err := TransformPod(cm)
+	require.NoError(t, err)
+	assert.Empty(t, out.(*corev1.ConfigMap).ManagedFields)
+}
+
+// podFixture is a CR "app" converged, with its Deployment's ReplicaSets and pods
+// managed by the test as the Deployment and ReplicaSet controllers and the kubelet would.
+type podFixture struct {
+	*fixture
+	dep *appsv1.Deployment
+}
+
+func newPodFixture(t *testing.T) *podFixture {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	f.events()
+	// The Deployment controller's revision, and a UID the fake does not give.
+	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) {
+		d.UID = "dep-uid"
+		d.Annotations = map[string]string{revisionAnnotation: "1"}
+	})
+	f.setDeploymentStatus("app", notAvailable)
+	pf := &podFixture{fixture: f, dep: f.deployment("app")}
+	pf.replicaSet("app-1111", "1", pf.dep.UID)
+	return pf
+}
+
+// notAvailable is the Deployment's status while its one pod does not start.
+func notAvailable(d *appsv1.Deployment) {
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}}
+}
+
+func (f *podFixture) replicaSet(name, revision string, owner types.UID) {
+	f.t.Helper()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: testNamespace, UID: types.UID(name + "-uid"),
+		Labels:      map[string]string{labelApp: labelAppValue, labelInstance: "app"},
+		Annotations: map[string]string{revisionAnnotation: revision},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", UID: owner,
+			Controller: ptr.To(true)}},
+	}}
+	_, err := f.kubeclient.AppsV1().ReplicaSets(testNamespace).Create(f.ctx, rs, metav1.CreateOptions{})
+	require.NoError(f.t, err)
+	f.refreshCaches()
+}
+
+// pod creates or replaces a pod of the ReplicaSet rs.
+func (f *podFixture) pod(name, rs string, age time.Duration, mods ...func(*corev1.Pod)) {
+	f.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace,
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-age).Truncate(time.Second)),
+			Labels:            map[string]string{labelApp: labelAppValue, labelInstance: "app"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID(rs + "-uid"),
+				Controller: ptr.To(true)}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	pods := f.kubeclient.CoreV1().Pods(testNamespace)
+	if _, err := pods.Get(f.ctx, name, metav1.GetOptions{}); err == nil {
+		_, err = pods.Update(f.ctx, p, metav1.UpdateOptions{})
+		require.NoError(f.t, err)
+	} else {
+		_, err = pods.Create(f.ctx, p, metav1.CreateOptions{})
+		require.NoError(f.t, err)
+	}
+	f.refreshCaches()
+}
+
+// TestStuckPodReachesTheStatus: for each cause, a pod of the current ReplicaSet that
+// does not start makes the CR Failed with the pod's reason and the kubelet's or the
+// scheduler's words on DeploymentReady and Ready, with one Warning Event; a sync
+// without a change sends nothing; once the pod runs the CR is Ready again.
+func TestStuckPodReachesTheStatus(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mods   []func(*corev1.Pod)
+		reason string
+		msg    string
+	}{
+		"missing secret": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + secretMissing},
+		"missing key": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", keyMissing))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + keyMissing},
+		"image": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+pullErrMsg))},
+			v1alpha2.ReasonImagePullBackOff, "pod app-1111-a: container llama-stack: ErrImagePull: " + pullErrMsg},
+		"invalid image": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "InvalidImageName", "couldn't parse image name"))},
+			v1alpha2.ReasonInvalidImageName, "pod app-1111-a: container llama-stack: couldn't parse image name"},
+		"create": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerError", "name already in use"))},
+			v1alpha2.ReasonCreateContainerError, "pod app-1111-a: container llama-stack: name already in use"},
+		"run": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "RunContainerError", "exec failed"))},
+			v1alpha2.ReasonRunContainerError, "pod app-1111-a: container llama-stack: exec failed"},
+		"crash loop": {[]func(*corev1.Pod){withContainers(crashLooping("10s"))},
+			v1alpha2.ReasonCrashLoopBackOff, "pod app-1111-a: container llama-stack: restarting after it exited with code 1 (Error): ModuleNotFoundError"},
+		"unschedulable": {[]func(*corev1.Pod){unschedulable},
+			v1alpha2.ReasonUnschedulable, "pod app-1111-a: 0/3 nodes are available: 3 Insufficient cpu."},
+		"init container": {[]func(*corev1.Pod){withInitContainers(waiting("setup", "CreateContainerConfigError", secretMissing)), withContainers(waiting("llama-stack", "PodInitializing", ""))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: init container setup: " + secretMissing},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newPodFixture(t)
+			f.pod("app-1111-a", "app-1111", time.Minute, tc.mods...)
+			f.converge("app")
+			got := f.llsd("app")
+			assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
+			for _, ct := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionReady} {
+				c := cond(t, got, ct)
+				assert.Equal(t, metav1.ConditionFalse, c.Status, ct)
+				assert.Equal(t, tc.reason, c.Reason, ct)
+				assert.Contains(t, c.Message, tc.msg, ct)
+			}
+			events := f.events()
+			assert.Equal(t, 1, countEvents(events, "Warning "+tc.reason+" "+tc.msg), "events: %v", events)
+			assert.Empty(t, f.sync("app"), "nothing changed: nothing sent")
+			assert.Empty(t, f.events(), "no Event without a change")
+
+			// The cause is fixed: the pod runs, the Deployment is available.
+			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
+			f.setDeploymentStatus("app", rolledOut)
+			f.converge("app")
+			got = f.llsd("app")
+			assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
+			assert.Equal(t, 1, countEvents(f.events(), "Normal Ready"))
+		})
+	}
+}
+
+// A crash loop whose back-off grows, or a pull that alternates between its attempt and
+// its back-off, is one problem: the status is written once, with one Warning Event.
+func TestStuckPodStatusDoesNotFlap(t *testing.T) {
+	f := newPodFixture(t)
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(crashLooping("10s")))
+	f.converge("app")
+	require.Equal(t, 1, countEvents(f.events(), "Warning CrashLoopBackOff"))
+	for _, b := range []string{"20s", "40s", "1m20s", "5m0s"} {
+		f.pod("app-1111-a", "app-1111", time.Minute, withContainers(crashLooping(b)))
+		assert.Empty(t, f.sync("app"), "back-off %s", b)
+	}
+	running := crashLooping("5m0s")
+	running.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(running))
+	assert.Empty(t, f.sync("app"), "running again between two crashes")
+
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg)))
+	f.converge("app")
+	require.Equal(t, 1, countEvents(f.events(), "Warning ImagePullBackOff"))
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+pullErrMsg)))
+	assert.Empty(t, f.sync("app"), "the back-off after the attempt")
+	assert.Empty(t, f.events())
+}
+
+// Which pods count: those of the current ReplicaSet, not terminating, the oldest first;
+// not those of an older ReplicaSet during a rollout, nor of a ReplicaSet that is not the
+// Deployment's; and none while the Deployment is available.
+func TestStuckPodChoice(t *testing.T) {
+	secret := withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))
+	pull := withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg))
+
+	t.Run("terminating pods are ignored", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.pod("app-1111-a", "app-1111", time.Minute, secret, func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			p.Finalizers = []string{"test"}
+		})
+		f.converge("app")
+		c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+		assert.Equal(t, v1alpha2.ReasonDeploymentScaling, c.Reason)
+		assert.Equal(t, v1alpha2.PhaseInitializing, f.llsd("app").Status.Phase)
+	})
+
+	t.Run("old ReplicaSet during a rollout", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.pod("app-1111-a", "app-1111", time.Hour, pull)
+		f.converge("app")
+		require.Equal(t, v1alpha2.ReasonImagePullBackOff, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
+
+		// A new revision (the image fixed, say): the old pod's problem is not the new one's.
+		f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[revisionAnnotation] = "2" })
+		f.replicaSet("app-2222", "2", f.dep.UID)
+		f.pod("app-2222-a", "app-2222", 0, withContainers(waiting("llama-stack", "ContainerCreating", "")))
+		f.converge("app")
+		assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+
+		// The new pod gets stuck too, for another reason: that is the one reported.
+		f.pod("app-2222-a", "app-2222", 0, secret)
+		f.converge("app")
+		c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+		assert.Equal(t, v1alpha2.ReasonCreateContainerConfigError, c.Reason)
+		assert.Contains(t, c.Message, "pod app-2222-a:")
+	})
+
+	t.Run("the oldest stuck pod", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.setDeploymentStatus("app", func(d *appsv1.Deployment) { notAvailable(d); d.Spec.Replicas = ptr.To[int32](1) })
+		f.pod("app-1111-b", "app-1111", time.Minute, pull)
+		f.pod("app-1111-a", "app-1111", 2*time.Minute, secret)
+		f.pod("app-1111-c", "app-1111", 3*time.Minute, withContainers(waiting("llama-stack", "ContainerCreating", "")))
+		f.converge("app")
+		assert.Contains(t, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Message, "pod app-1111-a: container llama-stack: "+secretMissing)
+	})
+
+	t.Run("not the Deployment's", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.replicaSet("app-9999", "1", "someone-else")
+		f.pod("app-9999-a", "app-9999", time.Minute, secret)
+		f.converge("app")
+		assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+	})
+
+	t.Run("Deployment available", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.setDeploymentStatus("app", rolledOut)
+		f.pod("app-1111-a", "app-1111", time.Minute, secret)
+		f.converge("app")
+		assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
+	})
+
+	t.Run("pods the Deployment controller can create come after those it cannot", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.setDeploymentStatus("app", replicaFailure)
+		f.pod("app-1111-a", "app-1111", time.Minute, secret)
+		f.converge("app")
+		assert.Equal(t, v1alpha2.ReasonReplicaFailure, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
+	})
+
+	t.Run("a stuck pod before a rollout that ran out of time", func(t *testing.T) {
+		f := newPodFixture(t)
+		f.setDeploymentStatus("app", func(d *appsv1.Deployment) {
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UnavailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+					Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "app-1111" has timed out progressing.`}}}
+		})
+		f.pod("app-1111-a", "app-1111", time.Hour, secret)
+		f.converge("app")
+		got := f.llsd("app")
+		assert.Equal(t, v1alpha2.ReasonCreateContainerConfigError, cond(t, got, v1alpha2.ConditionReady).Reason)
+		assert.Equal(t, metav1.ConditionFalse, cond(t, got, v1alpha2.ConditionProgressing).Status, "Progressing still says it")
+	})
+}
+
+// The Pod handler queues the CR only when what a pod says of why it does not start
+// changes: not at each status update of a pod.
+func TestPodHandler(t *testing.T) {
+	f := newPodFixture(t)
+	h := f.c.podHandler()
+	f.queued()
+	mk := func(name, instance string, mods ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, ResourceVersion: "1",
+			Labels: map[string]string{labelApp: labelAppValue, labelInstance: instance}}}
+		for _, m := range mods {
+			m(p)
+		}
+		return p
+	}
+	secret := withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))
+	restarted := func(p *corev1.Pod) { p.ResourceVersion = "2"; p.Status.ContainerStatuses[0].RestartCount++ }
+
+	h.OnAdd(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), false)
+	assert.Empty(t, f.queued(), "a pod starting")
+	h.OnAdd(mk("a", "app", secret), false)
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a stuck pod")
+	h.OnUpdate(mk("a", "app", secret), mk("a", "app", secret, func(p *corev1.Pod) { p.ResourceVersion = "2" }))
+	assert.Empty(t, f.queued(), "same problem")
+	h.OnUpdate(mk("a", "app", withContainers(crashLooping("10s"))), mk("a", "app", withContainers(crashLooping("20s")), restarted))
+	assert.Empty(t, f.queued(), "a longer back-off, one restart more")
+	h.OnUpdate(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true})))
+	assert.Empty(t, f.queued(), "a pod becoming ready (the Deployment says so)")
+	h.OnUpdate(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", secret))
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a pod getting stuck")
+	h.OnUpdate(mk("a", "app", secret), mk("a", "app", withContainers(crashLooping("10s"))))
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "another cause")
+	h.OnUpdate(mk("a", "app", secret), mk("a", "app", secret, func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }))
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a stuck pod terminating")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "demo/a", Obj: mk("a", "app", secret)})
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a stuck pod deleted (tombstone)")
+	h.OnDelete(mk("a", "app"))
+	assert.Empty(t, f.queued(), "a pod deleted that was not stuck")
+	h.OnAdd(mk("b", "no-such-cr", secret), false)
+	h.OnAdd(mk("c", "", secret), false)
+	assert.Empty(t, f.queued(), "no CR of that name")
+}
+
+// A pod's reason is the kubelet's, not a closed list: DeploymentReady is stuck on any
+// reason but deploymentReady's own progress reasons and the user errors (whose Events
+// updateStatus records already).
+func TestStuckReason(t *testing.T) {
+	for _, r := range []string{v1alpha2.ReasonReplicaFailure, v1alpha2.ReasonProgressDeadlineExceeded, v1alpha2.ReasonUnschedulable,
+		v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff, v1alpha2.ReasonCrashLoopBackOff,
+		v1alpha2.ReasonPodNotStarting, "PreStartHookError"} {
+		assert.True(t, stuckReason(r), r)
+	}
+	for _, r := range []string{v1alpha2.ReasonDeploymentReady, v1alpha2.ReasonDeploymentPending, v1alpha2.ReasonDeploymentScaling,
+		v1alpha2.ReasonScaledToZero, v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound,
+		v1alpha2.ReasonConfigMapKeyMissing, v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid,
+		v1alpha2.ReasonResourceNotOwned, v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed,
+		v1alpha2.ReasonBaseConfigRequired, v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported} {
+		assert.False(t, stuckReason(r), r)
+	}
+}
