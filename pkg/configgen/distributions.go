@@ -3,6 +3,7 @@ package configgen
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -25,6 +26,12 @@ type Distribution struct {
 	BaseFile string
 	// Note says why a distribution has no base, for messages and docs.
 	Note string
+	// EarlierImages are the images earlier releases of the controller ran
+	// for this name by default (until it was pinned: :latest). When Image
+	// changes, the old one is added here. A Deployment still running one
+	// moves to Image even while there is no operator ConfigMap, which
+	// otherwise keeps running images (see pkg/controller).
+	EarlierImages []string
 }
 
 // distributions is the one table of named distributions. SOURCES.md beside
@@ -37,12 +44,14 @@ var distributions = []Distribution{
 		Image:         "docker.io/llamastack/distribution-starter:0.7.1",
 		ServerVersion: "0.7.1",
 		BaseFile:      "starter-0.7.1.yaml",
+		EarlierImages: []string{"docker.io/llamastack/distribution-starter:latest"},
 	},
 	{
 		Name:          "postgres-demo",
 		Image:         "docker.io/llamastack/distribution-postgres-demo:0.7.1",
 		ServerVersion: "0.7.1",
 		BaseFile:      "postgres-demo-0.7.1.yaml",
+		EarlierImages: []string{"docker.io/llamastack/distribution-postgres-demo:latest"},
 	},
 	{
 		// The distribution was removed from llama-stack in 0.5: 0.4.x is
@@ -51,6 +60,7 @@ var distributions = []Distribution{
 		Image:         "docker.io/llamastack/distribution-meta-reference-gpu:0.4.2",
 		ServerVersion: "0.4.2",
 		BaseFile:      "meta-reference-gpu-0.4.2.yaml",
+		EarlierImages: []string{"docker.io/llamastack/distribution-meta-reference-gpu:latest"},
 	},
 	{
 		// Folded into starter after 0.2.x; its images stopped being
@@ -59,12 +69,16 @@ var distributions = []Distribution{
 		Image:         "docker.io/llamastack/distribution-remote-vllm:0.2.9",
 		ServerVersion: "0.2.9",
 		Note:          "remote-vllm ends with llama-stack 0.2.x, whose config shape the controller does not generate: use distribution starter (vLLM through providers.inference) or a direct image with baseConfig",
+		EarlierImages: []string{"docker.io/llamastack/distribution-remote-vllm:latest"},
 	},
 }
 
 // Distributions returns the table of named distributions, sorted by name.
 func Distributions() []Distribution {
-	out := append([]Distribution(nil), distributions...)
+	out := make([]Distribution, len(distributions))
+	for i, d := range distributions {
+		out[i] = d.clone()
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -73,10 +87,15 @@ func Distributions() []Distribution {
 func LookupDistribution(name string) (Distribution, bool) {
 	for _, d := range distributions {
 		if d.Name == name {
-			return d, true
+			return d.clone(), true
 		}
 	}
 	return Distribution{}, false
+}
+
+func (d Distribution) clone() Distribution {
+	d.EarlierImages = slices.Clone(d.EarlierImages)
+	return d
 }
 
 // DistributionNames lists the names of the table, sorted, for messages.

@@ -27,6 +27,11 @@ func TestDistributionsPinned(t *testing.T) {
 		if !strings.HasSuffix(ref, "/distribution-"+d.Name) {
 			t.Errorf("%s: image %q is not this distribution's", d.Name, d.Image)
 		}
+		for _, earlier := range d.EarlierImages {
+			if earlierRef, _, _ := splitImageTag(earlier); earlierRef != ref || earlier == d.Image {
+				t.Errorf("%s: earlier image %q is not an earlier tag of %s", d.Name, earlier, ref)
+			}
+		}
 		v, err := ParseVersion(d.ServerVersion)
 		if err != nil {
 			t.Errorf("%s: %v", d.Name, err)

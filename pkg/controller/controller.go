@@ -77,8 +77,6 @@ type Config struct {
 	WatchNamespace string
 	// OperatorVersion is reported in status.version.operatorVersion.
 	OperatorVersion string
-	// Distributions maps distribution names to images; nil means the built-in list.
-	Distributions map[string]string
 	// Recorder records Events; nil makes one that writes them through EventClient.
 	Recorder record.EventRecorder
 	// EventClient writes the Events of the recorder NewController makes; nil means
@@ -181,7 +179,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
 		openShift:         cfg.OpenShift,
-		distributions:     cfg.Distributions,
+		distributions:     builtinDistributions(),
 		recorder:          cfg.Recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -189,9 +187,6 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		recheck:   workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](2*time.Second, 5*time.Minute),
 		recheckAt: map[cache.ObjectName]time.Time{},
 		clock:     clock.RealClock{},
-	}
-	if c.distributions == nil {
-		c.distributions = builtinDistributions()
 	}
 	if c.recorder == nil {
 		c.eventClient = cfg.EventClient

@@ -22,7 +22,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-const testImage = "docker.io/llamastack/distribution-starter:latest"
+const testImage = "docker.io/llamastack/distribution-starter:0.7.1"
 
 // testLLSD returns a minimal CR as the API server would store it, changed by mutate.
 func testLLSD(mutate func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStackDistribution {

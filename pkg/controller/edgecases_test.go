@@ -56,7 +56,7 @@ func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" })
 	f.converge("app")
-	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:latest", f.image("app"))
+	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", f.image("app"))
 }
 
 // A cross-namespace reference gets one answer whether the ConfigMap is missing or has

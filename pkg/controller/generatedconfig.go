@@ -120,7 +120,7 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 		if chosen == "" && cfg.keepsImage(dist.Name) {
 			// While image-overrides cannot be read, a running image is kept if its
 			// tag tells its version; otherwise the config needs the pinned one.
-			if running := c.runningImage(l); running != "" {
+			if running := c.runningImage(l); cfg.keepsRunningImage(dist.Name, running) {
 				if _, ok := imageVersion(running); ok {
 					chosen = running
 				}

@@ -297,12 +297,12 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 	assert.False(t, isGeneratedConfigMapName(l, userConfigCopyName(l)))
 }
 
-// A CR that ran the built-in image starts generating: without an operator ConfigMap
-// running images are kept, but latest tells no version, so the pinned image runs.
-func TestGeneratedConfigExistingCRMovesToThePinnedImage(t *testing.T) {
+// A CR that ran the built-in image starts generating: it ran the pinned image already
+// (the same one a generating CR runs), so only the config is added, and the image stays.
+func TestGeneratedConfigExistingCRKeepsThePinnedImage(t *testing.T) {
 	f := newFixture(t, newHubLLSD("app"))
 	f.converge("app")
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:latest", serverContainerOf(t, f.deployment("app")).Image)
+	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", serverContainerOf(t, f.deployment("app")).Image)
 	_, hasCond := findGenerated(f.llsd("app"))
 	assert.False(t, hasCond, "a CR that does not generate has no ConfigGenerated condition")
 

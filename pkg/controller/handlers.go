@@ -232,7 +232,7 @@ func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEv
 }
 
 // missingOperatorConfigMessage says what the controller does without its ConfigMap.
-const missingOperatorConfigMessage = "existing NetworkPolicies and running server images are kept as they are until it is recreated; new LlamaStackDistributions get the built-in defaults (no NetworkPolicy, the built-in image)"
+const missingOperatorConfigMessage = "existing NetworkPolicies and running server images are kept as they are until it is recreated (a server still on an earlier release's built-in image moves to this release's); new LlamaStackDistributions get the built-in defaults (no NetworkPolicy, the built-in image)"
 
 // reportMissingOperatorConfig logs, and records a Warning Event about, an operator
 // ConfigMap that is not there; cm names it.

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -11,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 )
 
 // OperatorConfigMapName is the ConfigMap, in the operator namespace, that holds
@@ -22,14 +22,12 @@ const (
 	keyImageOverrides = "image-overrides"
 )
 
-//go:embed distributions.json
-var distributionsJSON []byte
-
-// builtinDistributions returns a fresh copy of the embedded distribution → image map.
+// builtinDistributions returns a fresh map of each named distribution to its pinned
+// image, from configgen's table (the one table of named distributions).
 func builtinDistributions() map[string]string {
 	m := map[string]string{}
-	if err := json.Unmarshal(distributionsJSON, &m); err != nil {
-		panic(fmt.Sprintf("embedded distributions.json: %v", err))
+	for _, d := range configgen.Distributions() {
+		m[d.Name] = d.Image
 	}
 	return m
 }
@@ -69,9 +67,31 @@ func (cfg operatorConfig) keepsImage(distribution string) bool {
 	return cfg.keepAllImages || cfg.keepImages[distribution]
 }
 
+// keepsRunningImage tells whether a Deployment of the distribution that runs image
+// (as runningImage reads it; "" for none) keeps it. It does while image-overrides
+// does not say clearly which image it should run (keepsImage), with one exception:
+// without an operator ConfigMap, an image an earlier release of the controller ran
+// for the distribution by default (its :latest, before names were pinned) is that
+// release's built-in image, not a choice of image-overrides that went with the
+// ConfigMap, so it moves to this release's built-in one, as it does with a ConfigMap
+// that sets no override. A ConfigMap that exists but cannot be read keeps even those:
+// it may have named that image.
+func (cfg operatorConfig) keepsRunningImage(distribution, image string) bool {
+	if image == "" || !cfg.keepsImage(distribution) {
+		return false
+	}
+	if cfg.missing {
+		if d, ok := configgen.LookupDistribution(distribution); ok && slices.Contains(d.EarlierImages, image) {
+			return false
+		}
+	}
+	return true
+}
+
 // missingOperatorConfig is what the controller goes by without an operator ConfigMap:
-// nothing that runs changes (NetworkPolicies stay, running images stay), and new CRs
-// get the built-in defaults (no NetworkPolicy, the built-in image).
+// nothing that runs changes (NetworkPolicies stay, running images stay, except an
+// earlier release's built-in image: keepsRunningImage), and new CRs get the built-in
+// defaults (no NetworkPolicy, the built-in image).
 func missingOperatorConfig() operatorConfig {
 	return operatorConfig{missing: true, keepAllImages: true}
 }

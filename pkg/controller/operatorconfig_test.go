@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 )
 
 const (
@@ -471,5 +473,123 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 			assert.NotEqual(t, "example.com/hand-annotated:1", f.image("app"))
 			assert.Equal(t, overrideImage, f.image("app"), "the container image the controller still owns is kept")
 		})
+	}
+}
+
+// TestBuiltinImagesArePinned: the controller's distribution → image map is configgen's
+// table, every name pinned (no :latest), for CRs that generate a config and those that
+// do not alike.
+func TestBuiltinImagesArePinned(t *testing.T) {
+	want := map[string]string{
+		"starter":            "docker.io/llamastack/distribution-starter:0.7.1",
+		"postgres-demo":      "docker.io/llamastack/distribution-postgres-demo:0.7.1",
+		"meta-reference-gpu": "docker.io/llamastack/distribution-meta-reference-gpu:0.4.2",
+		"remote-vllm":        "docker.io/llamastack/distribution-remote-vllm:0.2.9",
+	}
+	assert.Equal(t, want, builtinDistributions())
+	for _, d := range configgen.Distributions() {
+		assert.Equal(t, d.Image, want[d.Name], d.Name)
+		assert.NotContains(t, d.Image, ":latest", d.Name)
+	}
+	// image-overrides may name each of them.
+	var overrides strings.Builder
+	for name := range want {
+		overrides.WriteString(name + ": " + overrideImage + "\n")
+	}
+	cfg := parseOperatorConfig(operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff, keyImageOverrides: overrides.String()}), builtinDistributions())
+	assert.Empty(t, cfg.problems)
+	assert.Len(t, cfg.imageOverrides, len(want))
+
+	for name, image := range want {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = name }))
+			f.converge("app")
+			assert.Equal(t, image, f.image("app"))
+			assert.Equal(t, want, f.llsd("app").Status.DistributionConfig.AvailableDistributions)
+		})
+	}
+}
+
+// TestEarlierBuiltinImageMovesToThePin: a Deployment on the image an earlier release ran
+// by default (:latest) moves to the pinned image in one write, once, unless
+// image-overrides names another image or cannot be read. Without an operator ConfigMap
+// too: running images are kept then, but not an earlier release's built-in one.
+func TestEarlierBuiltinImageMovesToThePin(t *testing.T) {
+	const latest = "docker.io/llamastack/distribution-starter:latest"
+	for _, tc := range []struct {
+		name      string
+		configMap map[string]string // nil: no operator ConfigMap
+		want      string
+	}{
+		{"no override", map[string]string{keyFeatureFlags: featureFlagsOff}, testImage},
+		{"empty overrides", map[string]string{keyFeatureFlags: featureFlagsOff, keyImageOverrides: ""}, testImage},
+		{"no ConfigMap", nil, testImage},
+		{"an override", map[string]string{keyImageOverrides: "starter: " + overrideImage + "\n"}, overrideImage},
+		{"the old image as override", map[string]string{keyImageOverrides: "starter: " + latest + "\n"}, latest},
+		{"unreadable overrides", map[string]string{keyImageOverrides: invalidYAML}, latest},
+		{"a misspelt key", map[string]string{keyFeatureFlags: featureFlagsOff, "imageOverrides": ""}, latest},
+	} {
+		for _, annotated := range []bool{true, false} {
+			name := tc.name
+			if !annotated {
+				name += ", without the image annotation"
+			}
+			t.Run(name, func(t *testing.T) {
+				// The Deployment as an earlier release made it: the controller chose :latest.
+				f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
+				f.converge("app")
+				require.Equal(t, latest, f.image("app"))
+				if !annotated {
+					// Releases before the annotation recorded the image in the pod template alone.
+					f.updateDeployment("app", "an-earlier-release", func(d *appsv1.Deployment) { delete(d.Annotations, annotationImage) })
+				}
+				if tc.configMap == nil {
+					require.NoError(t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
+					f.refreshCaches()
+				} else {
+					f.setOperatorConfig(tc.configMap)
+				}
+				f.restartController()
+
+				writes := childWrites(f.sync("app"))
+				assert.Equal(t, tc.want, f.image("app"))
+				d := f.deployment("app")
+				if tc.want == latest && annotated {
+					assert.Empty(t, writes, "the running image is kept: nothing is written")
+				} else {
+					assert.Equal(t, []string{"patch deployments app"}, writes, "one write of the Deployment")
+				}
+				assert.Equal(t, tc.want, d.Annotations[annotationImage])
+				f.converge("app")
+				assert.Empty(t, describe(f.sync("app")), "once")
+				f.restartController()
+				assert.Empty(t, describe(f.sync("app")), "once, also after a restart")
+				assert.Equal(t, tc.want, f.image("app"))
+			})
+		}
+	}
+}
+
+func TestKeepsRunningImage(t *testing.T) {
+	const latest = "docker.io/llamastack/distribution-starter:latest"
+	missing := missingOperatorConfig()
+	unreadable := parseOperatorConfig(operatorConfigMap(map[string]string{keyImageOverrides: invalidYAML}), builtinDistributions())
+	valid := parseOperatorConfig(operatorConfigMap(map[string]string{keyImageOverrides: ""}), builtinDistributions())
+	for _, tc := range []struct {
+		name  string
+		cfg   operatorConfig
+		dist  string
+		image string
+		keep  bool
+	}{
+		{"missing, an override image", missing, "starter", overrideImage, true},
+		{"missing, the earlier built-in", missing, "starter", latest, false},
+		{"missing, another distribution's earlier built-in", missing, "remote-vllm", latest, true},
+		{"missing, nothing runs", missing, "starter", "", false},
+		{"unreadable, the earlier built-in", unreadable, "starter", latest, true},
+		{"unreadable, an override image", unreadable, "starter", overrideImage, true},
+		{"valid", valid, "starter", overrideImage, false},
+	} {
+		assert.Equal(t, tc.keep, tc.cfg.keepsRunningImage(tc.dist, tc.image), tc.name)
 	}
 }

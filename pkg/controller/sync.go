@@ -377,7 +377,7 @@ func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operat
 		return override, nil
 	}
 	if cfg.keepsImage(dist.Name) {
-		if running := c.runningImage(l); running != "" {
+		if running := c.runningImage(l); cfg.keepsRunningImage(dist.Name, running) {
 			return running, nil
 		}
 	}

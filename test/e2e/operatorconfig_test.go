@@ -20,21 +20,27 @@ import (
 // TestOperatorConfigMistakesKeepWhatRuns: a typo in featureFlags, one bad image-overrides
 // entry, and a deleted operator ConfigMap are invalid input on the real API server: no
 // NetworkPolicy is deleted and no pod rolls; a Warning Event on the ConfigMap names the
-// key; new CRs get the built-in defaults.
+// key; new CRs get the built-in defaults. The one exception: once the ConfigMap is
+// deleted, a Deployment on an earlier release's built-in image (:latest) moves to the
+// pinned one, as it does with a ConfigMap that sets no override.
 func TestOperatorConfigMistakesKeepWhatRuns(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	const pinned = "quay.io/test/llama-stack:pinned"
+	const latest = "docker.io/llamastack/distribution-postgres-demo:latest"
 	setOperatorConfig(t, map[string]string{
 		"featureFlags":    "enableNetworkPolicy:\n  enabled: true\n",
-		"image-overrides": "starter: " + pinned + "\nremote-vllm: " + pinned + "\n",
+		"image-overrides": "starter: " + pinned + "\nremote-vllm: " + pinned + "\npostgres-demo: " + latest + "\n",
 	})
 	create(t, llsd(ns, "app"))
 	create(t, llsd(ns, "vllm", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" }))
+	create(t, llsd(ns, "old", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "postgres-demo" }))
 	for _, name := range []string{"app", "vllm"} {
 		waitDeployment(t, ns, name, "the overridden image", func(d *appsv1.Deployment) bool { return server(d).Image == pinned })
 		waitReady(t, ns, name)
 	}
+	waitDeployment(t, ns, "old", "the image of an earlier release", func(d *appsv1.Deployment) bool { return server(d).Image == latest })
+	waitReady(t, ns, "old")
 	policy := func(name string) *metav1.ObjectMeta {
 		np, err := env.kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, name+"-network-policy", metav1.GetOptions{})
 		if err != nil {
@@ -63,7 +69,7 @@ func TestOperatorConfigMistakesKeepWhatRuns(t *testing.T) {
 	// A typo in featureFlags and one bad entry: nothing changes; each is named in a Warning.
 	setOperatorConfig(t, map[string]string{
 		"featureFlags":    "enableNetworkPolicy:\n  enable: true\n",
-		"image-overrides": "starter: " + pinned + "\nremote-vllm: 'Not An Image!'\n",
+		"image-overrides": "starter: " + pinned + "\nremote-vllm: 'Not An Image!'\npostgres-demo: " + latest + "\n",
 	})
 	warnings := waitOperatorConfigWarnings(t, "InvalidConfiguration", 2)
 	assert.True(t, containsAll(warnings, `"enable"`, "featureFlags"), "warnings: %q", warnings)
@@ -75,16 +81,24 @@ func TestOperatorConfigMistakesKeepWhatRuns(t *testing.T) {
 	// NetworkPolicy is made while the flag cannot be read.
 	create(t, llsd(ns, "fresh", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" }))
 	waitReady(t, ns, "fresh")
-	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:latest", server(deployment(t, ns, "fresh")).Image)
+	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", server(deployment(t, ns, "fresh")).Image)
 	assert.Nil(t, policy("fresh"))
 
 	// The ConfigMap deleted: still nothing changes, and the deletion is reported.
+	oldGeneration := deployment(t, ns, "old").Generation
 	require.NoError(t, env.kube.CoreV1().ConfigMaps(operatorNamespace).Delete(ctx, "llama-stack-operator-config", metav1.DeleteOptions{}))
 	missing := waitOperatorConfigWarnings(t, "OperatorConfigMissing", 1)
 	assert.True(t, containsAll(missing, "kept as they are until it is recreated"), "warnings: %q", missing)
 	settle(t)
 	unchanged("after the ConfigMap was deleted")
-	for _, name := range []string{"app", "vllm", "fresh"} {
+	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", server(deployment(t, ns, "fresh")).Image)
+	// But an earlier release's built-in image is not an override: it moves to the pin, once.
+	waitDeployment(t, ns, "old", "the pinned image", func(d *appsv1.Deployment) bool {
+		return server(d).Image == "docker.io/llamastack/distribution-postgres-demo:0.7.1"
+	})
+	settle(t)
+	assert.Equal(t, oldGeneration+1, deployment(t, ns, "old").Generation, "one write of the Deployment")
+	for _, name := range []string{"app", "vllm", "fresh", "old"} {
 		assert.True(t, isReady(get(t, ns, name)), "%s stays Ready", name)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,8 +183,9 @@ func serviceAccountImpersonation(replica string) rest.ImpersonationConfig {
 }
 
 // startCurrent runs this tree's controller in-process, as the binary runs it with the
-// artifacts' flags, its conversion webhook on webhookAddr; the test's cleanup stops it.
-func (u *upgradeCluster) startCurrent(t *testing.T, webhookAddr, version string) {
+// artifacts' flags, its conversion webhook on webhookAddr; the returned function stops
+// it, and so does the test's cleanup if it still runs.
+func (u *upgradeCluster) startCurrent(t *testing.T, webhookAddr, version string) (stop func()) {
 	t.Helper()
 	cfg := rest.CopyConfig(u.cfg)
 	cfg.UserAgent = "llama-stack-controller/" + version
@@ -197,15 +199,20 @@ func (u *upgradeCluster) startCurrent(t *testing.T, webhookAddr, version string)
 			WebhookBindAddress: webhookAddr, WebhookCertMode: app.WebhookCertModeSelf, WebhookCertHosts: "localhost,127.0.0.1",
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "the upgrade test's controller")
-		case <-time.After(30 * time.Second):
-			t.Error("the upgrade test's controller did not stop within 30s")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				assert.NoError(t, err, "the upgrade test's controller")
+			case <-time.After(30 * time.Second):
+				t.Error("the upgrade test's controller did not stop within 30s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // waitCurrent waits until the controller of this tree has synced every CR of names in

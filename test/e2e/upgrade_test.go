@@ -27,6 +27,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 	"github.com/llamastack/llama-stack-controller/test/upstream"
 )
@@ -47,8 +48,9 @@ const currentVersion = "upgrade-e2e"
 // previousReleaseCRs are CRs with every feature that makes a child: a plain one;
 // storage with env, workers and pod overrides; a user config and a CA bundle; a user
 // config from another namespace (copied); autoscaling with a PDB and two replicas; an
-// Ingress with the NetworkPolicy's allowed namespaces and labels. NetworkPolicies are
-// on for all (the operator ConfigMap).
+// Ingress with the NetworkPolicy's allowed namespaces and labels; a direct image
+// instead of a distribution name. NetworkPolicies are on for all (the operator
+// ConfigMap).
 func previousReleaseCRs(ns, shared string) []*v1alpha1.LlamaStackDistribution {
 	size := resource.MustParse("2Gi")
 	return []*v1alpha1.LlamaStackDistribution{
@@ -82,6 +84,9 @@ func previousReleaseCRs(ns, shared string) []*v1alpha1.LlamaStackDistribution {
 				AllowedFrom: &v1alpha1.AllowedFromSpec{Namespaces: []string{shared}, Labels: []v1alpha1.LabelKey{"team"}},
 			}
 		}),
+		llsd(ns, "direct", func(l *v1alpha1.LlamaStackDistribution) {
+			l.Spec.Server.Distribution = v1alpha1.DistributionType{Image: "docker.io/llamastack/distribution-starter:0.2.0"}
+		}),
 	}
 }
 
@@ -91,10 +96,13 @@ func previousReleaseCRs(ns, shared string) []*v1alpha1.LlamaStackDistribution {
 // tree's CRD (v1alpha2 stored, converted by the webhook) and controller. Then:
 //   - until the new controller serves the webhook, the CRs read in v1alpha1, not in
 //     v1alpha2;
-//   - no pod rolls: every child is the object it was, not written at all (same
-//     resourceVersion), except each Deployment, which gets one metadata-only patch
-//     adding the llamastack.io/image annotation (its pod template unchanged, no new
-//     ReplicaSet, every pod the same);
+//   - every child is the object it was, not written at all (same resourceVersion),
+//     except each Deployment, which gets one patch adding the llamastack.io/image
+//     annotation. For a CR with a direct image that is all (its pod template
+//     unchanged, no new ReplicaSet, every pod the same); for a CR naming a
+//     distribution the same patch moves the server from the previous release's
+//     :latest to the pinned image, and nothing else: one new ReplicaSet;
+//   - a restart of the controller then writes nothing: the pin applies once;
 //   - every CR reads back in v1alpha1 exactly as created, and in v1alpha2 as its
 //     conversion;
 //   - a v1alpha1 client's read-edit-write of an upgraded CR keeps the v1alpha2-only
@@ -205,13 +213,42 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	require.NoError(t, err, "a CR stored in v1alpha1 reads in v1alpha1 without the webhook")
 	_, err = u.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "plain", metav1.GetOptions{})
 	require.ErrorContains(t, err, "conversion webhook", "a CR stored in v1alpha1 needs the webhook to read in v1alpha2")
-	u.startCurrent(t, webhookAddr, currentVersion)
+	stop := u.startCurrent(t, webhookAddr, currentVersion)
 	u.waitCurrent(t, ns, names, currentVersion)
 	u.waitQuiet(t, "current", 5*time.Second)
 	t.Logf("the controller of this tree synced every CR %s after the upgrade", time.Since(upgraded).Round(time.Second))
 
-	assertOnlyImageAnnotationAdded(t, before, u.snapshot(t, ns))
+	pinned := map[string]string{}
+	for name, c := range created {
+		if dist := c.Spec.Server.Distribution.Name; dist != "" {
+			d, ok := configgen.LookupDistribution(dist)
+			require.True(t, ok, dist)
+			pinned[name] = d.Image
+		}
+	}
+	require.NotEmpty(t, pinned)
+	require.Less(t, len(pinned), len(names), "a CR with a direct image too")
+	after := u.snapshot(t, ns)
+	assertUpgradeChanges(t, before, after, pinned)
 	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names)
+
+	// A restart of the controller writes nothing in the namespace: the pin was applied
+	// once, and the Deployments are as the first sync left them.
+	stop()
+	restarted := time.Now()
+	u.startCurrent(t, webhookAddr, currentVersion)
+	u.waitCurrent(t, ns, names, currentVersion)
+	u.waitQuiet(t, "current", 5*time.Second)
+	for _, w := range u.writes(t, "current", restarted) {
+		if w.ObjectRef != nil && w.ObjectRef.Namespace == ns {
+			t.Errorf("a write after the restart: %s", w)
+		}
+	}
+	for _, name := range names {
+		d, err := u.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, after["deployments/"+name].GetGeneration(), d.Generation, "%s: the Deployment is not written again after a restart", name)
+	}
 	expected := map[string]readBack{}
 	for name, c := range created {
 		expected[name] = readBack{v1: c.Spec, v2: hubOf(t, c).Spec}
@@ -238,39 +275,124 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	t.Logf("the whole test took %s", time.Since(start).Round(time.Second))
 }
 
-// assertOnlyImageAnnotationAdded compares the objects of a namespace before and after
-// the upgrade: every object is still there, the same one (UID), and nothing else is
-// there. None was written at all (same resourceVersion), except each Deployment: one
-// metadata write added the annotation llamastack.io/image naming the image it runs
-// (which bumps its generation, as any change of a Deployment's annotations does), and
-// the Deployment controller copied it to the ReplicaSet. The pod templates, the
-// ReplicaSets and the pods are the same.
-func assertOnlyImageAnnotationAdded(t *testing.T, before, after map[string]*unstructured.Unstructured) {
+// assertUpgradeChanges compares the objects of a namespace before and after the
+// upgrade: every object is still there, the same one (UID), and nothing else is there,
+// but for the ReplicaSet and pods of a rollout. None was written at all (same
+// resourceVersion; for the other children of a CR whose pods rolled, the same but for
+// their status, which follows the rollout), except each Deployment, written once (its
+// generation up by one):
+//   - of a CR with a direct image, one change of its metadata: the annotation
+//     llamastack.io/image naming the image it runs, which the Deployment controller
+//     copied to the ReplicaSet. The pod template, the ReplicaSets and the pods are the
+//     same;
+//   - of a CR naming a distribution (pinned: Deployment name → pinned image), the same
+//     annotation naming the pinned image, and the server's image moved to it from the
+//     previous release's :latest, nothing else of its spec: one new ReplicaSet runs the
+//     pinned image, and the old one is kept.
+func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.Unstructured, pinned map[string]string) {
 	t.Helper()
+	// owner is the Deployment a ReplicaSet or pod belongs to (a pod through its ReplicaSet).
+	owner := func(o *unstructured.Unstructured) string {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil {
+			return ""
+		}
+		if ref.Kind == "ReplicaSet" {
+			for _, objs := range []map[string]*unstructured.Unstructured{before, after} {
+				if rs, ok := objs["replicasets/"+ref.Name]; ok {
+					if d := metav1.GetControllerOf(rs); d != nil {
+						return d.Name
+					}
+				}
+			}
+			return ""
+		}
+		return ref.Name
+	}
+	serverImage := func(o *unstructured.Unstructured, key string) string {
+		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		require.Len(t, containers, 1, key)
+		image, _ := containers[0].(map[string]any)["image"].(string)
+		return image
+	}
 	for key, b := range before {
+		resource := strings.SplitN(key, "/", 2)[0]
+		rolled := pinned[b.GetName()] != "" && resource == "deployments" ||
+			pinned[owner(b)] != "" && (resource == "replicasets" || resource == "pods")
 		a, ok := after[key]
+		if resource == "pods" && rolled {
+			continue // replaced by the rollout
+		}
 		if !assert.True(t, ok, "%s is gone after the upgrade", key) {
 			continue
 		}
 		assert.Equal(t, b.GetUID(), a.GetUID(), "%s is the same object", key)
-		resource := strings.SplitN(key, "/", 2)[0]
-		if resource != "deployments" && resource != "replicasets" {
+		switch {
+		case resource == "deployments" || resource == "replicasets":
+		case pinned[owner(b)] != "":
+			// A child of a CR whose pods rolled: its status may follow the rollout (a
+			// PDB's counts, a PVC's conditions), written by Kubernetes' controllers (the
+			// audit log shows the controller wrote none); nothing else changed.
+			strip := func(u *unstructured.Unstructured) map[string]any {
+				o := withoutWriteMarks(u)
+				delete(o, "status")
+				return o
+			}
+			assert.Empty(t, diffJSON(strip(b), strip(a), ""), "%s changed beyond its status", key)
+			continue
+		default:
 			assert.Equal(t, b.GetResourceVersion(), a.GetResourceVersion(), "%s was written; differences: %v", key, diffJSON(b.Object, a.Object, ""))
 			continue
 		}
-		containers, _, err := unstructured.NestedSlice(a.Object, "spec", "template", "spec", "containers")
-		require.NoError(t, err)
-		require.Len(t, containers, 1, key)
-		image, _ := containers[0].(map[string]any)["image"].(string)
-		assert.Equal(t, image, a.GetAnnotations()[imageAnnotation], "%s: the annotation names the image it runs", key)
 		assert.NotContains(t, b.GetAnnotations(), imageAnnotation, key)
 		if resource == "deployments" {
-			assert.Equal(t, b.GetGeneration()+1, a.GetGeneration(), "%s: one change of its annotations", key)
+			assert.Equal(t, b.GetGeneration()+1, a.GetGeneration(), "%s: written once", key)
 		}
-		assert.Empty(t, diffJSON(withoutWriteMarks(b), withoutWriteMarks(a), ""), "%s changed beyond the annotation", key)
+		switch {
+		case rolled && resource == "deployments":
+			image := pinned[b.GetName()]
+			assert.Equal(t, strings.SplitN(image, ":", 2)[0]+":latest", serverImage(b, key), "%s: the previous release ran :latest", key)
+			assert.Equal(t, image, serverImage(a, key), "%s: the pinned image", key)
+			assert.Equal(t, image, a.GetAnnotations()[imageAnnotation], "%s: the annotation names the image it runs", key)
+			// Nothing else of the spec or the metadata changed (the rollout bumps the
+			// Deployment's revision annotation; the status is the rollout's).
+			want := withoutWriteMarks(b)
+			containers, _, _ := unstructured.NestedSlice(want, "spec", "template", "spec", "containers")
+			containers[0].(map[string]any)["image"] = image
+			require.NoError(t, unstructured.SetNestedSlice(want, containers, "spec", "template", "spec", "containers"))
+			got := withoutWriteMarks(a)
+			for _, o := range []map[string]any{want, got} {
+				unstructured.RemoveNestedField(o, "metadata", "annotations", "deployment.kubernetes.io/revision")
+				delete(o, "status")
+			}
+			assert.Empty(t, diffJSON(want, got, ""), "%s changed beyond the image and its annotation", key)
+		case rolled:
+			// The ReplicaSet of the previous release's pod template: kept, scaled down.
+			assert.Equal(t, b.Object["spec"].(map[string]any)["template"], a.Object["spec"].(map[string]any)["template"], "%s keeps its pod template", key)
+		default:
+			assert.Equal(t, serverImage(a, key), a.GetAnnotations()[imageAnnotation], "%s: the annotation names the image it runs", key)
+			assert.Empty(t, diffJSON(withoutWriteMarks(b), withoutWriteMarks(a), ""), "%s changed beyond the annotation", key)
+		}
 	}
-	for key := range after {
-		assert.Contains(t, before, key, "a new object after the upgrade")
+	newReplicaSets := map[string][]string{}
+	for key, a := range after {
+		if _, ok := before[key]; ok {
+			continue
+		}
+		resource := strings.SplitN(key, "/", 2)[0]
+		d := owner(a)
+		switch {
+		case pinned[d] != "" && resource == "replicasets":
+			newReplicaSets[d] = append(newReplicaSets[d], a.GetName())
+			assert.Equal(t, pinned[d], serverImage(a, key), "%s runs the pinned image", key)
+		case pinned[d] != "" && resource == "pods":
+		default:
+			t.Errorf("a new object after the upgrade: %s", key)
+		}
+	}
+	for d := range pinned {
+		assert.Len(t, newReplicaSets[d], 1, "%s: one new ReplicaSet", d)
 	}
 }
 

@@ -107,8 +107,8 @@ func TestImageOverrides(t *testing.T) {
 	settle(t)
 	assert.Equal(t, "quay.io/test/llama-stack:override-test-v2", server(deployment(t, ns, "app")).Image)
 	setOperatorConfig(t, map[string]string{})
-	waitDeployment(t, ns, "app", "the default image again", func(d *appsv1.Deployment) bool {
-		return server(d).Image == "docker.io/llamastack/distribution-starter:latest"
+	waitDeployment(t, ns, "app", "the default (pinned) image again", func(d *appsv1.Deployment) bool {
+		return server(d).Image == "docker.io/llamastack/distribution-starter:0.7.1"
 	})
 	waitReady(t, ns, "app")
 }

@@ -852,7 +852,7 @@ version:
 distributionConfig:
   activeDistribution: starter
   availableDistributions:
-    starter: docker.io/llamastack/distribution-starter:latest
+    starter: docker.io/llamastack/distribution-starter:0.7.1
   providers:
   - api: inference
     provider_id: ollama
