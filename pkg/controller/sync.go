@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -393,18 +394,18 @@ func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
 	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Distribution.Name {
 		return ""
 	}
-	owned, err := c.deployments.extract(d, FieldManager)
-	if err != nil {
+	owned, ok := appliedFields(d, FieldManager)
+	if !ok {
 		return ""
 	}
-	if image := owned.Annotations[annotationImage]; image != "" {
+	if image := d.Annotations[annotationImage]; image != "" && owned.Has(fieldpath.MakePathOrDie("metadata", "annotations", annotationImage)) {
 		return image
 	}
-	if owned.Spec != nil && owned.Spec.Template != nil && owned.Spec.Template.Spec != nil {
-		for _, ctr := range owned.Spec.Template.Spec.Containers {
-			if ptr.Deref(ctr.Name, "") == containerName(l) && ptr.Deref(ctr.Image, "") != "" {
-				return *ctr.Image
-			}
+	name := containerName(l)
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if ctr.Name == name && ctr.Image != "" &&
+			owned.Has(fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", name), "image")) {
+			return ctr.Image
 		}
 	}
 	return ""
