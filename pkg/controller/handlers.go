@@ -88,15 +88,8 @@ func (c *Controller) handleOwnedDelete(obj any) { c.enqueueOwner(obj, false) }
 // enqueueOwner enqueues the CR named by obj's controller reference; with sameUID only
 // when it is that very CR, not a new one that merely reuses the name.
 func (c *Controller) enqueueOwner(obj any, sameUID bool) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != controllerKind.Kind {
+	o, ref := controllerOf(obj, controllerKind.Kind)
+	if ref == nil {
 		return
 	}
 	l, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name)
@@ -104,6 +97,23 @@ func (c *Controller) enqueueOwner(obj any, sameUID bool) {
 		return
 	}
 	c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
+}
+
+// controllerOf returns an object (also one known only by its tombstone) and its
+// controller reference, when that is of the kind; else a nil reference.
+func controllerOf(obj any, kind string) (metav1.Object, *metav1.OwnerReference) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != kind {
+		return nil, nil
+	}
+	return o, ref
 }
 
 // configMapHandler enqueues the CRs that reference a changed ConfigMap, and the owner of
@@ -160,26 +170,30 @@ func indexByConfigMap(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// replicaSetHandler enqueues the CR of a deleted ReplicaSet's Deployment (the CR's
-// name): a generated ConfigMap the ReplicaSet mounted may now be unused. Other changes
-// of ReplicaSets come with changes of their Deployment, which are watched already.
+// replicaSetHandler enqueues the CR of a new or deleted ReplicaSet's Deployment (the
+// CR's name; a Deployment of that name that the CR does not control is no business of
+// the sync). A new one: the pods podProblemFor reads are those of the Deployment's
+// current ReplicaSet, and a stuck pod's event may come before its ReplicaSet is in the
+// cache, with nothing else to sync again (adds are rare: one per rollout). A deleted
+// one: a generated ConfigMap it mounted may now be unused. Other changes of
+// ReplicaSets come with changes of their Deployment, which are watched already.
 func (c *Controller) replicaSetHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		o, ok := obj.(metav1.Object)
-		if !ok {
+	handle := func(obj any) {
+		o, ref := controllerOf(obj, "Deployment")
+		if ref == nil {
 			return
 		}
-		ref := metav1.GetControllerOfNoCopy(o)
-		if ref == nil || ref.Kind != "Deployment" {
+		l, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name)
+		if err != nil {
 			return
 		}
-		if _, err := c.llsdLister.LlamaStackDistributions(o.GetNamespace()).Get(ref.Name); err == nil {
-			c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: ref.Name})
+		// A deleted Deployment (the ReplicaSet's deletion follows it) is no longer cached.
+		if d, err := c.deployments.cached(l.Namespace, deploymentName(l)); err == nil && !isControlledBy(d, l) {
+			return
 		}
-	}}
+		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { handle(obj) }, DeleteFunc: handle}
 }
 
 // enqueueAll adds every CR to the queue.

@@ -206,3 +206,30 @@ func TestDeletedConfigMapOfAnEarlierCRWakesTheNewOne(t *testing.T) {
 	h.OnDelete(left)
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued())
 }
+
+// A new ReplicaSet of a CR's Deployment queues the CR: a pod's event may have come
+// before it reached the cache. Not one of another Deployment, nor a ReplicaSet's update.
+func TestReplicaSetHandler(t *testing.T) {
+	f := newPodFixture(t)
+	h := f.c.replicaSetHandler()
+	f.queued()
+	rs := func(deployment string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: deployment + "-2222", Namespace: testNamespace, ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment, UID: "dep-uid", Controller: ptr.To(true)}}}}
+	}
+	h.OnAdd(rs("app"), false)
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a new ReplicaSet of the CR's Deployment")
+	h.OnAdd(rs("other"), false)
+	assert.Empty(t, f.queued(), "no CR of that name")
+	updated := rs("app")
+	updated.ResourceVersion = "2"
+	h.OnUpdate(rs("app"), updated)
+	assert.Empty(t, f.queued(), "an update")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "demo/app-2222", Obj: rs("app")})
+	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "deleted (tombstone)")
+
+	// A Deployment of the CR's name that the CR does not control.
+	f.updateDeployment("app", "someone", func(d *appsv1.Deployment) { d.OwnerReferences = nil })
+	h.OnAdd(rs("app"), false)
+	assert.Empty(t, f.queued(), "not the CR's Deployment")
+}
