@@ -282,7 +282,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 		return nil
 	}
 	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep); reason != v1alpha2.ReasonRolloutComplete {
+		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
 		}
 	}

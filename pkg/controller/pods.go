@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -90,6 +91,12 @@ func slimTerminated(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTe
 // pod (and the container) with the kubelet's or the scheduler's words.
 type podProblem struct {
 	reason, message string
+	// continuing: the container runs again after it exited, and is not ready. That is
+	// a crash loop between two back-offs only if one was reported already (the CR's
+	// status says it, see podProblemFor): the same words continue it, so the status
+	// does not flip at each restart; but a container that exited once, long ago, and
+	// whose readiness fails now is not crash-looping.
+	continuing bool
 }
 
 // maxPodDetail caps what is quoted of a kubelet, scheduler or container message.
@@ -106,7 +113,7 @@ func podProblemOf(p *corev1.Pod) *podProblem {
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &podProblem{v1alpha2.ReasonUnschedulable, fmt.Sprintf("pod %s: %s", p.Name, detail(c.Message, "no node can run it"))}
+			return &podProblem{reason: v1alpha2.ReasonUnschedulable, message: fmt.Sprintf("pod %s: %s", p.Name, detail(c.Message, "no node can run it"))}
 		}
 	}
 	for _, s := range p.Status.InitContainerStatuses {
@@ -136,31 +143,83 @@ func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *p
 	w := s.State.Waiting
 	switch {
 	case w != nil && slices.Contains(pullReasons, w.Reason):
-		return &podProblem{v1alpha2.ReasonImagePullBackOff, prefix + detail(pullError(w), w.Reason)}
+		return &podProblem{reason: v1alpha2.ReasonImagePullBackOff, message: prefix + detail(stableNetError(pullError(w)), w.Reason)}
 	case w != nil && w.Reason == v1alpha2.ReasonCrashLoopBackOff:
 		return crashProblem(prefix, s.LastTerminationState.Terminated)
 	case w != nil && !slices.Contains(startingReasons, w.Reason):
-		reason := w.Reason
-		if !conditionReason.MatchString(reason) || len(reason) > 1024 {
-			reason = v1alpha2.ReasonPodNotStarting
+		if !conditionReason.MatchString(w.Reason) || len(w.Reason) > 1024 || ownReason(w.Reason) {
+			// Not a reason a condition can hold, or one the controller gives with a
+			// meaning of its own (a user error, a rollout's progress): the kubelet's
+			// reason goes in the message.
+			said := w.Reason
+			if m := strings.TrimSpace(w.Message); m != "" {
+				said += ": " + m
+			}
+			return &podProblem{reason: v1alpha2.ReasonPodNotStarting, message: prefix + detail(said, "")}
 		}
-		return &podProblem{reason, prefix + detail(w.Message, w.Reason)}
+		return &podProblem{reason: w.Reason, message: prefix + detail(w.Message, w.Reason)}
 	case w != nil || s.Ready:
 		return nil
 	}
-	// Running but not ready, or just exited: a container that exited before is in its
-	// crash loop between two back-offs, and is reported as in the back-off, so that the
-	// status does not flip at each restart. An init container that completed is done.
+	// Just exited: a crash, reported as the back-off that follows. An init container
+	// that completed is done.
 	if t := s.State.Terminated; t != nil {
 		if init && t.ExitCode == 0 {
 			return nil
 		}
 		return crashProblem(prefix, t)
 	}
+	// Running again, not ready, after an exit: maybe between two back-offs of a crash
+	// loop, with the words of the back-off before (the same last exit).
 	if t := s.LastTerminationState.Terminated; t != nil && s.State.Running != nil {
-		return crashProblem(prefix, t)
+		pr := crashProblem(prefix, t)
+		pr.continuing = true
+		return pr
 	}
 	return nil
+}
+
+// ownReason tells whether a reason is one the controller gives its conditions with a
+// meaning of its own, which a pod's reason must not be taken for (a runtime calling an
+// error ConfigInvalid is not the CR's config): every v1alpha2 reason but those of
+// podProblemOf (podReasons).
+func ownReason(reason string) bool {
+	return ownReasons[reason]
+}
+
+// podReasons are the reasons podProblemOf gives of its own; any other it gives is the
+// kubelet's.
+var podReasons = []string{v1alpha2.ReasonUnschedulable, v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff,
+	v1alpha2.ReasonInvalidImageName, v1alpha2.ReasonCreateContainerError, v1alpha2.ReasonRunContainerError,
+	v1alpha2.ReasonCrashLoopBackOff, v1alpha2.ReasonPodNotStarting}
+
+// ownReasons are the v1alpha2 reasons but podReasons (TestReasonsAreClassified checks
+// that each is in one of the two).
+var ownReasons = map[string]bool{
+	v1alpha2.ReasonDeploymentReady: true, v1alpha2.ReasonDeploymentPending: true, v1alpha2.ReasonDeploymentScaling: true,
+	v1alpha2.ReasonDeploymentFailed: true, v1alpha2.ReasonStorageReady: true, v1alpha2.ReasonStorageFailed: true,
+	v1alpha2.ReasonServiceReady: true, v1alpha2.ReasonServiceFailed: true, v1alpha2.ReasonReady: true,
+	v1alpha2.ReasonNotReady: true, v1alpha2.ReasonTerminating: true, v1alpha2.ReasonScaledToZero: true,
+	v1alpha2.ReasonReplicaFailure: true, v1alpha2.ReasonRollingOut: true, v1alpha2.ReasonRolloutComplete: true,
+	v1alpha2.ReasonProgressDeadlineExceeded: true, v1alpha2.ReasonHealthCheckPassed: true, v1alpha2.ReasonHealthCheckFailed: true,
+	v1alpha2.ReasonHealthCheckPending: true, v1alpha2.ReasonServerNotAvailable: true, v1alpha2.ReasonStorageInSync: true,
+	v1alpha2.ReasonShrinkRefused: true, v1alpha2.ReasonStorageFieldImmutable: true, v1alpha2.ReasonResizeRefused: true,
+	v1alpha2.ReasonResizing: true, v1alpha2.ReasonReadWriteOnceShared: true, v1alpha2.ReasonNestedMountPaths: true,
+	v1alpha2.ReasonDistributionNotSupported: true, v1alpha2.ReasonConfigMapNotFound: true, v1alpha2.ReasonConfigMapKeyMissing: true,
+	v1alpha2.ReasonConfigMapNotAllowed: true, v1alpha2.ReasonCABundleInvalid: true, v1alpha2.ReasonResourceNotOwned: true,
+	v1alpha2.ReasonResourceInvalid: true, v1alpha2.ReasonConfigGenerated: true, v1alpha2.ReasonBaseConfigRequired: true,
+	v1alpha2.ReasonConfigInvalid: true, v1alpha2.ReasonServerVersionNotSupported: true,
+}
+
+// netAddrs is the local end of a Go network error (`read tcp 10.2.0.49:42728->23.20.95.219:443`):
+// an ephemeral port, and an address of the node, different at each attempt.
+var netAddrs = regexp.MustCompile(`\b((?:tcp|udp)[46]?) \S+:\d+->`)
+
+// stableNetError drops the local end of the network errors in msg, so that a message
+// says the same at each attempt that fails the same way (`read tcp 23.20.95.219:443:
+// connection reset by peer`, as a dial error names it).
+func stableNetError(msg string) string {
+	return netAddrs.ReplaceAllString(msg, "$1 ")
 }
 
 // crashProblem describes a crash loop by how the container last exited: the kubelet's
@@ -177,7 +236,7 @@ func crashProblem(prefix string, t *corev1.ContainerStateTerminated) *podProblem
 			msg += ": " + detail(m, "")
 		}
 	}
-	return &podProblem{v1alpha2.ReasonCrashLoopBackOff, prefix + msg}
+	return &podProblem{reason: v1alpha2.ReasonCrashLoopBackOff, message: prefix + msg}
 }
 
 // pullError is the error of the last pull attempt, the same in the attempt's own state
@@ -264,11 +323,22 @@ func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *apps
 		if rs == nil || rs.UID != ref.UID || (current != nil && rs != current) {
 			continue
 		}
-		if pr := podProblemOf(p); pr != nil {
+		if pr := podProblemOf(p); pr != nil && (!pr.continuing || reported(l, pr)) {
 			return pr
 		}
 	}
 	return nil
+}
+
+// reported tells whether the CR's status reports pr already, in DeploymentReady or
+// Progressing: a crash loop that continues while the container runs again.
+func reported(l *v1alpha2.LlamaStackDistribution, pr *podProblem) bool {
+	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionProgressing} {
+		if c := meta.FindStatusCondition(l.Status.Conditions, t); c != nil && c.Reason == pr.reason && strings.Contains(c.Message, pr.message) {
+			return true
+		}
+	}
+	return false
 }
 
 // podHandler enqueues a pod's CR (by its instance label, in the pod's namespace) when
@@ -317,9 +387,11 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 	}
 }
 
+// samePodProblem compares what two problems say: a crash loop's container running
+// again between two back-offs says the same as in the back-off, and is no sync.
 func samePodProblem(a, b *podProblem) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return *a == *b
+	return a.reason == b.reason && a.message == b.message
 }

@@ -1,6 +1,12 @@
 package controller
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -506,5 +512,290 @@ func TestStuckReason(t *testing.T) {
 		v1alpha2.ReasonResourceNotOwned, v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed,
 		v1alpha2.ReasonBaseConfigRequired, v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported} {
 		assert.False(t, stuckReason(r), r)
+	}
+}
+
+// runningAfter is the server container running again, ready or not, after it exited.
+func runningAfter(ready bool, last *corev1.ContainerStateTerminated) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: "llama-stack", Ready: ready, RestartCount: 1,
+		State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		LastTerminationState: corev1.ContainerState{Terminated: last}}
+}
+
+// A container killed once, long ago, whose readiness fails now (a dependency down) is
+// not crash-looping: the CR is not Ready (Initializing), with no Warning.
+func TestOneRestartLongAgoIsNoCrashLoop(t *testing.T) {
+	f := newPodFixture(t)
+	oom := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}
+	f.pod("app-1111-a", "app-1111", 72*time.Hour, withContainers(runningAfter(true, oom)))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
+	f.events()
+
+	f.pod("app-1111-a", "app-1111", 72*time.Hour, withContainers(runningAfter(false, oom)))
+	f.setDeploymentStatus("app", notAvailable)
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase)
+	assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Equal(t, v1alpha2.ReasonNotReady, cond(t, got, v1alpha2.ConditionReady).Reason)
+	assert.Zero(t, countEvents(f.events(), "Warning"))
+}
+
+// A crash loop is reported from its first exit, and stays reported while the container
+// runs again between two crashes: one status write and one Warning for the loop, none
+// per restart; once the container is ready the CR is Ready.
+func TestCrashLoopIsOneWrite(t *testing.T) {
+	f := newPodFixture(t)
+	exit := crashLooping("10s").LastTerminationState.Terminated
+	exited := corev1.ContainerStatus{Name: "llama-stack", State: corev1.ContainerState{Terminated: exit}}
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(exited))
+	f.converge("app")
+	require.Equal(t, v1alpha2.ReasonCrashLoopBackOff, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
+	require.Equal(t, 1, countEvents(f.events(), "Warning CrashLoopBackOff"))
+	for _, b := range []string{"10s", "20s", "40s"} {
+		for name, s := range map[string]corev1.ContainerStatus{"back-off " + b: crashLooping(b), "running again": runningAfter(false, exit), "exited": exited} {
+			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(s))
+			assert.Empty(t, f.sync("app"), name)
+		}
+	}
+	assert.Empty(t, f.events())
+
+	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(runningAfter(true, exit)))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
+}
+
+// rollingOut is the Deployment's status while its new pod does not start and its old
+// one serves.
+func rollingOut(d *appsv1.Deployment) {
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1,
+		AvailableReplicas: 1, UnavailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}}}
+}
+
+// A rollout whose new pod does not start while the old one serves: the CR stays Ready,
+// and Progressing (True) names the pod's problem, with one Warning Event, before the
+// progress deadline.
+func TestStuckPodOfARollout(t *testing.T) {
+	f := newPodFixture(t)
+	f.pod("app-1111-a", "app-1111", time.Hour, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
+	f.events()
+
+	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[revisionAnnotation] = "2" })
+	f.replicaSet("app-2222", "2", f.dep.UID)
+	f.pod("app-2222-a", "app-2222", 0, withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing)))
+	f.setDeploymentStatus("app", rollingOut)
+	f.converge("app")
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha2.ConditionReady).Status)
+	assert.Equal(t, metav1.ConditionTrue, cond(t, got, v1alpha2.ConditionDeploymentReady).Status)
+	p := cond(t, got, v1alpha2.ConditionProgressing)
+	assert.Equal(t, metav1.ConditionTrue, p.Status)
+	assert.Equal(t, v1alpha2.ReasonCreateContainerConfigError, p.Reason)
+	want := "pod app-2222-a: container llama-stack: " + secretMissing
+	assert.Equal(t, want+"; Deployment is rolling out: 1 of 1 replicas updated and available", p.Message)
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning CreateContainerConfigError "+want), "events: %v", events)
+	assert.Empty(t, f.sync("app"))
+	assert.Empty(t, f.events())
+
+	// The old pod goes (its node drained, say): DeploymentReady says it now, no new Warning.
+	f.setDeploymentStatus("app", func(d *appsv1.Deployment) { notAvailable(d) })
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
+	assert.Equal(t, v1alpha2.ReasonCreateContainerConfigError, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Zero(t, countEvents(f.events(), "Warning"), "the same problem of the same pod")
+
+	// The Secret made: the new pod runs, the rollout completes.
+	f.pod("app-2222-a", "app-2222", 0, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	got = f.llsd("app")
+	assert.Equal(t, v1alpha2.PhaseReady, got.Status.Phase)
+	assert.Equal(t, v1alpha2.ReasonRolloutComplete, cond(t, got, v1alpha2.ConditionProgressing).Reason)
+}
+
+// Messages that change at each attempt: a pull error names the node's end of the
+// connection, with an ephemeral port; the scheduler's message counts nodes. The pull
+// message is made stable; the scheduler's is kept, but a new one of the same pod and
+// reason is no new Warning.
+func TestStuckPodMessagesThatChange(t *testing.T) {
+	pull := func(local string) func(*corev1.Pod) {
+		return withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "quay.io/x/y:1": ErrImagePull: failed to pull and unpack image "quay.io/x/y:1": failed to copy: read tcp `+local+`->23.20.95.219:443: read: connection reset by peer`))
+	}
+	f := newPodFixture(t)
+	f.pod("app-1111-a", "app-1111", time.Minute, pull("10.2.0.49:42728"))
+	f.converge("app")
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, `pod app-1111-a: container llama-stack: ErrImagePull: failed to pull and unpack image "quay.io/x/y:1": failed to copy: read tcp 23.20.95.219:443: read: connection reset by peer`, c.Message)
+	require.Equal(t, 1, countEvents(f.events(), "Warning ImagePullBackOff"))
+	f.pod("app-1111-a", "app-1111", time.Minute, pull("10.2.0.49:51002"))
+	assert.Empty(t, f.sync("app"), "another attempt, another port")
+	f.pod("app-1111-a", "app-1111", time.Minute, pull("[fd00::49]:51002"))
+	assert.Empty(t, f.sync("app"), "over IPv6")
+
+	f.pod("app-1111-a", "app-1111", time.Minute, unschedulable)
+	f.converge("app")
+	require.Equal(t, 1, countEvents(f.events(), "Warning Unschedulable"))
+	f.pod("app-1111-a", "app-1111", time.Minute, func(p *corev1.Pod) {
+		unschedulable(p)
+		p.Status.Conditions[0].Message = strings.ReplaceAll(unschedulableMsg, "0/3 nodes", "0/4 nodes")
+	})
+	f.converge("app")
+	assert.Contains(t, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Message, "0/4 nodes", "the scheduler's words")
+	assert.Empty(t, f.events(), "the same pod, the same reason")
+}
+
+func TestStableNetError(t *testing.T) {
+	for in, want := range map[string]string{
+		"read tcp 10.2.0.49:42728->23.20.95.219:443: read: connection reset by peer": "read tcp 23.20.95.219:443: read: connection reset by peer",
+		"write tcp6 [fd00::1]:4000->[2001:db8::1]:443: broken pipe":                  "write tcp6 [2001:db8::1]:443: broken pipe",
+		"dial tcp 23.20.95.219:443: i/o timeout":                                     "dial tcp 23.20.95.219:443: i/o timeout",
+		"image x->y not found":                                                       "image x->y not found",
+	} {
+		assert.Equal(t, want, stableNetError(in), in)
+	}
+}
+
+// A kubelet or runtime reason that is one the controller gives with its own meaning
+// is not passed on as it is: the pod does not start (PodNotStarting), the CR is Failed
+// with a Warning, and the kubelet's reason is in the message.
+func TestPodReasonThatIsTheControllers(t *testing.T) {
+	for _, r := range []string{v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonDeploymentScaling, v1alpha2.ReasonReady, v1alpha2.ReasonRollingOut} {
+		t.Run(r, func(t *testing.T) {
+			f := newPodFixture(t)
+			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", r, "runtime says no")))
+			f.converge("app")
+			got := f.llsd("app")
+			assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
+			msg := "pod app-1111-a: container llama-stack: " + r + ": runtime says no"
+			for _, ct := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionReady} {
+				assert.Equal(t, v1alpha2.ReasonPodNotStarting, cond(t, got, ct).Reason, ct)
+				assert.Equal(t, msg, cond(t, got, ct).Message, ct)
+			}
+			assert.Equal(t, 1, countEvents(f.events(), "Warning PodNotStarting "+msg))
+		})
+	}
+}
+
+// v1alpha2Reasons reads every Reason constant of the API package from its source:
+// name to value.
+func v1alpha2Reasons(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	out := map[string]string{}
+	files, err := filepath.Glob(filepath.Join("..", "apis", "llamastack", "v1alpha2", "*.go"))
+	require.NoError(t, err)
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(filepath.Base(path), "zz_") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !strings.HasPrefix(n.Name, "Reason") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					require.True(t, ok, "%s is not a literal", n.Name)
+					v, err := strconv.Unquote(lit.Value)
+					require.NoError(t, err)
+					out[n.Name] = v
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// userErrorReasons reads the reasons the controller and configgen give user errors:
+// userError{v1alpha2.ReasonX, ...}, generate's fail(v1alpha2.ReasonX, ...) and
+// configgen's Error{Reason: v1alpha2.ReasonX}.
+func userErrorReasons(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var out []string
+	reason := func(e ast.Expr) {
+		if sel, ok := e.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Reason") {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "v1alpha2" {
+				out = append(out, sel.Sel.Name)
+			}
+		}
+	}
+	for _, dir := range []string{".", filepath.Join("..", "configgen")} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		require.NoError(t, err)
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			require.NoError(t, err)
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CompositeLit:
+					id, ok := n.Type.(*ast.Ident)
+					if !ok || len(n.Elts) == 0 {
+						return true
+					}
+					switch {
+					case id.Name == "userError":
+						reason(n.Elts[0])
+					case id.Name == "Error":
+						for _, e := range n.Elts {
+							if kv, ok := e.(*ast.KeyValueExpr); ok {
+								if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Reason" {
+									reason(kv.Value)
+								}
+							}
+						}
+					}
+				case *ast.CallExpr:
+					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "fail" && len(n.Args) > 0 {
+						reason(n.Args[0])
+					}
+				}
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// Every reason of the API is the controller's own or one of a pod; the user errors'
+// are problems; stuckReason says stuck of ReplicaFailure, ProgressDeadlineExceeded and
+// the pods' reasons only.
+func TestReasonsAreClassified(t *testing.T) {
+	all := v1alpha2Reasons(t)
+	for name, v := range all {
+		assert.True(t, ownReason(v) != slices.Contains(podReasons, v), "%s (%q) must be in exactly one of ownReasons and podReasons", name, v)
+		stuck := slices.Contains(podReasons, v) || v == v1alpha2.ReasonReplicaFailure || v == v1alpha2.ReasonProgressDeadlineExceeded
+		assert.Equal(t, stuck, stuckReason(v), "stuckReason(%s)", name)
+	}
+	assert.Len(t, ownReasons, len(all)-len(podReasons), "ownReasons holds only API reasons")
+	users := userErrorReasons(t)
+	assert.GreaterOrEqual(t, len(users), 10, "found %v", users)
+	for _, name := range users {
+		v, ok := all[name]
+		require.True(t, ok, name)
+		assert.True(t, isProblemReason(v), "a user error's reason %s is a problem", name)
 	}
 }

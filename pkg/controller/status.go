@@ -110,7 +110,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	if obs.deployment == nil {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionProgressing)
 	} else {
-		status, reason, message := rolloutProgress(obs.deployment)
+		status, reason, message := rolloutProgress(obs.deployment, obs.pod)
 		set(v1alpha2.ConditionProgressing, status, reason, message)
 	}
 
@@ -323,22 +323,21 @@ func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
 }
 
 // stuckReason tells whether a reason of a False DeploymentReady says why the Deployment
-// cannot come up. Those of deploymentReady are known; the others are user errors
-// (isProblemReason) or a pod's own reason (podProblemOf), which is the kubelet's or the
-// scheduler's and so not a closed list.
+// cannot come up: ReplicaFailure, ProgressDeadlineExceeded, or a pod's own reason
+// (podProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
+// but never one the controller gives with another meaning (ownReason: containerProblem
+// does not pass those on), such as a user error's.
 func stuckReason(reason string) bool {
-	switch reason {
-	case v1alpha2.ReasonReplicaFailure, v1alpha2.ReasonProgressDeadlineExceeded:
-		return true
-	case v1alpha2.ReasonDeploymentReady, v1alpha2.ReasonDeploymentPending, v1alpha2.ReasonDeploymentScaling, v1alpha2.ReasonScaledToZero:
-		return false
-	}
-	return !isProblemReason(reason)
+	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || podReason(reason)
 }
 
 // rolloutProgress is the Progressing condition: whether the Deployment has rolled out
-// its current spec to every replica, as kubectl rollout status tells it.
-func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, string) {
+// its current spec to every replica, as kubectl rollout status tells it. pod is why a
+// pod of the current ReplicaSet does not start, if one is stuck: while rolling out,
+// Progressing stays True but takes the pod's reason, its message first. The old pods
+// may still serve (DeploymentReady stays True), and this is where the CR names what
+// holds the rollout up before its progress deadline.
+func rolloutProgress(d *appsv1.Deployment, pod *podProblem) (metav1.ConditionStatus, string, string) {
 	if d.Status.ObservedGeneration < d.Generation {
 		// A new spec: whatever the status says is about the one before.
 		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"
@@ -357,6 +356,9 @@ func rolloutProgress(d *appsv1.Deployment) (metav1.ConditionStatus, string, stri
 			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
 				msg += fmt.Sprintf("; it cannot create pods (%s): %s", c.Reason, c.Message)
 			}
+		}
+		if pod != nil {
+			return metav1.ConditionTrue, pod.reason, pod.message + "; " + msg
 		}
 		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, msg
 	}
@@ -411,7 +413,11 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 	} else if len(problems) == 0 && old != nil && old.Status == metav1.ConditionFalse && isProblemReason(old.Reason) {
 		logger.Info("LlamaStackDistribution's problem is resolved", "was", old.Reason)
 	}
-	// Warnings held in conditions: one Event (and log line) each time one appears or changes.
+	// Warnings held in conditions: one Event (and log line) each time one appears or
+	// changes. A pod's problem is one while the reason and the pod are the same: its
+	// message (a scheduler's node counts, a crash's exit) is not a new one. A stuck pod
+	// of a rollout (Progressing) is told once, by DeploymentReady when that says it too.
+	podStuckInRollout := func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue && podReason(c.Reason) }
 	for _, w := range []struct {
 		condType string
 		bad      func(*metav1.Condition) bool
@@ -420,9 +426,13 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 		{v1alpha2.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
 		{v1alpha2.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
 		{v1alpha2.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
+		{v1alpha2.ConditionProgressing, func(c *metav1.Condition) bool {
+			dr := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionDeploymentReady)
+			return podStuckInRollout(c) && (dr == nil || deploymentStuck([]metav1.Condition{*dr}) == nil)
+		}},
 	} {
 		now, was := meta.FindStatusCondition(st.Conditions, w.condType), meta.FindStatusCondition(l.Status.Conditions, w.condType)
-		if now != nil && w.bad(now) && (was == nil || !w.bad(was) || was.Message != now.Message) {
+		if now != nil && w.bad(now) && newWarning(l.Status.Conditions, was, now, w.bad) {
 			logger.Info("LlamaStackDistribution has a warning", "condition", w.condType, "reason", now.Reason, "message", now.Message)
 			c.recorder.Event(l, corev1.EventTypeWarning, now.Reason, now.Message)
 		} else if was != nil && w.bad(was) && (now == nil || !w.bad(now)) {
@@ -437,6 +447,55 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 		c.recorder.Event(l, corev1.EventTypeNormal, v1alpha2.ReasonReady, msg)
 	}
 	return nil
+}
+
+// podReason tells whether a condition's reason is a pod's (podProblemOf): any but the
+// controller's own.
+func podReason(reason string) bool {
+	return !ownReason(reason)
+}
+
+// podOf is the pod a pod problem's message names ("pod <name>: ..."), or "".
+func podOf(message string) string {
+	rest, ok := strings.CutPrefix(message, "pod ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name
+}
+
+// newWarning tells whether a bad condition now is a new problem: was is the condition
+// of the same type before, and previous every condition before.
+func newWarning(previous []metav1.Condition, was, now *metav1.Condition, bad func(*metav1.Condition) bool) bool {
+	if was == nil || !bad(was) {
+		return !samePodReport(previous, now)
+	}
+	return !sameWarning(was, now)
+}
+
+// sameWarning tells whether two bad conditions of a type say the same problem: the same
+// message or, for a pod's problem, the same reason of the same pod.
+func sameWarning(was, now *metav1.Condition) bool {
+	if podReason(now.Reason) && podOf(now.Message) != "" {
+		return was.Reason == now.Reason && podOf(was.Message) == podOf(now.Message)
+	}
+	return was.Message == now.Message
+}
+
+// samePodReport tells whether one of the previous DeploymentReady and Progressing
+// already reported the pod problem now reports: a stuck pod moving from one to the
+// other (the old pods of a rollout going away) is not a new problem.
+func samePodReport(previous []metav1.Condition, now *metav1.Condition) bool {
+	if !podReason(now.Reason) || podOf(now.Message) == "" {
+		return false
+	}
+	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionProgressing} {
+		if c := meta.FindStatusCondition(previous, t); c != nil && c.Reason == now.Reason && podOf(c.Message) == podOf(now.Message) {
+			return true
+		}
+	}
+	return false
 }
 
 // isProblemReason tells whether reason is one of a user error (userError.reason).

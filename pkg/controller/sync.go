@@ -69,9 +69,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	c.failing.Delete(key)
-	if !serving(obs.deployment) || obs.deployment.Status.AvailableReplicas < ptr.Deref(obs.deployment.Spec.Replicas, 1) {
-		obs.pod = c.podProblemFor(l, obs.deployment)
-	}
+	// Read also while the Deployment is available: a rollout's new pod may be stuck
+	// while the old ones serve (rolloutProgress).
+	obs.pod = c.podProblemFor(l, obs.deployment)
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
@@ -325,7 +325,7 @@ func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *a
 // the CR back once the rollout is complete).
 func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
 	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep); reason != v1alpha2.ReasonRolloutComplete {
+		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
 		}
 	}
