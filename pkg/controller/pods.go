@@ -20,9 +20,10 @@ import (
 // Why a server pod does not start. The Deployment counts its pods but does not say why
 // one is not available: a missing Secret or key the env refers to (the controller never
 // reads Secrets), an image that cannot be pulled, a crash loop or no node to run on are
-// told only in the pod's status, by the kubelet or the scheduler. While the Deployment
-// is not available, the CR reports the first such pod of the current ReplicaSet, in the
-// pod's own words (deploymentReady).
+// told only in the pod's status, by the kubelet or the scheduler. The CR reports the
+// first such pod of the current ReplicaSet, in the pod's own words: in DeploymentReady
+// while the Deployment is not available (deploymentReady), else in Progressing while a
+// rollout's old pods serve (rolloutProgress).
 
 // PodSelector selects the server pods: their template carries the selector labels, of
 // which app=llama-stack is common to every CR.
