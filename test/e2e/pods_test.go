@@ -26,7 +26,8 @@ import (
 // message. (b) A pod whose env refers to a Secret that does not exist: kwok runs no
 // containers, so the test plays the kubelet, writing the pod's status as the kubelet
 // does (Running, not ready, the container waiting with CreateContainerConfigError):
-// the CR reports it with one Warning Event, and is Ready again once the pod is.
+// the CR reports it with one Warning Event, and is Ready again once the pod is. (c) A
+// rollout of that CR whose new pod is unschedulable: Ready stays, Progressing names it.
 func TestStuckPodsAreReported(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -92,6 +93,27 @@ func TestStuckPodsAreReported(t *testing.T) {
 	settle(t)
 	assert.Equal(t, int32(1), countCREvents(ctx, ns, "app", corev1.EventTypeWarning, v1alpha1.ReasonCreateContainerConfigError), "one Warning for the one problem")
 	assert.Equal(t, int32(1), countCREvents(ctx, ns, "big", corev1.EventTypeWarning, v1alpha1.ReasonUnschedulable), "one Warning for the one problem")
+
+	// (c) A rollout whose new pod does not start while the old one serves, for real: the
+	// serving CR edited to ask for more CPU than any node has. It stays Ready; Progressing
+	// names the new pod's problem, with one Warning. (A missing Secret would be the same
+	// path, but kwok makes the new pod ready before the test could play the kubelet.)
+	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+	})
+	l = waitCondition(t, ns, "app", v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonUnschedulable)
+	assert.Regexp(t, `^pod app-[a-z0-9]+-[a-z0-9]+: 0/\d+ nodes are available: .*Insufficient cpu.*; Deployment is rolling out: `,
+		meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing).Message)
+	assert.Equal(t, v1alpha1.PhaseReady, l.Status.Phase, "the old pod serves")
+	assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, metav1.ConditionTrue, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionDeploymentReady).Status)
+	eventually(t, 30*time.Second, "a Warning Event Unschedulable on the rolling CR", func(ctx context.Context) (bool, error) {
+		return countCREvents(ctx, ns, "app", corev1.EventTypeWarning, v1alpha1.ReasonUnschedulable) >= 1, nil
+	})
+	settle(t)
+	assert.Equal(t, int32(1), countCREvents(ctx, ns, "app", corev1.EventTypeWarning, v1alpha1.ReasonUnschedulable), "one Warning for the one problem")
+	assert.Equal(t, v1alpha1.PhaseReady, get(t, ns, "app").Status.Phase)
 }
 
 // serverPod returns the name of the CR's one pod that is not terminating.
