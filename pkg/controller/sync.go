@@ -84,13 +84,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			// ours to call.
 			c.prober.forget(key)
 		default:
-			// The server answers for itself; asked again every interval, off the workers.
-			next := c.prober.cfg.Interval
-			if res, ok := c.prober.result(ctx, key, l); ok {
+			// The server answers for itself, off the workers, on the prober's schedule;
+			// an answer that changes brings the CR back.
+			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment)); ok {
 				obs.probe = &res
-				next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
 			}
-			c.queue.AddAfter(key, next)
 		}
 	}
 	return write(c.calculateStatus(l, obs, now), obs.problems)
