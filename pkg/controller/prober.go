@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -279,4 +280,31 @@ func (p *prober) wait() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// readinessConditions are the conditions a Deployment becoming available changes.
+var readinessConditions = []string{v1alpha2.ConditionReady, v1alpha2.ConditionDeploymentReady,
+	v1alpha2.ConditionProgressing, v1alpha2.ConditionHealthCheck}
+
+// onlyTurnsReady tells whether going from status old to st makes the CR Ready and
+// changes nothing else but what follows from its Deployment becoming available: the
+// phase, the replica counts and readinessConditions. Such a write can wait for the
+// server's first answer; anything else (a problem, a warning, a new generation, a
+// Service URL) is written at once.
+func onlyTurnsReady(old, st v1alpha2.LlamaStackDistributionStatus) bool {
+	if st.Phase != v1alpha2.PhaseReady || old.Phase == v1alpha2.PhaseReady {
+		return false
+	}
+	masked := *st.DeepCopy()
+	masked.Phase, masked.Replicas, masked.AvailableReplicas = old.Phase, old.Replicas, old.AvailableReplicas
+	for _, t := range readinessConditions {
+		if was := meta.FindStatusCondition(old.Conditions, t); was != nil {
+			meta.SetStatusCondition(&masked.Conditions, *was)
+			// SetStatusCondition keeps the transition time of an unchanged status.
+			meta.FindStatusCondition(masked.Conditions, t).LastTransitionTime = was.LastTransitionTime
+		} else {
+			meta.RemoveStatusCondition(&masked.Conditions, t)
+		}
+	}
+	return equality.Semantic.DeepEqual(old, masked)
 }

@@ -17,9 +17,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -95,11 +97,11 @@ func TestHealthCheckFromTheServer(t *testing.T) {
 	assert.Equal(t, v1alpha2.ReasonServerNotAvailable, c.Reason)
 	assert.Zero(t, srv.requests.Load())
 
-	// Ready: the first sync starts a probe without waiting for it.
+	// Ready: the first sync starts a probe without waiting for it, and leaves the
+	// status as it is: the answer brings the CR back, and Ready is written with it.
 	f.setDeploymentStatus("app", rolledOut)
-	f.sync("app")
-	c = cond(t, f.llsd("app"), v1alpha2.ConditionHealthCheck)
-	assert.Equal(t, metav1.ConditionUnknown, c.Status)
+	assert.Empty(t, f.sync("app"), "Ready was written without the server's answer")
+	assert.NotEqual(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	waitProbed(t, probed)
 
 	f.sync("app")
@@ -287,6 +289,119 @@ func TestDeletedCRLeavesNoState(t *testing.T) {
 			assert.Empty(t, f.c.recheckAt, "recheck kept")
 			f.c.recheckMu.Unlock()
 			assert.Equal(t, -1.0, gauge(t, "llama_stack_controller_llamastackdistribution_ready", labels), "ready gauge series kept")
+		})
+	}
+}
+
+// statusWrites counts the CR status writes among actions.
+func statusWrites(actions []core.Action) int {
+	n := 0
+	for _, a := range actions {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" && a.GetResource().Resource == "llamastackdistributions" {
+			n++
+		}
+	}
+	return n
+}
+
+// With probes on, a CR goes from created to Ready in two status writes, as without
+// them: the first (Initializing), and the one that makes it Ready, which carries the
+// server's first answer (not one more for the answer).
+func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
+	for name, slow := range map[string]bool{"answered": false, "timed out": true} {
+		t.Run(name, func(t *testing.T) {
+			srv := newFakeLlamaStack(t)
+			f := newFixture(t, newLLSD("app"))
+			timeout := time.Second
+			if slow {
+				srv.delay.Store(int64(time.Second))
+				timeout = 100 * time.Millisecond
+			}
+			probed := f.withProber(srv, timeout)
+			writes := 0
+			syncUntilIdle := func() {
+				for range 5 {
+					actions := f.sync("app")
+					writes += statusWrites(actions)
+					if len(actions) == 0 {
+						return
+					}
+				}
+				t.Fatal("no steady state after five syncs")
+			}
+			syncUntilIdle()
+			require.Equal(t, 1, writes, "creation")
+			f.setDeploymentStatus("app", rolledOut)
+			syncUntilIdle()
+			assert.Equal(t, 1, writes, "Ready written before the server's first answer")
+			waitProbed(t, probed)
+			syncUntilIdle()
+			l := f.llsd("app")
+			assert.Equal(t, v1alpha2.PhaseReady, l.Status.Phase)
+			hc := cond(t, l, v1alpha2.ConditionHealthCheck)
+			if slow {
+				// A server that does not answer in time does not hold Ready back longer.
+				assert.Equal(t, metav1.ConditionFalse, hc.Status)
+				assert.Contains(t, hc.Message, "timed out")
+			} else {
+				assert.Equal(t, metav1.ConditionTrue, hc.Status)
+				assert.Equal(t, "0.2.23", l.Status.Version.LlamaStackServerVersion)
+			}
+			assert.Equal(t, 2, writes, "status writes from creation to Ready with the first answer")
+		})
+	}
+}
+
+// Only a write that does nothing but make the CR Ready waits for the first answer.
+func TestOnlyTurnsReady(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(at.Add(time.Minute))
+	c := func(typ string, status metav1.ConditionStatus, reason string, when metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: reason, ObservedGeneration: 1, LastTransitionTime: when}
+	}
+	initializing := v1alpha2.LlamaStackDistributionStatus{
+		Phase: v1alpha2.PhaseInitializing, ObservedGeneration: 1, ServiceURL: "http://app-service.demo.svc.cluster.local:8321",
+		Conditions: []metav1.Condition{
+			c(v1alpha2.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, at),
+			c(v1alpha2.ConditionProgressing, metav1.ConditionTrue, v1alpha2.ReasonRollingOut, at),
+			c(v1alpha2.ConditionHealthCheck, metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, at),
+			c(v1alpha2.ConditionServiceReady, metav1.ConditionTrue, v1alpha2.ReasonServiceReady, at),
+			c(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonNotReady, at),
+		},
+	}
+	ready := *initializing.DeepCopy()
+	ready.Phase, ready.Replicas, ready.AvailableReplicas = v1alpha2.PhaseReady, 1, 1
+	ready.Conditions = []metav1.Condition{
+		c(v1alpha2.ConditionDeploymentReady, metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, later),
+		c(v1alpha2.ConditionProgressing, metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, at),
+		c(v1alpha2.ConditionHealthCheck, metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, later),
+		c(v1alpha2.ConditionServiceReady, metav1.ConditionTrue, v1alpha2.ReasonServiceReady, at),
+		c(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonReady, later),
+	}
+	for name, tc := range map[string]struct {
+		old  v1alpha2.LlamaStackDistributionStatus
+		edit func(*v1alpha2.LlamaStackDistributionStatus)
+		want bool
+	}{
+		"turns Ready":          {old: initializing, want: true},
+		"already Ready":        {old: ready, want: false},
+		"not Ready":            {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { *st = *initializing.DeepCopy() }, want: false},
+		"and a new generation": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.ObservedGeneration = 2 }, want: false},
+		"and a warning": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Conditions = append(st.Conditions, c(v1alpha2.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, later))
+		}, want: false},
+		"and a Service condition": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.Conditions[3].Message = "changed" }, want: false},
+		"and a route":             {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.RouteURL = ptr.To("http://x") }, want: false},
+		"first status":            {old: v1alpha2.LlamaStackDistributionStatus{}, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := *ready.DeepCopy()
+			if tc.edit != nil {
+				tc.edit(&st)
+			}
+			old := *tc.old.DeepCopy()
+			assert.Equal(t, tc.want, onlyTurnsReady(old, st))
+			assert.Equal(t, tc.old, old, "onlyTurnsReady changed its argument")
 		})
 	}
 }

@@ -74,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		c.forgetRecheck(key)
 	}
+	firstAnswerDue := false
 	if c.prober.enabled() {
 		switch {
 		case !serving(obs.deployment):
@@ -88,10 +89,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			// an answer that changes brings the CR back.
 			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment)); ok {
 				obs.probe = &res
+			} else {
+				firstAnswerDue = true
 			}
 		}
 	}
-	return write(c.calculateStatus(l, obs, now), obs.problems)
+	st := c.calculateStatus(l, obs, now)
+	if firstAnswerDue && onlyTurnsReady(l.Status, st) {
+		// The server's first answer is on its way (within the probe timeout) and brings
+		// the CR back: Ready and the answer are written together, in one write.
+		logger.V(4).Info("Waiting for the server's first answer to report Ready")
+		return nil
+	}
+	return write(st, obs.problems)
 }
 
 // persistentErrorAfter is how long a child's writes keep failing before the CR reports
