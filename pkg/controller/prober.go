@@ -38,14 +38,23 @@ type ServerProbe struct {
 // server is asked about 10 times in its first hour and 7 to 8 times an hour after that,
 // instead of 60. What users watch closely is covered otherwise: a server that stops fails
 // its readiness probe, which changes its Deployment's status, and that brings the next
-// probe at once; a failing server is asked every base interval. What is left to the
-// back-off is a change that nothing else announces (a provider's health, the version of
-// a server restarted in place), seen within 8 minutes instead of 1.
+// probe at once. What is left to the back-off is a change that nothing else announces (a
+// provider's health, the version of a server restarted in place), seen within 8 minutes
+// instead of 1.
+//
+// A failed answer backs off like any other once it repeats: the first failure is a
+// change (the wait starts over), but a server whose /v1/health keeps failing is taken
+// out of its Service by its readiness probe within about 30 s, and then not probed at
+// all until it is back (a change of its Deployment, so a probe at once). What keeps
+// failing while the pods stay Ready is the controller's own way to the server: the API
+// server's proxy refusing (as under make run, whose kwok pods serve nothing), a
+// NetworkPolicy, a missing services/proxy grant. Nothing announces when that is fixed,
+// and asking every interval would only cost requests.
 const maxProbeBackoff = 8
 
 // probeJitter is the fraction of a wait taken off at random, so that many servers made
-// ready together do not stay probed in lockstep. It only shortens a wait: a failing
-// server is still asked within one base interval.
+// ready together do not stay probed in lockstep. It only shortens a wait: after a change
+// the next probe still comes within one base interval.
 const probeJitter = 0.1
 
 // probeResult is the last answer of a CR's server.
@@ -205,7 +214,7 @@ func (p *prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, e
 	}
 	changed := e.result == nil || !sameAnswer(e.result.info, info)
 	e.result = &probeResult{uid: e.uid, info: info}
-	e.wait = nextProbeWait(e.wait, p.cfg.Interval, changed || !info.healthy)
+	e.wait = nextProbeWait(e.wait, p.cfg.Interval, changed)
 	var next time.Duration
 	if e.again {
 		p.probeNow(key, e)
@@ -234,9 +243,9 @@ func (p *prober) fire(key cache.ObjectName, e *probeEntry) {
 	p.probeNow(key, e)
 }
 
-// nextProbeWait is the wait after an answer: the base interval after a changed or a
-// failed answer, or the first since the server changed (last 0), else twice the last
-// wait, up to maxProbeBackoff base intervals.
+// nextProbeWait is the wait after an answer: the base interval after a changed answer,
+// or the first since the server changed (last 0), else twice the last wait, up to
+// maxProbeBackoff base intervals.
 func nextProbeWait(last, base time.Duration, reset bool) time.Duration {
 	if reset || last < base {
 		return base

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -418,7 +417,7 @@ func TestNextProbeWait(t *testing.T) {
 		{2 * base, false, 4 * base},
 		{4 * base, false, 8 * base},
 		{8 * base, false, 8 * base}, // the cap
-		{8 * base, true, base},      // changed or failed
+		{8 * base, true, base},      // changed
 		{base, true, base},
 	} {
 		assert.Equal(t, tc.want, nextProbeWait(tc.last, base, tc.reset), "after %s, reset %t", tc.last, tc.reset)
@@ -568,9 +567,10 @@ func (s *probeSim) advance(d time.Duration) {
 func TestProbeBackoff(t *testing.T) {
 	const m = time.Minute
 	for name, tc := range map[string]struct {
-		at   time.Duration // when do happens
-		do   func(s *probeSim)
-		want []time.Duration
+		setup func(s *probeSim)
+		at    time.Duration // when do happens
+		do    func(s *probeSim)
+		want  []time.Duration
 		// enqueued is how many answers brought the CR back (the changed ones).
 		enqueued int64
 	}{
@@ -592,11 +592,15 @@ func TestProbeBackoff(t *testing.T) {
 			// 26, 30, 38.
 			want: []time.Duration{m, 2 * m, 4 * m, 8 * m, 8 * m, m, 2 * m, 4 * m, 8 * m}, enqueued: 2,
 		},
-		"a failing server is asked every base interval": {
+		"a failure starts over, and backs off once it repeats": {
 			at: 16 * m, do: func(s *probeSim) { s.srv.set(func(s *scriptedServer) { s.healthy = false }) },
-			// Probes at 0, 1, 3, 7, 15; the one at 23 fails, then every minute to 43.
-			want:     append([]time.Duration{m, 2 * m, 4 * m, 8 * m, 8 * m}, slices.Repeat([]time.Duration{m}, 20)...),
-			enqueued: 2,
+			// Probes at 0, 1, 3, 7, 15; the one at 23 fails; then 24, 26, 30, 38 fail
+			// the same way.
+			want: []time.Duration{m, 2 * m, 4 * m, 8 * m, 8 * m, m, 2 * m, 4 * m, 8 * m}, enqueued: 2,
+		},
+		"a server failing from the start backs off": {
+			setup: func(s *probeSim) { s.srv.set(func(s *scriptedServer) { s.healthy = false }) },
+			want:  []time.Duration{m, 2 * m, 4 * m, 8 * m, 8 * m, 8 * m, 8 * m}, enqueued: 1,
 		},
 		"a Deployment change is probed at once": {
 			at: 10 * m, do: func(s *probeSim) { s.state.ready, s.state.available = 0, 0; s.sync() },
@@ -622,6 +626,9 @@ func TestProbeBackoff(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newProbeSim(t, time.Minute)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
 			_, ok := s.sync()
 			require.False(t, ok, "an answer before the first probe")
 			if tc.do != nil {
