@@ -78,6 +78,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		c.forgetRecheck(key)
 	}
+	firstAnswerDue := false
 	if c.prober.enabled() {
 		switch {
 		case !serving(obs.deployment):
@@ -88,16 +89,23 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			// ours to call.
 			c.prober.forget(key)
 		default:
-			// The server answers for itself; asked again every interval, off the workers.
-			next := c.prober.cfg.Interval
-			if res, ok := c.prober.result(ctx, key, l); ok {
+			// The server answers for itself, off the workers, on the prober's schedule;
+			// an answer that changes brings the CR back.
+			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment)); ok {
 				obs.probe = &res
-				next = max(time.Until(res.at.Add(c.prober.cfg.Interval)), time.Second)
+			} else {
+				firstAnswerDue = true
 			}
-			c.queue.AddAfter(key, next)
 		}
 	}
-	return write(c.calculateStatus(l, obs, now), obs.problems)
+	st := c.calculateStatus(l, obs, now)
+	if firstAnswerDue && onlyTurnsReady(l.Status, st) {
+		// The server's first answer is on its way (within the probe timeout) and brings
+		// the CR back: Ready and the answer are written together, in one write.
+		logger.V(4).Info("Waiting for the server's first answer to report Ready")
+		return nil
+	}
+	return write(st, obs.problems)
 }
 
 // persistentErrorAfter is how long a child's writes keep failing before the CR reports

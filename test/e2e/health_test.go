@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -76,14 +78,27 @@ func TestServerHealthVersionAndProviders(t *testing.T) {
 	out := kubectl(t, "get", "llsd", "-n", ns)
 	assert.Contains(t, out, "0.3.1", "the Server Version column")
 
+	// A server whose answers do not change is asked less and less often: over 12 s,
+	// probing every interval (2 s here) would send 6 health checks; backing off (2, 4,
+	// 8 s, ...) sends at most 4.
+	health := "PROBE /api/v1/namespaces/" + ns + "/services/app-service:8321/proxy/v1/health"
+	before := env.requests.snapshot()[health]
+	time.Sleep(6 * probeInterval)
+	idle := env.requests.snapshot()[health] - before
+	t.Logf("health checks of an idle server in %s: %d", 6*probeInterval, idle)
+	assert.LessOrEqual(t, idle, 4, "the probes of a server whose answers do not change back off")
+
 	// The probes are requests of the controller's REST client: counted with the others.
 	// Only the probes of the unhealthy server get a 503 for a GET.
 	unavailable := `rest_client_requests_total\{code="503",host="[^"]+",method="GET"\}`
-	before := max(sample(scrape(t), unavailable), 0)
+	before503 := max(sample(scrape(t), unavailable), 0)
+	// A server answering 503 while its pod is still Ready: the kubelet's readiness
+	// probe takes it out after three failures (about 30 s); until then the controller's
+	// next probe, at most 8 intervals after the last (16 s here), sees it.
 	mode.Store("unhealthy")
 	l = waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed)
 	assert.Contains(t, findCondition(l, v1alpha1.ConditionHealthCheck).Message, "503")
-	assert.Greater(t, sample(scrape(t), unavailable), before, "the proxied probe is in rest_client_requests_total")
+	assert.Greater(t, sample(scrape(t), unavailable), before503, "the proxied probe is in rest_client_requests_total")
 	assert.Nil(t, l.Status.DistributionConfig.Providers)
 
 	mode.Store("html")
@@ -107,4 +122,45 @@ func TestServerHealthVersionAndProviders(t *testing.T) {
 
 	mode.Store("healthy")
 	waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed)
+
+	// A server that stops fails its readiness probe, and the kubelet marks its pod not
+	// Ready (done here by hand: kwok's pods stay as patched once Running). The
+	// Deployment reports it, and HealthCheck turns at once, however far the probes
+	// backed off; when the pod is Ready again the server is asked afresh.
+	time.Sleep(6 * probeInterval)
+	start = time.Now()
+	setPodsReady(t, ns, "app", false)
+	waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionFalse, v1alpha1.ReasonServerNotAvailable)
+	t.Logf("HealthCheck turned %s after the pod became unready", time.Since(start).Round(time.Millisecond))
+	assert.Less(t, time.Since(start), 8*probeInterval, "HealthCheck waited for the backed-off probe")
+	before = env.requests.snapshot()[health]
+	setPodsReady(t, ns, "app", true)
+	waitCondition(t, ns, "app", v1alpha1.ConditionHealthCheck, metav1.ConditionTrue, v1alpha1.ReasonHealthCheckPassed)
+	assert.Greater(t, env.requests.snapshot()[health], before, "the server back was asked afresh")
+}
+
+// setPodsReady sets the Ready and ContainersReady conditions of the CR's running pods,
+// as the kubelet does when their readiness probe fails or passes again.
+func setPodsReady(t *testing.T, ns, name string, ready bool) {
+	t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pods := runningPods(t, ns, name)
+	require.NotEmpty(t, pods)
+	for _, p := range pods {
+		p := p.DeepCopy()
+		for i, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				p.Status.Conditions[i].Status = status
+				p.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			}
+		}
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].Ready = ready
+		}
+		_, err := env.kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
 }
