@@ -130,6 +130,15 @@ type ensureOptions[T metav1.Object] struct {
 	upToDate func(cur T) bool
 	// precondition makes an apply to an existing object carry its resourceVersion.
 	precondition bool
+	// looked, when set, is the lookup (current) the caller has already made, so the
+	// object is not read a second time.
+	looked *childLookup[T]
+}
+
+// childLookup is the result of childKind.current.
+type childLookup[T metav1.Object] struct {
+	obj   T
+	found bool
 }
 
 // fixed is a build function that always returns desired.
@@ -145,13 +154,20 @@ func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool
 func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
 	var zero T
 	namespace, name := l.Namespace, o.name
-	cur, found, err := k.current(ctx, namespace, name)
-	if err != nil {
-		return zero, err
+	var cur T
+	var found bool
+	if o.looked != nil {
+		cur, found = o.looked.obj, o.looked.found
+	} else {
+		var err error
+		if cur, found, err = k.current(ctx, namespace, name); err != nil {
+			return zero, err
+		}
 	}
 	if found && !isControlledBy(cur, l) {
 		return cur, newNotOwnedError(k.kind, cur, l)
 	}
+	var err error
 	if found && k.patch != nil && !hasManager(cur, FieldManager) {
 		if cur, err = k.takeOver(ctx, c, l, cur); err != nil {
 			return zero, err

@@ -134,3 +134,20 @@ func TestHPACountKeptOnACacheMiss(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, int32(4), f.replicas("app"))
 }
+
+// The live read that chooses replicas for a new autoscaled Deployment is the one read:
+// the write that follows does not look the Deployment up again.
+func TestNewAutoscaledDeploymentReadOnce(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
+	}))
+	var reads []string
+	for _, line := range describe(f.sync("app")) {
+		if line == "get deployments app" {
+			reads = append(reads, line)
+		}
+	}
+	assert.Equal(t, []string{"get deployments app"}, reads)
+	assert.Equal(t, int32(1), f.replicas("app"), "a new Deployment starts at the HPA's minimum")
+	f.converge("app")
+}

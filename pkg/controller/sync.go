@@ -426,15 +426,19 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStac
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
+	o := ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}
 	if l.Spec.Workload.Autoscaling == nil {
 		in.replicas = ptr.To(specReplicas(l))
 	} else {
 		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
-		// choosing replicas without the running count would scale it down.
-		cur, found, err := c.deployments.current(ctx, l.Namespace, deploymentName(l))
-		switch {
-		case err != nil:
+		// choosing replicas without the running count would scale it down. The write
+		// below reuses this lookup rather than reading again.
+		cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
+		if err != nil {
 			return nil, err
+		}
+		o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
+		switch {
 		case !found:
 			in.replicas = ptr.To(hpaMinReplicas(l))
 		case isControlledBy(cur, l):
@@ -445,11 +449,12 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStac
 			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
 				in.replicas = ptr.To(*cur.Spec.Replicas)
 				// The count comes from the cache: a stale one must not undo the HPA's write.
-				return c.deployments.ensureObject(ctx, c, l, newDeployment(l, in), true)
+				o.precondition = true
 			}
 		}
 	}
-	return c.deployments.ensure(ctx, c, l, newDeployment(l, in))
+	o.build = fixed[*appsv1.Deployment](newDeployment(l, in))
+	return c.deployments.ensureWith(ctx, c, l, o)
 }
 
 // scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s
