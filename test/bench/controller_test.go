@@ -52,6 +52,8 @@ type childSpec struct {
 	Verbosity  int           `json:"verbosity"`
 	// WebhookAddr serves the CRD's conversion webhook on loopback.
 	WebhookAddr string `json:"webhookAddr"`
+	// ServerProbe is --server-probe: off, service or proxy.
+	ServerProbe string `json:"serverProbe"`
 }
 
 // runChild runs the controller as cmd/controller does, with app.Run, as the artifacts'
@@ -125,8 +127,10 @@ func runChild(specJSON string) int {
 		// default limits, they are the defaults of both).
 		EventQPS: spec.QPS, EventBurst: spec.Burst,
 		OperatorNamespace: operatorNamespace, Version: "bench",
-		// kwok pods run nothing: there is no server to probe.
-		ServerProbe:        "off",
+		// kwok pods run nothing: with probes on, every probe fails. In service mode (the
+		// in-cluster mode) the probes go to the Services' DNS names, which do not resolve
+		// outside a cluster: a failing server, at the controller's default interval.
+		ServerProbe:        spec.ServerProbe,
 		MetricsBindAddress: "0",
 		// The conversion webhook, as the artifacts run it: its CertManager's requests
 		// (the Secret, the CRD's caBundle) count with the controller's.
