@@ -487,25 +487,53 @@ func heapPerCR(x *runResult) float64 {
 	return (float64(x.heapConverged.HeapAlloc) - float64(x.heapEmpty.HeapAlloc)) / 1024 / float64(x.n)
 }
 
+// marginal is the growth of the heap (KiB) and of the CPU time while converging (ms) per
+// CR added from the next smaller size to x's, with the same limits and probe mode:
+// what one more CR costs, without the one-time costs (first use of a cache, of the
+// conversion, of a client) that dominate growth/N at small N. NaN at the smallest size.
+func (r *report) marginal(x *runResult) (heapKiB, cpuMs float64) {
+	var prev *runResult
+	for _, n := range r.s.sizes {
+		if y := r.run(n, x.lim, x.probe); y != nil && n < x.n && (prev == nil || n > prev.n) {
+			prev = y
+		}
+	}
+	if prev == nil {
+		return math.NaN(), math.NaN()
+	}
+	dn := float64(x.n - prev.n)
+	growth := func(y *runResult) float64 {
+		return float64(y.heapConverged.HeapAlloc) - float64(y.heapEmpty.HeapAlloc)
+	}
+	return (growth(x) - growth(prev)) / 1024 / dn, 1000 * (x.convergeCPU - prev.convergeCPU) / dn
+}
+
 // curveFigures are a run's costs per CR, as the cost curve shows them.
 type curveFigures struct {
 	timePerCR, requests, mutating, reads, events, statusWrites, syncs, heapKiB, cpuMs float64
+	// marginalHeapKiB and marginalCPUMs are from report.marginal.
+	marginalHeapKiB, marginalCPUMs float64
 	// idleRequests are the requests other than watches per CR in six idle minutes; NaN
 	// where the idle window was not measured.
 	idleRequests float64
+	// idleSyncs are the syncs per CR and minute in the idle window (the probes' with probes
+	// on); NaN where it was not measured.
+	idleSyncs float64
 }
 
-func figuresOf(x *runResult) curveFigures {
+func (r *report) figuresOf(x *runResult) curveFigures {
 	bd, n := breakdown(x), float64(x.n)
 	f := curveFigures{
 		timePerCR: 1000 * x.toReady.Seconds() / n,
 		requests:  float64(bd.mutating+bd.gets+bd.lists+bd.events) / n,
 		mutating:  float64(bd.mutating) / n, reads: float64(bd.gets+bd.lists) / n, events: float64(bd.events) / n,
 		statusWrites: float64(bd.statusUpdates) / n, syncs: x.convergeSyncs / n,
-		heapKiB: heapPerCR(x), cpuMs: 1000 * x.convergeCPU / n, idleRequests: math.NaN(),
+		heapKiB: heapPerCR(x), cpuMs: 1000 * x.convergeCPU / n, idleRequests: math.NaN(), idleSyncs: math.NaN(),
 	}
+	f.marginalHeapKiB, f.marginalCPUMs = r.marginal(x)
 	if x.idle != nil {
 		f.idleRequests = float64(x.idle.requests.filter(notWatch).total()) / n / x.idle.took.Minutes() * 6
+		f.idleSyncs = x.idle.syncs / n / x.idle.took.Minutes()
 	}
 	return f
 }
@@ -531,8 +559,11 @@ func (r *report) curvePanels() []plotPanel {
 		{"requests per CR, all but watches", "requests per CR", func(f curveFigures) float64 { return f.requests }},
 		{"status writes per CR", "status writes per CR", func(f curveFigures) float64 { return f.statusWrites }},
 		{"heap after GC per CR", "KiB per CR", func(f curveFigures) float64 { return f.heapKiB }},
+		{"heap per CR added (marginal)", "KiB per CR", func(f curveFigures) float64 { return f.marginalHeapKiB }},
 		{"controller CPU per CR, converging", "CPU ms per CR", func(f curveFigures) float64 { return f.cpuMs }},
+		{"CPU per CR added (marginal)", "CPU ms per CR", func(f curveFigures) float64 { return f.marginalCPUMs }},
 		{"idle requests per CR (6 min)", "requests per CR", func(f curveFigures) float64 { return f.idleRequests }},
+		{"idle syncs per CR a minute", "syncs per CR a minute", func(f curveFigures) float64 { return f.idleSyncs }},
 	}
 	var panels []plotPanel
 	for i, m := range metrics {
@@ -541,7 +572,7 @@ func (r *report) curvePanels() []plotPanel {
 			sr := plotSeries{name: name}
 			for _, n := range r.s.sizes {
 				if x := r.run(n, lim, probe); x != nil {
-					sr.points = append(sr.points, plotPoint{x: float64(n), y: m.value(figuresOf(x))})
+					sr.points = append(sr.points, plotPoint{x: float64(n), y: m.value(r.figuresOf(x))})
 				}
 			}
 			if len(sr.points) > 0 {
@@ -569,14 +600,14 @@ func (r *report) renderCurve(image string) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	lim := r.s.limits[0]
 	p("### The cost curve\n\n")
-	p("Cost per CR as N grows, %s, %d workers: converging from empty until %s after the last CR is Ready; the heap is the growth of the heap after GC from no CR to N converged CRs; idle requests are those other than watches in the idle window, per CR and six minutes (measured at ", lim.label, r.s.workers, r.s.tail)
+	p("Cost per CR as N grows, %s, %d workers: converging from empty until %s after the last CR is Ready; the heap is the growth of the heap after GC from no CR to N converged CRs, divided by N, and in brackets its marginal cost, the growth per CR added from the next smaller N (one-time costs, such as a cache's or a client's first use, weigh on the first at small N and cancel out of the second); the CPU likewise; idle requests are those other than watches in the idle window, per CR and six minutes (measured at ", lim.label, r.s.workers, r.s.tail)
 	if r.s.idleEvery {
 		p("every size).")
 	} else {
 		p("the largest size only, to keep `make bench` short; `LLSC_BENCH_IDLE_EVERY=1` measures it at every size).")
 	}
 	p(" A cost per CR that stays flat as N grows is work that does not grow with the number of CRs. Plotted in [%s](%s).\n\n", image, image)
-	p("| probes | N | kwok nodes | all Ready | time per CR | requests per CR: all but watches (mutating / reads / Events) | status writes per CR | syncs per CR | heap per CR | CPU per CR | idle requests per CR (6 min) |\n")
+	p("| probes | N | kwok nodes | all Ready | time per CR | requests per CR: all but watches (mutating / reads / Events) | status writes per CR | syncs per CR | heap per CR (marginal) | CPU per CR (marginal) | idle requests per CR (6 min) |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, probe := range r.s.probes {
 		for _, n := range r.s.sizes {
@@ -584,14 +615,19 @@ func (r *report) renderCurve(image string) string {
 			if x == nil {
 				continue
 			}
-			f := figuresOf(x)
+			f := r.figuresOf(x)
 			idle := "—"
 			if finite(f.idleRequests) {
 				idle = fmt.Sprintf("%.2f (%s in %s)", f.idleRequests, thousands(x.idle.requests.filter(notWatch).total()), x.idle.took.Round(time.Second))
 			}
-			p("| %s | %s | %d | %.1f s | %.1f ms | %.2f (%.2f / %.2f / %.2f) | %.2f | %.2f | %.1f KiB | %.2f ms | %s |\n",
+			heap, cpu := fmt.Sprintf("%.1f KiB", f.heapKiB), fmt.Sprintf("%.2f ms", f.cpuMs)
+			if finite(f.marginalHeapKiB) {
+				heap += fmt.Sprintf(" (%.1f)", f.marginalHeapKiB)
+				cpu += fmt.Sprintf(" (%.2f)", f.marginalCPUMs)
+			}
+			p("| %s | %s | %d | %.1f s | %.1f ms | %.2f (%.2f / %.2f / %.2f) | %.2f | %.2f | %s | %s | %s |\n",
 				probeLabel(probe), thousands(n), x.nodes, x.toReady.Seconds(), f.timePerCR, f.requests, f.mutating, f.reads, f.events,
-				f.statusWrites, f.syncs, f.heapKiB, f.cpuMs, idle)
+				f.statusWrites, f.syncs, heap, cpu, idle)
 		}
 	}
 	lo, hi := slices.Min(r.s.sizes), slices.Max(r.s.sizes)
@@ -613,10 +649,26 @@ func (r *report) renderCurve(image string) string {
 		if xl == nil || xh == nil {
 			continue
 		}
-		fl, fh := figuresOf(xl), figuresOf(xh)
-		p("- %s: time %s, requests %s, status writes %s, syncs %s, heap %s, CPU %s\n", probeLabel(probe),
+		fl, fh := r.figuresOf(xl), r.figuresOf(xh)
+		p("- %s: time %s, requests %s, status writes %s, syncs %s, heap %s, CPU %s", probeLabel(probe),
 			ratio(fh.timePerCR, fl.timePerCR), ratio(fh.requests, fl.requests), ratio(fh.statusWrites, fl.statusWrites),
 			ratio(fh.syncs, fl.syncs), ratio(fh.heapKiB, fl.heapKiB), ratio(fh.cpuMs, fl.cpuMs))
+		// The marginal costs from the first pair of sizes to the last.
+		var first, last *curveFigures
+		for _, n := range r.s.sizes {
+			if x := r.run(n, lim, probe); x != nil {
+				if f := r.figuresOf(x); finite(f.marginalHeapKiB) {
+					if first == nil {
+						first = &f
+					}
+					last = &f
+				}
+			}
+		}
+		if first != nil && last != first {
+			p("; marginal heap %s, marginal CPU %s", ratio(last.marginalHeapKiB, first.marginalHeapKiB), ratio(last.marginalCPUMs, first.marginalCPUMs))
+		}
+		p("\n")
 	}
 	return b.String()
 }

@@ -48,7 +48,8 @@ var plotColors = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00",
 // writeCostCurve writes panels as one SVG image: small multiples on a grid, each with a
 // logarithmic x axis (N) ticked at the measured sizes and a linear y axis from 0, one
 // polyline per series with a dot per point, and a shared legend. A flat line is a cost
-// per CR that does not grow with N. Points whose y is NaN or infinite are left out.
+// per CR that does not grow with N. Every panel has the same x axis, ticked at every size
+// any panel has. Points whose y is NaN or infinite are left out.
 func writeCostCurve(w io.Writer, title string, panels []plotPanel) error {
 	if len(panels) == 0 {
 		return fmt.Errorf("no panels to plot")
@@ -59,13 +60,20 @@ func writeCostCurve(w io.Writer, title string, panels []plotPanel) error {
 	height := plotHeader + rows*plotPanelHeight
 
 	var names []string
+	var xs []float64
 	for _, p := range panels {
 		for _, s := range p.series {
 			if !slices.Contains(names, s.name) {
 				names = append(names, s.name)
 			}
+			for _, pt := range s.points {
+				if finite(pt.y) && pt.x > 0 && !slices.Contains(xs, pt.x) {
+					xs = append(xs, pt.x)
+				}
+			}
 		}
 	}
+	slices.Sort(xs)
 	color := func(name string) string { return plotColors[slices.Index(names, name)%len(plotColors)] }
 
 	b := bufio.NewWriter(w)
@@ -86,31 +94,26 @@ func writeCostCurve(w io.Writer, title string, panels []plotPanel) error {
 	for i, p := range panels {
 		ox := float64((i % plotColumns) * plotPanelWidth)
 		oy := float64(plotHeader + (i/plotColumns)*plotPanelHeight)
-		writePanel(pf, p, ox, oy, color)
+		writePanel(pf, p, xs, ox, oy, color)
 	}
 	pf("</svg>\n")
 	return b.Flush()
 }
 
-// writePanel draws one panel with its top left corner at (ox, oy).
-func writePanel(pf func(string, ...any), p plotPanel, ox, oy float64, color func(string) string) {
+// writePanel draws one panel with its top left corner at (ox, oy), its x axis ticked at
+// xs (sorted).
+func writePanel(pf func(string, ...any), p plotPanel, xs []float64, ox, oy float64, color func(string) string) {
 	left, right := ox+plotMarginLeft, ox+plotPanelWidth-plotMarginRight
 	top, bottom := oy+plotMarginTop, oy+plotPanelHeight-plotMarginBot
 
-	var xs []float64
 	ymax := 0.0
 	for _, s := range p.series {
 		for _, pt := range s.points {
-			if !finite(pt.y) || pt.x <= 0 {
-				continue
+			if finite(pt.y) && pt.x > 0 {
+				ymax = max(ymax, pt.y)
 			}
-			if !slices.Contains(xs, pt.x) {
-				xs = append(xs, pt.x)
-			}
-			ymax = max(ymax, pt.y)
 		}
 	}
-	slices.Sort(xs)
 	yTicks := niceTicks(ymax)
 	yTop := yTicks[len(yTicks)-1]
 

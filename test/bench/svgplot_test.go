@@ -149,11 +149,9 @@ func TestWriteCostCurve(t *testing.T) {
 		if got := texts["xlabel"]; len(got) != 1 || got[0] != "N (CRs)" {
 			t.Errorf("panel %q: x label %q", p.title, got)
 		}
-		// The x axis is ticked at exactly the measured sizes.
-		var wantX []string
-		for _, pt := range p.series[0].points {
-			wantX = append(wantX, tickLabel(pt.x))
-		}
+		// Every panel's x axis is ticked at exactly the sizes measured in any panel, even
+		// one with a single point.
+		wantX := []string{"50", "200", "1,000"}
 		if strings.Join(texts["xtick"], " ") != strings.Join(wantX, " ") {
 			t.Errorf("panel %q: x ticks %q, want %q", p.title, texts["xtick"], wantX)
 		}
@@ -190,6 +188,22 @@ func TestWriteCostCurve(t *testing.T) {
 					t.Errorf("panel %q, %q: heights %v do not follow values %v", p.title, s.name, got, finitePts)
 				}
 			}
+		}
+	}
+	// The axes line up: a size is at the same x in every panel's column.
+	xAt := map[string]map[float64]bool{}
+	for _, e := range els {
+		if e.name == "text" && e.attrs["class"] == "xtick" {
+			x, _ := strconv.ParseFloat(e.attrs["x"], 64)
+			if xAt[e.text] == nil {
+				xAt[e.text] = map[float64]bool{}
+			}
+			xAt[e.text][math.Round(10*math.Mod(x, plotPanelWidth))/10] = true
+		}
+	}
+	for label, at := range xAt {
+		if len(at) != 1 {
+			t.Errorf("N = %s at different places in different panels: %v", label, at)
 		}
 	}
 	// Series keep their colour from panel to panel.
