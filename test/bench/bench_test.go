@@ -38,6 +38,8 @@ type settings struct {
 	// a cluster of its own: "off" and "service" (the in-cluster mode: each server's
 	// Service DNS name, which nothing answers on kwok) by default.
 	probes []string
+	// hostDNS leaves the controller's name lookups to the host's resolver.
+	hostDNS bool
 	// limits are the controller's client limits to converge with, each on a cluster of
 	// its own; the whole scenario (unchanged syncs, idle, heap) runs with the first.
 	limits []limits
@@ -101,6 +103,7 @@ func loadSettings(t *testing.T) settings {
 		}
 	}
 	s.idleEvery = os.Getenv("LLSC_BENCH_IDLE_EVERY") != ""
+	s.hostDNS = os.Getenv("LLSC_BENCH_HOST_DNS") != ""
 	if os.Getenv("LLSC_BENCH_SKIP_GO") != "" {
 		s.benchCount = 0
 	}
@@ -383,7 +386,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	proc, err := startController(ctx, childSpec{
 		Kubeconfig: bc.lc.Kubeconfig(), Workers: s.workers, QPS: lim.qps, Burst: lim.burst,
 		Resync: s.resync, LogFile: filepath.Join(dir, "controller.log"), Verbosity: 2,
-		WebhookAddr: bc.webhookAddr, ServerProbe: p.probe,
+		WebhookAddr: bc.webhookAddr, ServerProbe: p.probe, HostDNS: s.hostDNS,
 	})
 	if err != nil {
 		return nil, err

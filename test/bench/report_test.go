@@ -248,7 +248,7 @@ func (r *report) render() string {
 		r.versions["KUBE_VERSION"], kcmQPS, r.versions["ETCD_VERSION"], r.versions["KWOK_VERSION"], r.nodesLine(), r.versions["CLIENT_GO"])
 	p("- Controller: a separate process running `app.Run` as cmd/controller does, as the artifacts' ServiceAccount; %d workers, client %s unless noted, informer resync %s (short so the idle window spans several).\n",
 		r.s.workers, r.s.limits[0].label, r.s.resync)
-	p("- Server probes (`--server-probe`) as each column says: `off`, or `service`, the in-cluster mode (what `auto` picks in a pod): every server is asked at its Service's DNS name, every minute (the default interval). kwok pods run no server and those names do not resolve outside a cluster, so every probe fails: CRs are `Ready` with `HealthCheck` False. The probes are not API requests; each answer queues a sync of its CR, so they show as syncs.\n")
+	p("- Server probes (`--server-probe`) as each column says: `off`, or `service`, the in-cluster mode (what `auto` picks in a pod): every server is asked at its Service's DNS name, every minute (the default interval). kwok pods run no server, and the controller process's name lookups fail at once, the same way every time (%s), so every probe fails: CRs are `Ready` with `HealthCheck` False. The probes are not API requests; each answer queues a sync of its CR, so they show as syncs.\n", dnsNote(r.s.hostDNS))
 	p("- Requests are counted by a round-tripper in the controller's client, by verb, resource and status code. Mix (upstream-cost.md): N CRs over %d namespaces, distribution `starter`, one env var, storage on every 4th, autoscaling on every 5th, a PDB on every 3rd.\n\n",
 		benchNamespaces)
 
@@ -479,6 +479,14 @@ func (r *report) render() string {
 		}
 	}
 	return b.String()
+}
+
+// dnsNote says how the probes' lookups failed.
+func dnsNote(hostDNS bool) string {
+	if hostDNS {
+		return "**LLSC_BENCH_HOST_DNS: the host's resolver answered them, so the failures' text depended on it**"
+	}
+	return "no query leaves the process"
 }
 
 // heapPerCR is the growth of the heap after GC from no CR to N converged CRs, per CR, in
