@@ -428,9 +428,10 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 		return nil, err
 	}
 	r.toReady = last.Sub(start)
-	t.Logf("%s: all %d Ready after %s; counting for %s more", name, n, r.toReady.Round(100*time.Millisecond), s.tail)
+	t.Logf("%s: all %d Ready after %s; counting for %s more, then until %s without a write", name, n,
+		r.toReady.Round(100*time.Millisecond), s.tail, quietFor)
 	time.Sleep(time.Until(last.Add(s.tail)))
-	s1, err := proc.snapshot(ctx)
+	s1, err := waitQuiet(ctx, proc)
 	if err != nil {
 		return nil, err
 	}
@@ -452,16 +453,18 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	}
 
 	// One sync of every CR, none of which changed. (With probes on, the probes' own
-	// syncs go on meanwhile and count too.)
+	// syncs go on meanwhile and count too.) The window starts where convergence's
+	// ended, so that nothing sent while the heap was read is left out; the syncs to wait
+	// for are counted from the touch.
 	t.Logf("%s: re-syncing every CR through the operator ConfigMap", name)
-	s1, err = proc.snapshot(ctx)
+	touched, err := proc.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := touchOperatorConfig(ctx, bc.kube); err != nil {
 		return nil, err
 	}
-	s2, err := waitSyncs(ctx, proc, s1.syncs+float64(n))
+	s2, err := waitSyncs(ctx, proc, touched.syncs+float64(n))
 	if err != nil {
 		return nil, err
 	}
@@ -521,6 +524,36 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 }
 
 func notWatch(q request) bool { return !q.watch() }
+
+// quietFor is how long the controller must have written nothing (no mutating request,
+// no Event) for convergence to be over: with probes on, the HealthCheck of each CR is
+// written after its Ready, and at N = 1,000 those writes outlast the tail.
+const quietFor = 5 * time.Second
+
+// waitQuiet returns the controller's counters once it has written nothing for quietFor,
+// or after 5 minutes (a controller that never stops writing shows in the idle window).
+func waitQuiet(ctx context.Context, proc *controllerProc) (snapshot, error) {
+	writes := func(s snapshot) int {
+		return s.requests.filter(func(q request) bool { return q.mutating() || q.event() }).total()
+	}
+	s, err := proc.snapshot(ctx)
+	if err != nil {
+		return s, err
+	}
+	deadline, since := time.Now().Add(5*time.Minute), time.Now()
+	for time.Since(since) < quietFor && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		next, err := proc.snapshot(ctx)
+		if err != nil {
+			return next, err
+		}
+		if writes(next) != writes(s) {
+			since = time.Now()
+		}
+		s = next
+	}
+	return s, nil
+}
 
 // waitSyncs waits until the controller has made at least syncs syncs in all and its
 // queue is empty, then a little longer, and returns the counters then.

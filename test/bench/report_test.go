@@ -283,7 +283,7 @@ func (r *report) render() string {
 	}
 	def := func(c column) *runResult { return r.run(c.n, r.s.limits[0], c.probe) }
 
-	row("mutating requests to converge from empty, until "+r.s.tail.String()+" after the last CR is Ready (ratio to the minimum)", "≤ 1.1",
+	row("mutating requests to converge from empty, until "+r.s.tail.String()+" after the last CR is Ready and "+quietFor.String()+" without a write (ratio to the minimum)", "≤ 1.1",
 		func(c column) string {
 			x := def(c)
 			if x == nil {
@@ -608,7 +608,7 @@ func (r *report) renderCurve(image string) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	lim := r.s.limits[0]
 	p("### The cost curve\n\n")
-	p("Cost per CR as N grows, %s, %d workers: converging from empty until %s after the last CR is Ready; the heap is the growth of the heap after GC from no CR to N converged CRs, divided by N, and in brackets its marginal cost, the growth per CR added from the next smaller N (one-time costs, such as a cache's or a client's first use, weigh on the first at small N and cancel out of the second); the CPU likewise; idle requests are those other than watches in the idle window, per CR and six minutes (measured at ", lim.label, r.s.workers, r.s.tail)
+	p("Cost per CR as N grows, %s, %d workers: converging from empty until %s after the last CR is Ready and %s without a write; the heap is the growth of the heap after GC from no CR to N converged CRs, divided by N, and in brackets its marginal cost, the growth per CR added from the next smaller N (one-time costs, such as a cache's or a client's first use, weigh on the first at small N and cancel out of the second); the CPU likewise; idle requests are those other than watches in the idle window, per CR and six minutes (measured at ", lim.label, r.s.workers, r.s.tail, quietFor)
 	if r.s.idleEvery {
 		p("every size).")
 	} else {
