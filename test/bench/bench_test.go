@@ -23,17 +23,23 @@ type settings struct {
 	sizes []int
 	// tail is how long requests are still counted after the last CR is Ready.
 	tail time.Duration
-	// idle is the window with nothing changing, measured at the largest size.
-	idle time.Duration
+	// idle is the window with nothing changing, measured at the largest size (at every
+	// size with idleEvery).
+	idle      time.Duration
+	idleEvery bool
 	// resync is the controller's informer resync period in the bench (short, so that
 	// the idle window spans several resyncs).
 	resync time.Duration
 	// Unrelated objects of the heap measurement.
 	configMaps, configMapBytes, deployments int
-	// nodes is the number of kwok nodes: each server pod requests one CPU by default,
-	// and a fake node has 32.
-	nodes   int
+
 	workers int
+	// probes are the controller's --server-probe modes to run the scenario with, each on
+	// a cluster of its own: "off" and "service" (the in-cluster mode: each server's
+	// Service DNS name, which nothing answers on kwok) by default.
+	probes []string
+	// hostDNS leaves the controller's name lookups to the host's resolver.
+	hostDNS bool
 	// limits are the controller's client limits to converge with, each on a cluster of
 	// its own; the whole scenario (unchanged syncs, idle, heap) runs with the first.
 	limits []limits
@@ -45,10 +51,12 @@ type settings struct {
 
 func loadSettings(t *testing.T) settings {
 	s := settings{
-		sizes: []int{50, 200}, tail: 30 * time.Second, idle: 6 * time.Minute, resync: time.Minute,
+		tail: 30 * time.Second, idle: 6 * time.Minute, resync: time.Minute,
 		configMaps: 2000, configMapBytes: 100 << 10, deployments: 1000,
-		nodes: 10, workers: 4, benchCount: 5,
+		workers: 4, benchCount: 5,
+		sizes:  []int{50, 200, 1000},
 		limits: []limits{defaultLimits, unlimitedLimits},
+		probes: []string{probeOff, probeService},
 	}
 	if os.Getenv("LLSC_BENCH_QUICK") != "" {
 		s.quick = true
@@ -84,6 +92,18 @@ func loadSettings(t *testing.T) settings {
 		}
 		s.workers = n
 	}
+	if v := os.Getenv("LLSC_BENCH_PROBES"); v != "" {
+		s.probes = nil
+		for _, f := range strings.Split(v, ",") {
+			f = strings.TrimSpace(f)
+			if !slices.Contains([]string{probeOff, probeService, probeProxy}, f) || slices.Contains(s.probes, f) {
+				t.Fatalf("LLSC_BENCH_PROBES=%q: want a comma-separated list of distinct off, service, proxy", v)
+			}
+			s.probes = append(s.probes, f)
+		}
+	}
+	s.idleEvery = os.Getenv("LLSC_BENCH_IDLE_EVERY") != ""
+	s.hostDNS = os.Getenv("LLSC_BENCH_HOST_DNS") != ""
 	if os.Getenv("LLSC_BENCH_SKIP_GO") != "" {
 		s.benchCount = 0
 	}
@@ -96,6 +116,43 @@ func loadSettings(t *testing.T) settings {
 		s.idle = d
 	}
 	return s
+}
+
+// The controller's --server-probe modes the bench runs with.
+const (
+	probeOff     = "off"
+	probeService = "service"
+	probeProxy   = "proxy"
+)
+
+// probeLabel names a probe mode in the table.
+func probeLabel(mode string) string {
+	switch mode {
+	case probeOff:
+		return "probes off"
+	case probeService:
+		return "probes on (service)"
+	default:
+		return "probes on (" + mode + ")"
+	}
+}
+
+// Fake node capacity (test/localcluster) and what a bench CR's server pod requests (the
+// controller's default: one CPU per server worker, one worker).
+const (
+	nodeCPU  = 32
+	nodePods = 110
+	podCPU   = 1
+	// minNodes keeps the small sizes on the 10 nodes of the earlier reference runs.
+	minNodes = 10
+)
+
+// nodesFor is the number of kwok nodes for n CRs: room for every server pod (one per CR;
+// the HPAs have no metrics on kwok, so they never scale up) plus a fifth to spare, so
+// that no pod waits Pending for a fake node's CPU.
+func nodesFor(n int) int {
+	perNode := min(nodeCPU/podCPU, nodePods)
+	return max(minNodes, (n*6/5+perNode-1)/perNode)
 }
 
 // benchEnv is what every run shares.
@@ -142,8 +199,10 @@ func parseLimits(s string) (limits, error) {
 
 // runResult is what one run (one cluster, one size, one set of limits) measured.
 type runResult struct {
-	n   int
-	lim limits
+	n     int
+	lim   limits
+	probe string
+	nodes int
 	// createTook is how long the driver took to create the CRs; toReady is from the
 	// first create to the last CR Ready; written from the first create to the last
 	// write of a child by the controller.
@@ -153,9 +212,16 @@ type runResult struct {
 	children, expected map[string]int
 	converge           requestCounts
 	convergeSyncs      float64
-	unchanged          *unchangedResult
-	idle               *idleResult
-	heap               *heapResult
+	// convergeCPU is the controller's CPU time from the first create to tail after the
+	// last Ready.
+	convergeCPU float64
+	// heapEmpty is the controller's heap after GC, caches synced, before the first CR;
+	// heapConverged the same once the N CRs converged.
+	heapEmpty, heapConverged heapStats
+
+	unchanged *unchangedResult
+	idle      *idleResult
+	heap      *heapResult
 }
 
 type unchangedResult struct {
@@ -204,20 +270,29 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.versions = clusterVersions(root)
-	largest := slices.Max(s.sizes)
-	for i, lim := range s.limits {
-		for _, n := range s.sizes {
-			whole := i == 0 && !s.convergeOnly
-			r, err := runLoad(ctx, t, env, n, lim, whole, whole && n == largest)
-			if err != nil {
-				t.Fatalf("N=%d, %s: %v", n, lim.label, err)
-			}
-			rep.runs = append(rep.runs, r)
+	for _, p := range plans(s) {
+		r, err := runLoad(ctx, t, env, p)
+		if err != nil {
+			t.Fatalf("N=%d, %s, %s: %v", p.n, p.lim.label, probeLabel(p.probe), err)
 		}
+		rep.runs = append(rep.runs, r)
 	}
 	rep.finished, rep.loadAfter = time.Now(), loadAverage()
 	table := rep.render()
 	if err := os.WriteFile(filepath.Join(env.out, "results.md"), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	curve, err := os.Create(filepath.Join(env.out, "cost-curve.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCostCurve(curve, rep.curveTitle(), rep.curvePanels()); err != nil {
+		t.Fatal(err)
+	}
+	if err := curve.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(env.out, "cost-curve.md"), []byte(rep.renderCurve("cost-curve.svg")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Print("\n" + table)
@@ -234,7 +309,8 @@ func cleanOut(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range append(old, filepath.Join(dir, "results.md"), filepath.Join(dir, "go-bench.txt")) {
+	for _, p := range append(old, filepath.Join(dir, "results.md"), filepath.Join(dir, "go-bench.txt"),
+		filepath.Join(dir, "cost-curve.svg"), filepath.Join(dir, "cost-curve.md")) {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -242,18 +318,56 @@ func cleanOut(dir string) error {
 	return nil
 }
 
-// runLoad converges n CRs from empty on a fresh cluster with the controller at lim, and
-// counts its requests until tail after the last CR is Ready. With resync it then
-// re-syncs every (unchanged) CR once; full adds the idle window and the heap.
-func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits, resync, full bool) (*runResult, error) {
+// runPlan is one run: one cluster, one size, one set of limits, one probe mode.
+type runPlan struct {
+	n     int
+	lim   limits
+	probe string
+	// unchanged re-syncs every CR once after converging; idle then adds the idle window,
+	// and unrelated the heap with the unrelated objects.
+	unchanged, idle, unrelated bool
+}
+
+// plans lists the runs of a bench in order: with the first limits, every probe mode at
+// every size, each converging and then re-syncing every unchanged CR, with the idle
+// window at the largest size (at every size with idleEvery) and the heap with the
+// unrelated objects at the largest size with the first probe mode only; then with each
+// other set of limits, converging only, with the first probe mode.
+func plans(s settings) []runPlan {
+	largest := slices.Max(s.sizes)
+	var out []runPlan
+	for i, lim := range s.limits {
+		probes := s.probes
+		if i > 0 {
+			probes = probes[:1]
+		}
+		for j, probe := range probes {
+			for _, n := range s.sizes {
+				whole := i == 0 && !s.convergeOnly
+				idle := whole && (n == largest || s.idleEvery)
+				out = append(out, runPlan{n: n, lim: lim, probe: probe, unchanged: whole, idle: idle,
+					unrelated: idle && j == 0 && n == largest})
+			}
+		}
+	}
+	return out
+}
+
+// runLoad converges p.n CRs from empty on a fresh cluster with the controller at p.lim
+// and p.probe, and counts its requests until tail after the last CR is Ready. It reads
+// the controller's heap after GC before the first CR and once they converged. The rest
+// of the plan follows.
+func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runResult, error) {
 	s := env.s
-	name := fmt.Sprintf("n%d-%s", n, lim.short)
+	n, lim := p.n, p.lim
+	name := fmt.Sprintf("n%d-%s-probes-%s", n, lim.short, p.probe)
 	dir := filepath.Join(env.out, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	t.Logf("%s: starting a control plane with %d kwok nodes", name, s.nodes)
-	bc, err := startCluster(ctx, env, name, s.nodes)
+	nodes := nodesFor(n)
+	t.Logf("%s: starting a control plane with %d kwok nodes", name, nodes)
+	bc, err := startCluster(ctx, env, name, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +386,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 	proc, err := startController(ctx, childSpec{
 		Kubeconfig: bc.lc.Kubeconfig(), Workers: s.workers, QPS: lim.qps, Burst: lim.burst,
 		Resync: s.resync, LogFile: filepath.Join(dir, "controller.log"), Verbosity: 2,
-		WebhookAddr: bc.webhookAddr,
+		WebhookAddr: bc.webhookAddr, ServerProbe: p.probe, HostDNS: s.hostDNS,
 	})
 	if err != nil {
 		return nil, err
@@ -292,7 +406,10 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 	if err != nil {
 		return nil, err
 	}
-	r := &runResult{n: n, lim: lim, expected: expectedChildren(n)}
+	r := &runResult{n: n, lim: lim, probe: p.probe, nodes: nodes, expected: expectedChildren(n)}
+	if r.heapEmpty, err = steadyHeap(ctx, proc); err != nil {
+		return nil, err
+	}
 
 	// Converge from empty.
 	s0, err := proc.snapshot(ctx)
@@ -305,38 +422,54 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 		return nil, err
 	}
 	r.createTook = time.Since(start)
-	last, err := ready.wait(ctx, 15*time.Minute)
+	// About 2 s per CR at the default limits on two cores, with room to spare.
+	last, err := ready.wait(ctx, 10*time.Minute+time.Duration(n)*200*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
 	r.toReady = last.Sub(start)
-	t.Logf("%s: all %d Ready after %s; counting for %s more", name, n, r.toReady.Round(100*time.Millisecond), s.tail)
+	t.Logf("%s: all %d Ready after %s; counting for %s more, then until %s without a write", name, n,
+		r.toReady.Round(100*time.Millisecond), s.tail, quietFor)
 	time.Sleep(time.Until(last.Add(s.tail)))
-	s1, err := proc.snapshot(ctx)
+	s1, err := waitQuiet(ctx, proc)
 	if err != nil {
 		return nil, err
 	}
 	r.converge, r.convergeSyncs = s1.requests.minus(s0.requests), s1.syncs-s0.syncs
+	r.convergeCPU = s1.cpuSeconds - s0.cpuSeconds
 	r.written = s1.lastChildWrite.Sub(start)
 	r.eventsWritten = s1.lastEvent.Sub(start)
+	if r.heapConverged, err = steadyHeap(ctx, proc); err != nil {
+		return nil, err
+	}
+	if err := proc.heapProfile(ctx, filepath.Join(dir, "heap-converged.pprof")); err != nil {
+		return nil, err
+	}
 	if r.children, err = countChildren(ctx, bc.kube); err != nil {
 		return nil, err
 	}
-	if !resync {
+	if !p.unchanged {
 		return r, nil
 	}
 
-	// One sync of every CR, none of which changed.
+	// One sync of every CR, none of which changed. (With probes on, the probes' own
+	// syncs go on meanwhile and count too.) The window starts where convergence's
+	// ended, so that nothing sent while the heap was read is left out; the syncs to wait
+	// for are counted from the touch.
 	t.Logf("%s: re-syncing every CR through the operator ConfigMap", name)
+	touched, err := proc.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := touchOperatorConfig(ctx, bc.kube); err != nil {
 		return nil, err
 	}
-	s2, err := waitSyncs(ctx, proc, s1.syncs+float64(n))
+	s2, err := waitSyncs(ctx, proc, touched.syncs+float64(n))
 	if err != nil {
 		return nil, err
 	}
 	r.unchanged = &unchangedResult{syncs: s2.syncs - s1.syncs, requests: s2.requests.minus(s1.requests).filter(notWatch)}
-	if !full {
+	if !p.idle {
 		return r, nil
 	}
 
@@ -350,6 +483,9 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 	r.idle = &idleResult{
 		took: s3.at.Sub(s2.at), resyncs: int(s3.at.Sub(s2.at) / s.resync),
 		requests: s3.requests.minus(s2.requests), syncs: s3.syncs - s2.syncs, cpu: s3.cpuSeconds - s2.cpuSeconds,
+	}
+	if !p.unrelated {
+		return r, nil
 	}
 
 	// Heap with n CRs, then with the unrelated objects.
@@ -389,10 +525,41 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, n int, lim limits
 
 func notWatch(q request) bool { return !q.watch() }
 
+// quietFor is how long the controller must have written nothing (no mutating request,
+// no Event) for convergence to be over: with probes on, the HealthCheck of each CR is
+// written after its Ready, and at N = 1,000 those writes outlast the tail.
+const quietFor = 5 * time.Second
+
+// waitQuiet returns the controller's counters once it has written nothing for quietFor,
+// or after 5 minutes (a controller that never stops writing shows in the idle window).
+func waitQuiet(ctx context.Context, proc *controllerProc) (snapshot, error) {
+	writes := func(s snapshot) int {
+		return s.requests.filter(func(q request) bool { return q.mutating() || q.event() }).total()
+	}
+	s, err := proc.snapshot(ctx)
+	if err != nil {
+		return s, err
+	}
+	deadline, since := time.Now().Add(5*time.Minute), time.Now()
+	for time.Since(since) < quietFor && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		next, err := proc.snapshot(ctx)
+		if err != nil {
+			return next, err
+		}
+		if writes(next) != writes(s) {
+			since = time.Now()
+		}
+		s = next
+	}
+	return s, nil
+}
+
 // waitSyncs waits until the controller has made at least syncs syncs in all and its
 // queue is empty, then a little longer, and returns the counters then.
 func waitSyncs(ctx context.Context, proc *controllerProc, syncs float64) (snapshot, error) {
-	deadline := time.Now().Add(3 * time.Minute)
+	wait := 3*time.Minute + time.Duration(syncs)*20*time.Millisecond
+	deadline := time.Now().Add(wait)
 	for {
 		s, err := proc.snapshot(ctx)
 		if err != nil {
@@ -403,7 +570,7 @@ func waitSyncs(ctx context.Context, proc *controllerProc, syncs float64) (snapsh
 			return proc.snapshot(ctx)
 		}
 		if time.Now().After(deadline) {
-			return s, fmt.Errorf("%.0f of %.0f syncs after 3 minutes (queue depth %.0f)", s.syncs, syncs, s.queueDepth)
+			return s, fmt.Errorf("%.0f of %.0f syncs after %s (queue depth %.0f)", s.syncs, syncs, wait, s.queueDepth)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -52,6 +52,30 @@ type childSpec struct {
 	Verbosity  int           `json:"verbosity"`
 	// WebhookAddr serves the CRD's conversion webhook on loopback.
 	WebhookAddr string `json:"webhookAddr"`
+	// ServerProbe is --server-probe: off, service or proxy.
+	ServerProbe string `json:"serverProbe"`
+	// HostDNS leaves name lookups to the host's resolver; without it, every lookup fails
+	// at once in the process (see noClusterDNS).
+	HostDNS bool `json:"hostDNS"`
+}
+
+// errNoClusterDNS is why every name lookup of the controller process fails in the bench.
+var errNoClusterDNS = errors.New("no cluster DNS in the bench")
+
+// noClusterDNS makes every DNS query of this process fail at once, the same way every
+// time, without a packet sent: the Services' names of the probes in service mode resolve
+// nowhere outside a cluster, and the host's resolver, asked a thousand names a minute,
+// answers some with "no such host" and times out on others, so the failure's text (and
+// with it the HealthCheck condition) would change from probe to probe with the machine's
+// resolver rather than with the controller. The API server and the webhook are reached
+// at IP addresses and need no lookup; /etc/hosts is still read.
+func noClusterDNS() {
+	net.DefaultResolver = &net.Resolver{
+		PreferGo: true,
+		Dial: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errNoClusterDNS
+		},
+	}
 }
 
 // runChild runs the controller as cmd/controller does, with app.Run, as the artifacts'
@@ -81,6 +105,9 @@ func runChild(specJSON string) int {
 	}
 	klog.SetOutput(logFile)
 
+	if !spec.HostDNS {
+		noClusterDNS()
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", spec.Kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -125,8 +152,10 @@ func runChild(specJSON string) int {
 		// default limits, they are the defaults of both).
 		EventQPS: spec.QPS, EventBurst: spec.Burst,
 		OperatorNamespace: operatorNamespace, Version: "bench",
-		// kwok pods run nothing: there is no server to probe.
-		ServerProbe:        "off",
+		// kwok pods run nothing: with probes on, every probe fails. In service mode (the
+		// in-cluster mode) the probes go to the Services' DNS names, which resolve nowhere
+		// here (noClusterDNS): a failing server, at the controller's default interval.
+		ServerProbe:        spec.ServerProbe,
 		MetricsBindAddress: "0",
 		// The conversion webhook, as the artifacts run it: its CertManager's requests
 		// (the Secret, the CRD's caBundle) count with the controller's.

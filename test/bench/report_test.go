@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,9 +147,9 @@ func machine() string {
 	return fmt.Sprintf("%s, %d cores%s, %s/%s, %s", cpu, runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
-func (r *report) run(n int, lim limits) *runResult {
+func (r *report) run(n int, lim limits, probe string) *runResult {
 	for _, x := range r.runs {
-		if x.n == n && x.lim == lim {
+		if x.n == n && x.lim == lim && x.probe == probe {
 			return x
 		}
 	}
@@ -201,12 +202,40 @@ func breakdown(x *runResult) convergeBreakdown {
 	return b
 }
 
-// render writes the markdown report: the table, the Go benchmarks, and the details.
+// column is one column of the results table: a size and a probe mode, at the first
+// limits (other limits fill the rows that name them).
+type column struct {
+	n     int
+	probe string
+}
+
+func (r *report) columns() []column {
+	var cols []column
+	for _, n := range r.s.sizes {
+		for _, probe := range r.s.probes {
+			cols = append(cols, column{n, probe})
+		}
+	}
+	return cols
+}
+
+// nodesLine says how many fake nodes each size had.
+func (r *report) nodesLine() string {
+	var parts []string
+	for _, n := range r.s.sizes {
+		parts = append(parts, fmt.Sprintf("%d for N = %s", nodesFor(n), thousands(n)))
+	}
+	return fmt.Sprintf("kwok fake nodes of %d CPU and %d pods each, room for every server pod (1 CPU) and a fifth more, at least %d: %s",
+		nodeCPU, nodePods, minNodes, strings.Join(parts, ", "))
+}
+
+// render writes the markdown report: the table, the cost curve, the Go benchmarks, and
+// the details.
 func (r *report) render() string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	sizes := r.s.sizes
-	upstream := slices.Equal(sizes, []int{50, 200})
+	cols := r.columns()
+	upstream := slices.Contains(r.s.sizes, 50) && slices.Contains(r.s.sizes, 200)
 
 	p("## Results\n\n")
 	if r.s.quick {
@@ -215,96 +244,124 @@ func (r *report) render() string {
 	p("- Run: %s, %s in all; load average %s before, %s after.\n", r.started.UTC().Format("2006-01-02 15:04 UTC"),
 		r.finished.Sub(r.started).Round(time.Second), r.loadBefore, r.loadAfter)
 	p("- Machine: %s.\n", machine())
-	p("- Control plane: Kubernetes %s (kube-apiserver, kube-controller-manager with client QPS %d, kube-scheduler), etcd %s, kwok %s with %d fake nodes; a fresh one for each N and client setting. Controller client: client-go %s.\n",
-		r.versions["KUBE_VERSION"], kcmQPS, r.versions["ETCD_VERSION"], r.versions["KWOK_VERSION"], r.s.nodes, r.versions["CLIENT_GO"])
-	p("- Controller: a separate process running `app.Run` as cmd/controller does, as the artifacts' ServiceAccount; %d workers, client %s unless noted, informer resync %s (short so the idle window spans several), server probes off (kwok pods serve nothing).\n",
+	p("- Control plane: Kubernetes %s (kube-apiserver, kube-controller-manager with client QPS %d, kube-scheduler), etcd %s, kwok %s; %s; a fresh control plane for each N, probe mode and client setting. Controller client: client-go %s.\n",
+		r.versions["KUBE_VERSION"], kcmQPS, r.versions["ETCD_VERSION"], r.versions["KWOK_VERSION"], r.nodesLine(), r.versions["CLIENT_GO"])
+	p("- Controller: a separate process running `app.Run` as cmd/controller does, as the artifacts' ServiceAccount; %d workers, client %s unless noted, informer resync %s (short so the idle window spans several).\n",
 		r.s.workers, r.s.limits[0].label, r.s.resync)
+	p("- Server probes (`--server-probe`) as each column says: `off`, or `service`, the in-cluster mode (what `auto` picks in a pod): every server is asked at its Service's DNS name, every minute (the default interval). kwok pods run no server, and the controller process's name lookups fail at once, the same way every time (%s), so every probe fails: CRs are `Ready` with `HealthCheck` False. The probes are not API requests; each answer queues a sync of its CR, so they show as syncs.\n", dnsNote(r.s.hostDNS))
 	p("- Requests are counted by a round-tripper in the controller's client, by verb, resource and status code. Mix (upstream-cost.md): N CRs over %d namespaces, distribution `starter`, one env var, storage on every 4th, autoscaling on every 5th, a PDB on every 3rd.\n\n",
 		benchNamespaces)
 
 	p("| figure | goal |")
-	for _, n := range sizes {
-		p(" N = %d |", n)
+	for _, c := range cols {
+		p(" N = %s, %s |", thousands(c.n), probeLabel(c.probe))
 	}
 	if upstream {
 		p(" upstream, N = 50 / 200 |")
 	}
 	p("\n|---|---|")
-	for range sizes {
+	for range cols {
 		p("---|")
 	}
 	if upstream {
 		p("---|")
 	}
 	p("\n")
-	row := func(figure, goal string, cell func(n int) string, up string) {
+	row := func(figure, goal string, cell func(c column) string, up string) {
 		p("| %s | %s |", figure, goal)
-		for _, n := range sizes {
-			c := cell(n)
-			if c == "" {
-				c = "—"
+		for _, c := range cols {
+			v := cell(c)
+			if v == "" {
+				v = "—"
 			}
-			p(" %s |", c)
+			p(" %s |", v)
 		}
 		if upstream {
 			p(" %s |", up)
 		}
 		p("\n")
 	}
-	def := func(n int) *runResult { return r.run(n, r.s.limits[0]) }
+	def := func(c column) *runResult { return r.run(c.n, r.s.limits[0], c.probe) }
 
-	row("mutating requests to converge from empty, until "+r.s.tail.String()+" after the last CR is Ready (ratio to the minimum)", "≤ 1.1",
-		func(n int) string {
-			x := def(n)
+	row("mutating requests to converge from empty, until "+r.s.tail.String()+" after the last CR is Ready and "+quietFor.String()+" without a write (ratio to the minimum)", "≤ 1.1",
+		func(c column) string {
+			x := def(c)
 			if x == nil {
 				return ""
 			}
 			bd := breakdown(x)
 			return fmt.Sprintf("**%s (%.2f)**", thousands(bd.mutating), float64(bd.mutating)/float64(bd.minimum))
 		}, "759 (3.16) / 1,938 (2.03), against one status write per CR")
-	row("· minimum: one apply per child + two status writes per CR", "", func(n int) string {
-		x := def(n)
+	row("· minimum: one apply per child + two status writes per CR", "", func(c column) string {
+		x := def(c)
 		if x == nil {
 			return ""
 		}
 		bd := breakdown(x)
-		s := fmt.Sprintf("%s = %s children + 2 × %d", thousands(bd.minimum), thousands(bd.children), n)
+		s := fmt.Sprintf("%s = %s children + 2 × %s", thousands(bd.minimum), thousands(bd.children), thousands(c.n))
 		if !mapsEqual(x.children, x.expected) {
 			s += fmt.Sprintf(" (**listed children differ: %v, expected %v**)", x.children, x.expected)
 		}
 		return s
 	}, "240 / 957")
-	row("· of which applies / status updates (409s) / other", "", func(n int) string {
-		x := def(n)
+	row("· of which applies / status updates (409s) / other", "", func(c column) string {
+		x := def(c)
 		if x == nil {
 			return ""
 		}
 		bd := breakdown(x)
-		return fmt.Sprintf("%s / %s (%d) / %d; %.2f status writes per CR", thousands(bd.applies), thousands(bd.statusUpdates),
-			bd.conflicts, bd.other, float64(bd.statusUpdates)/float64(n))
+		return fmt.Sprintf("%s / %s (%d) / %d", thousands(bd.applies), thousands(bd.statusUpdates), bd.conflicts, bd.other)
 	}, "")
-	row("Events while converging (apart from the budget)", "", func(n int) string {
-		if x := def(n); x != nil {
+	row("**status writes per CR** while converging", "2", func(c column) string {
+		if x := def(c); x != nil {
+			return fmt.Sprintf("**%.2f**", float64(breakdown(x).statusUpdates)/float64(c.n))
+		}
+		return ""
+	}, "")
+	row("requests per CR while converging, all but watches: mutating / reads / Events", "", func(c column) string {
+		x := def(c)
+		if x == nil {
+			return ""
+		}
+		bd, n := breakdown(x), float64(c.n)
+		return fmt.Sprintf("**%.2f**: %.2f / %.2f / %.2f", float64(bd.mutating+bd.gets+bd.lists+bd.events)/n,
+			float64(bd.mutating)/n, float64(bd.gets+bd.lists)/n, float64(bd.events)/n)
+	}, "75.2 / 47.2 (every request of its client)")
+	row("Events while converging (apart from the budget)", "", func(c column) string {
+		if x := def(c); x != nil {
 			return thousands(breakdown(x).events)
 		}
 		return ""
 	}, "")
-	row("reads while converging: GETs (404s) / LISTs", "", func(n int) string {
-		x := def(n)
+	row("reads while converging: GETs (404s) / LISTs", "", func(c column) string {
+		x := def(c)
 		if x == nil {
 			return ""
 		}
 		bd := breakdown(x)
 		return fmt.Sprintf("%s (%s) / %d", thousands(bd.gets), thousands(bd.notFound), bd.lists)
 	}, "3,000 GETs / 7,502 GETs, about half 404")
-	row("syncs while converging", "", func(n int) string {
-		if x := def(n); x != nil {
-			return fmt.Sprintf("%.0f (%.1f per CR)", x.convergeSyncs, x.convergeSyncs/float64(n))
+	row("syncs while converging", "", func(c column) string {
+		if x := def(c); x != nil {
+			return fmt.Sprintf("%s (%.1f per CR)", thousands(int(x.convergeSyncs)), x.convergeSyncs/float64(c.n))
 		}
 		return ""
 	}, "")
-	row("requests other than watches in the idle window", "0", func(n int) string {
-		x := def(n)
+	row("controller CPU while converging (per CR)", "", func(c column) string {
+		if x := def(c); x != nil {
+			return fmt.Sprintf("%.2f s (%.2f ms)", x.convergeCPU, 1000*x.convergeCPU/float64(c.n))
+		}
+		return ""
+	}, "")
+	row("controller heap after GC: no CR → N CRs converged (per CR)", "", func(c column) string {
+		x := def(c)
+		if x == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.2f → %.2f MiB (%.1f KiB)", mib(x.heapEmpty.HeapAlloc), mib(x.heapConverged.HeapAlloc), heapPerCR(x))
+	}, "")
+	row("requests other than watches in the idle window", "0", func(c column) string {
+		x := def(c)
 		if x == nil || x.idle == nil {
 			return ""
 		}
@@ -315,28 +372,29 @@ func (r *report) render() string {
 		}
 		return s + fmt.Sprintf(" (watches re-opened: %d)", x.idle.requests.filter(request.watch).total())
 	}, "88,784 / 85,201")
-	row("syncs, controller CPU in the idle window", "", func(n int) string {
-		x := def(n)
+	row("syncs, controller CPU in the idle window", "", func(c column) string {
+		x := def(c)
 		if x == nil || x.idle == nil {
 			return ""
 		}
-		return fmt.Sprintf("%.0f syncs, %.2f s CPU (%.2f %% of a core)", x.idle.syncs, x.idle.cpu, 100*x.idle.cpu/x.idle.took.Seconds())
+		return fmt.Sprintf("%s syncs (%.2f per CR a minute), %.2f s CPU (%.2f %% of a core)", thousands(int(x.idle.syncs)),
+			x.idle.syncs/float64(c.n)/x.idle.took.Minutes(), x.idle.cpu, 100*x.idle.cpu/x.idle.took.Seconds())
 	}, "142.6 s / 130.1 s CPU")
-	row("requests per sync of an unchanged CR, reads included (every CR re-synced once)", "0", func(n int) string {
-		x := def(n)
+	row("requests per sync of an unchanged CR, reads included (every CR re-synced once; with probes on, their syncs too)", "0", func(c column) string {
+		x := def(c)
 		if x == nil || x.unchanged == nil {
 			return ""
 		}
 		req := x.unchanged.requests.total()
-		s := fmt.Sprintf("**%.2f** (%d in %.0f syncs)", float64(req)/max(x.unchanged.syncs, 1), req, x.unchanged.syncs)
+		s := fmt.Sprintf("**%.2f** (%d in %s syncs)", float64(req)/max(x.unchanged.syncs, 1), req, thousands(int(x.unchanged.syncs)))
 		if req > 0 {
 			s += ": " + x.unchanged.requests.String()
 		}
 		return s
 	}, "23 / 23")
 	row(fmt.Sprintf("controller heap after GC: N CRs → after %s unrelated ConfigMaps of %d KiB and %s Deployments in other namespaces",
-		thousands(r.s.configMaps), r.s.configMapBytes>>10, thousands(r.s.deployments)), "< 2 MiB growth", func(n int) string {
-		x := def(n)
+		thousands(r.s.configMaps), r.s.configMapBytes>>10, thousands(r.s.deployments)), "< 2 MiB growth", func(c column) string {
+		x := def(c)
 		if x == nil || x.heap == nil {
 			return ""
 		}
@@ -346,8 +404,8 @@ func (r *report) render() string {
 		s += fmt.Sprintf("; requests meanwhile: %d", h.during.total())
 		return s
 	}, "— / 15.6 → 15.2 MiB in use (no GC forced)")
-	row("CPU per sync of a converged CR (Go benchmark on the fixture; below)", "report", func(n int) string {
-		if n != sizes[0] {
+	row("CPU per sync of a converged CR (Go benchmark on the fixture; below)", "report", func(c column) string {
+		if c != cols[0] {
 			return "(same)"
 		}
 		var parts []string
@@ -364,8 +422,8 @@ func (r *report) render() string {
 		if lim == defaultLimits {
 			up = "17.5 s / 54.2 s"
 		}
-		row("time from the first create to all Ready, "+lim.label, "", func(n int) string {
-			x := r.run(n, lim)
+		row("time from the first create to all Ready, "+lim.label, "", func(c column) string {
+			x := r.run(c.n, lim, c.probe)
 			if x == nil {
 				return ""
 			}
@@ -374,15 +432,18 @@ func (r *report) render() string {
 		}, up)
 	}
 	for _, lim := range r.s.limits[1:] {
-		row("mutating requests to converge, "+lim.label+" (ratio)", "", func(n int) string {
-			x := r.run(n, lim)
+		row("mutating requests to converge, "+lim.label+" (ratio)", "", func(c column) string {
+			x := r.run(c.n, lim, c.probe)
 			if x == nil {
 				return ""
 			}
 			bd := breakdown(x)
-			return fmt.Sprintf("%s (%.2f), %.2f status writes per CR", thousands(bd.mutating), float64(bd.mutating)/float64(bd.minimum), float64(bd.statusUpdates)/float64(n))
+			return fmt.Sprintf("%s (%.2f), %.2f status writes per CR", thousands(bd.mutating), float64(bd.mutating)/float64(bd.minimum), float64(bd.statusUpdates)/float64(c.n))
 		}, "")
 	}
+
+	p("\n")
+	p("%s", r.renderCurve("cost-curve.svg"))
 
 	if len(r.goBench) > 0 {
 		p("\nGo benchmarks of pkg/controller (fake clientsets, no API server; median of %d runs):\n\n", r.s.benchCount)
@@ -403,16 +464,219 @@ func (r *report) render() string {
 	}
 	p("\nEvery request of each run, by verb, resource and status code:\n\n")
 	for _, x := range r.runs {
-		p("- N = %d, %s, converging: %s\n", x.n, x.lim.label, x.converge.filter(notWatch).String())
+		what := fmt.Sprintf("N = %s, %s, %s", thousands(x.n), x.lim.label, probeLabel(x.probe))
+		conv := x.converge.filter(notWatch)
+		p("- %s, converging: %s\n", what, conv.String())
+		p("  - per CR: %s\n", conv.perCR(x.n))
 		if x.unchanged != nil {
-			p("- N = %d, %s, one sync of every unchanged CR: %s\n", x.n, x.lim.label, x.unchanged.requests.String())
+			p("- %s, one sync of every unchanged CR: %s\n", what, x.unchanged.requests.String())
 		}
 		if x.idle != nil {
-			p("- N = %d, %s, idle: %s\n", x.n, x.lim.label, x.idle.requests.String())
+			p("- %s, idle: %s\n", what, x.idle.requests.String())
 		}
 		if x.heap != nil {
-			p("- N = %d, %s, while the unrelated objects were created: %s\n", x.n, x.lim.label, x.heap.during.String())
+			p("- %s, while the unrelated objects were created: %s\n", what, x.heap.during.String())
 		}
+	}
+	return b.String()
+}
+
+// dnsNote says how the probes' lookups failed.
+func dnsNote(hostDNS bool) string {
+	if hostDNS {
+		return "**LLSC_BENCH_HOST_DNS: the host's resolver answered them, so the failures' text depended on it**"
+	}
+	return "no query leaves the process"
+}
+
+// heapPerCR is the growth of the heap after GC from no CR to N converged CRs, per CR, in
+// KiB.
+func heapPerCR(x *runResult) float64 {
+	return (float64(x.heapConverged.HeapAlloc) - float64(x.heapEmpty.HeapAlloc)) / 1024 / float64(x.n)
+}
+
+// marginal is the growth of the heap (KiB) and of the CPU time while converging (ms) per
+// CR added from the next smaller size to x's, with the same limits and probe mode:
+// what one more CR costs, without the one-time costs (first use of a cache, of the
+// conversion, of a client) that dominate growth/N at small N. NaN at the smallest size.
+func (r *report) marginal(x *runResult) (heapKiB, cpuMs float64) {
+	var prev *runResult
+	for _, n := range r.s.sizes {
+		if y := r.run(n, x.lim, x.probe); y != nil && n < x.n && (prev == nil || n > prev.n) {
+			prev = y
+		}
+	}
+	if prev == nil {
+		return math.NaN(), math.NaN()
+	}
+	dn := float64(x.n - prev.n)
+	growth := func(y *runResult) float64 {
+		return float64(y.heapConverged.HeapAlloc) - float64(y.heapEmpty.HeapAlloc)
+	}
+	return (growth(x) - growth(prev)) / 1024 / dn, 1000 * (x.convergeCPU - prev.convergeCPU) / dn
+}
+
+// curveFigures are a run's costs per CR, as the cost curve shows them.
+type curveFigures struct {
+	timePerCR, requests, mutating, reads, events, statusWrites, syncs, heapKiB, cpuMs float64
+	// marginalHeapKiB and marginalCPUMs are from report.marginal.
+	marginalHeapKiB, marginalCPUMs float64
+	// idleRequests are the requests other than watches per CR in six idle minutes; NaN
+	// where the idle window was not measured.
+	idleRequests float64
+	// idleSyncs are the syncs per CR and minute in the idle window (the probes' with probes
+	// on); NaN where it was not measured.
+	idleSyncs float64
+}
+
+func (r *report) figuresOf(x *runResult) curveFigures {
+	bd, n := breakdown(x), float64(x.n)
+	f := curveFigures{
+		timePerCR: 1000 * x.toReady.Seconds() / n,
+		requests:  float64(bd.mutating+bd.gets+bd.lists+bd.events) / n,
+		mutating:  float64(bd.mutating) / n, reads: float64(bd.gets+bd.lists) / n, events: float64(bd.events) / n,
+		statusWrites: float64(bd.statusUpdates) / n, syncs: x.convergeSyncs / n,
+		heapKiB: heapPerCR(x), cpuMs: 1000 * x.convergeCPU / n, idleRequests: math.NaN(), idleSyncs: math.NaN(),
+	}
+	f.marginalHeapKiB, f.marginalCPUMs = r.marginal(x)
+	if x.idle != nil {
+		f.idleRequests = float64(x.idle.requests.filter(notWatch).total()) / n / x.idle.took.Minutes() * 6
+		f.idleSyncs = x.idle.syncs / n / x.idle.took.Minutes()
+	}
+	return f
+}
+
+// curveTitle heads the plot.
+func (r *report) curveTitle() string {
+	t := fmt.Sprintf("Cost per CR against N (%s, %d workers)", r.s.limits[0].label, r.s.workers)
+	if r.s.quick {
+		t += ": quick mode, not the reference numbers"
+	}
+	return t
+}
+
+// curvePanels are the plot's small multiples: one per cost, one series per probe mode at
+// the first limits (and, for the time, per other set of limits).
+func (r *report) curvePanels() []plotPanel {
+	type metric struct {
+		title, yLabel string
+		value         func(curveFigures) float64
+	}
+	metrics := []metric{
+		{"time to all Ready, per CR", "ms per CR", func(f curveFigures) float64 { return f.timePerCR }},
+		{"requests per CR, all but watches", "requests per CR", func(f curveFigures) float64 { return f.requests }},
+		{"status writes per CR", "status writes per CR", func(f curveFigures) float64 { return f.statusWrites }},
+		{"heap after GC per CR", "KiB per CR", func(f curveFigures) float64 { return f.heapKiB }},
+		{"heap per CR added (marginal)", "KiB per CR", func(f curveFigures) float64 { return f.marginalHeapKiB }},
+		{"controller CPU per CR, converging", "CPU ms per CR", func(f curveFigures) float64 { return f.cpuMs }},
+		{"CPU per CR added (marginal)", "CPU ms per CR", func(f curveFigures) float64 { return f.marginalCPUMs }},
+		{"idle requests per CR (6 min)", "requests per CR", func(f curveFigures) float64 { return f.idleRequests }},
+		{"idle syncs per CR a minute", "syncs per CR a minute", func(f curveFigures) float64 { return f.idleSyncs }},
+	}
+	var panels []plotPanel
+	for i, m := range metrics {
+		pn := plotPanel{title: m.title, yLabel: m.yLabel}
+		add := func(name string, lim limits, probe string) {
+			sr := plotSeries{name: name}
+			for _, n := range r.s.sizes {
+				if x := r.run(n, lim, probe); x != nil {
+					sr.points = append(sr.points, plotPoint{x: float64(n), y: m.value(r.figuresOf(x))})
+				}
+			}
+			if len(sr.points) > 0 {
+				pn.series = append(pn.series, sr)
+			}
+		}
+		for _, probe := range r.s.probes {
+			add(probeLabel(probe), r.s.limits[0], probe)
+		}
+		if i == 0 {
+			for _, lim := range r.s.limits[1:] {
+				add(probeLabel(r.s.probes[0])+", "+lim.label, lim, r.s.probes[0])
+			}
+		}
+		panels = append(panels, pn)
+	}
+	return panels
+}
+
+// renderCurve writes the cost curve section: one row per probe mode and size, and how
+// much each cost per CR changed from the smallest size to the largest; image is the
+// plot's file, linked beside the table.
+func (r *report) renderCurve(image string) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	lim := r.s.limits[0]
+	p("### The cost curve\n\n")
+	p("Cost per CR as N grows, %s, %d workers: converging from empty until %s after the last CR is Ready and %s without a write; the heap is the growth of the heap after GC from no CR to N converged CRs, divided by N, and in brackets its marginal cost, the growth per CR added from the next smaller N (one-time costs, such as a cache's or a client's first use, weigh on the first at small N and cancel out of the second); the CPU likewise; idle requests are those other than watches in the idle window, per CR and six minutes (measured at ", lim.label, r.s.workers, r.s.tail, quietFor)
+	if r.s.idleEvery {
+		p("every size).")
+	} else {
+		p("the largest size only, to keep `make bench` short; `LLSC_BENCH_IDLE_EVERY=1` measures it at every size).")
+	}
+	p(" A cost per CR that stays flat as N grows is work that does not grow with the number of CRs. Plotted in [%s](%s).\n\n", image, image)
+	p("| probes | N | kwok nodes | all Ready | time per CR | requests per CR: all but watches (mutating / reads / Events) | status writes per CR | syncs per CR | heap per CR (marginal) | CPU per CR (marginal) | idle requests per CR (6 min) |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, probe := range r.s.probes {
+		for _, n := range r.s.sizes {
+			x := r.run(n, lim, probe)
+			if x == nil {
+				continue
+			}
+			f := r.figuresOf(x)
+			idle := "—"
+			if finite(f.idleRequests) {
+				idle = fmt.Sprintf("%.2f (%s in %s)", f.idleRequests, thousands(x.idle.requests.filter(notWatch).total()), x.idle.took.Round(time.Second))
+			}
+			heap, cpu := fmt.Sprintf("%.1f KiB", f.heapKiB), fmt.Sprintf("%.2f ms", f.cpuMs)
+			if finite(f.marginalHeapKiB) {
+				heap += fmt.Sprintf(" (%.1f)", f.marginalHeapKiB)
+				cpu += fmt.Sprintf(" (%.2f)", f.marginalCPUMs)
+			}
+			p("| %s | %s | %d | %.1f s | %.1f ms | %.2f (%.2f / %.2f / %.2f) | %.2f | %.2f | %s | %s | %s |\n",
+				probeLabel(probe), thousands(n), x.nodes, x.toReady.Seconds(), f.timePerCR, f.requests, f.mutating, f.reads, f.events,
+				f.statusWrites, f.syncs, heap, cpu, idle)
+		}
+	}
+	lo, hi := slices.Min(r.s.sizes), slices.Max(r.s.sizes)
+	if lo == hi {
+		return b.String()
+	}
+	p("\nEach cost per CR at N = %s against N = %s (1.00: flat):\n\n", thousands(hi), thousands(lo))
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			if a == 0 {
+				return "1.00 (0 at both)"
+			}
+			return "— (0 at the smallest)"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	for _, probe := range r.s.probes {
+		xl, xh := r.run(lo, lim, probe), r.run(hi, lim, probe)
+		if xl == nil || xh == nil {
+			continue
+		}
+		fl, fh := r.figuresOf(xl), r.figuresOf(xh)
+		p("- %s: time %s, requests %s, status writes %s, syncs %s, heap %s, CPU %s", probeLabel(probe),
+			ratio(fh.timePerCR, fl.timePerCR), ratio(fh.requests, fl.requests), ratio(fh.statusWrites, fl.statusWrites),
+			ratio(fh.syncs, fl.syncs), ratio(fh.heapKiB, fl.heapKiB), ratio(fh.cpuMs, fl.cpuMs))
+		// The marginal costs from the first pair of sizes to the last.
+		var first, last *curveFigures
+		for _, n := range r.s.sizes {
+			if x := r.run(n, lim, probe); x != nil {
+				if f := r.figuresOf(x); finite(f.marginalHeapKiB) {
+					if first == nil {
+						first = &f
+					}
+					last = &f
+				}
+			}
+		}
+		if first != nil && last != first {
+			p("; marginal heap %s, marginal CPU %s", ratio(last.marginalHeapKiB, first.marginalHeapKiB), ratio(last.marginalCPUMs, first.marginalCPUMs))
+		}
+		p("\n")
 	}
 	return b.String()
 }

@@ -85,14 +85,27 @@ func (r requestCounts) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// thousands writes n with a comma every three digits.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
+// perCR lists the counts divided by n, largest first, as "x.xx verb resource code".
+func (r requestCounts) perCR(n int) string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
 	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+	slices.SortFunc(keys, func(a, b string) int {
+		if r[a] != r[b] {
+			return r[b] - r[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%.2f %s", float64(r[k])/float64(n), k))
 	}
-	return s
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
+
+// thousands writes n with a comma every three digits.
+func thousands(n int) string { return thousandsInt(int64(n)) }
