@@ -180,6 +180,13 @@ func (s *serverClient) requestTimeout() time.Duration {
 
 // describeError turns a request error into a short message without the URL.
 func (s *serverClient) describeError(err error) string {
+	// A name that does not resolve is one failure whether the resolver answered "no such
+	// host" or timed out: a resolver that alternates between the two must not make the
+	// answer change (and the status be rewritten) at every probe.
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "server unreachable: its name could not be resolved"
+	}
 	var netErr net.Error
 	switch {
 	case errors.Is(err, errBodyTooLarge):
@@ -201,10 +208,6 @@ func (s *serverClient) describeError(err error) string {
 	}
 	// Fixed wording for network errors: their text carries local ports that change on
 	// every attempt, and a message that changes would rewrite the status every probe.
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return "server unreachable: its name does not resolve"
-	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return "server unreachable: " + opErr.Op + " failed"

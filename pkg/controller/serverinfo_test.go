@@ -2,10 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -502,4 +507,44 @@ func TestProbeProviderMessageIsCut(t *testing.T) {
 	assert.LessOrEqual(t, len(msg), maxProviderMessage)
 	assert.True(t, strings.HasSuffix(msg, "..."))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(msg, "...")))
+}
+
+// describeError's messages are fixed per kind of failure: the error texts they come
+// from carry addresses and ports, and a resolver may answer "no such host" or time out
+// for the same name; a message that changed would rewrite the status at every probe.
+func TestDescribeErrorIsStable(t *testing.T) {
+	s := &serverClient{timeout: 5 * time.Second}
+	dial := func(err error) error {
+		return &url.Error{Op: "Get", URL: "http://app-service.ns.svc:8321/v1/health", Err: &net.OpError{Op: "dial", Net: "tcp", Err: err}}
+	}
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want string
+	}{
+		{"name not found or resolver timeout", []error{
+			dial(&net.DNSError{Err: "no such host", Name: "app-service.ns.svc", IsNotFound: true}),
+			dial(&net.DNSError{Err: "i/o timeout", Name: "app-service.ns.svc", Server: "10.0.0.10:53", IsTimeout: true}),
+			dial(&net.DNSError{Err: "server misbehaving", Name: "app-service.ns.svc", Server: "10.0.0.10:53", IsTemporary: true}),
+		}, "server unreachable: its name could not be resolved"},
+		{"connection refused on any port", []error{
+			dial(&os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}),
+			&url.Error{Op: "Get", URL: "http://10.2.0.7:8321/v1/health", Err: &net.OpError{Op: "dial", Net: "tcp",
+				Source: &net.TCPAddr{IP: net.IPv4(10, 2, 0, 1), Port: 40112}, Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}},
+		}, "connection refused"},
+		{"timeouts", []error{
+			context.DeadlineExceeded,
+			&url.Error{Op: "Get", URL: "http://x/v1/health", Err: context.DeadlineExceeded},
+		}, "health check timed out (limit 5s)"},
+		{"other dial failures", []error{
+			dial(errors.New("socket: too many open files")),
+			dial(errors.New("something else")),
+		}, "server unreachable: dial failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, err := range tc.errs {
+				assert.Equal(t, tc.want, s.describeError(err), "%v", err)
+			}
+		})
+	}
 }
