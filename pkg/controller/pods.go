@@ -25,10 +25,10 @@ import (
 // while the Deployment is not available (deploymentReady), else in Progressing while a
 // rollout's old pods serve (rolloutProgress).
 
-// PodSelector selects the server pods: their template carries the selector labels, of
-// which app=llama-stack is common to every CR.
+// PodSelector selects the server pods: the label their template carries and the
+// ReplicaSets' selector selects (app=llama-stack, common to every CR).
 func PodSelector() string {
-	return labels.SelectorFromSet(labels.Set{labelApp: labelAppValue}).String()
+	return ReplicaSetSelector()
 }
 
 // TransformPod is the informer transform of the Pod cache: it keeps of a pod its
