@@ -55,7 +55,7 @@ cluster:
 	hack/cluster/build.sh
 
 ## bench: the benchmark suite (Go benchmarks, then the load driver on local control planes, probes off and on,
-## N = 50, 200 and 1,000; an estimated 35-40 min once the control plane is built): prints the table of BENCHMARKS.md and
+## N = 50, 200 and 1,000; about 33 min once the control plane is built): prints the table of BENCHMARKS.md and
 ## leaves it, the cost curve's plot, logs and heap profiles in bin/bench. LLSC_BENCH_QUICK=1 is a short run.
 bench:
 	GO=$(GO) $(GO) test -tags bench -count=1 -timeout 90m -v -run '^TestBench$$' ./test/bench
