@@ -63,8 +63,8 @@ func (r requestCounts) total() int {
 	return n
 }
 
-// String lists the counts, largest first, as "n× verb resource code".
-func (r requestCounts) String() string {
+// largestFirst returns the keys, the largest count first, ties by key.
+func (r requestCounts) largestFirst() []string {
 	keys := make([]string, 0, len(r))
 	for k := range r {
 		keys = append(keys, k)
@@ -75,6 +75,12 @@ func (r requestCounts) String() string {
 		}
 		return strings.Compare(a, b)
 	})
+	return keys
+}
+
+// String lists the counts, largest first, as "n× verb resource code".
+func (r requestCounts) String() string {
+	keys := r.largestFirst()
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%d× %s", r[k], k))
@@ -87,16 +93,7 @@ func (r requestCounts) String() string {
 
 // perCR lists the counts divided by n, largest first, as "x.xx verb resource code".
 func (r requestCounts) perCR(n int) string {
-	keys := make([]string, 0, len(r))
-	for k := range r {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if r[a] != r[b] {
-			return r[b] - r[a]
-		}
-		return strings.Compare(a, b)
-	})
+	keys := r.largestFirst()
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%.2f %s", float64(r[k])/float64(n), k))
