@@ -291,9 +291,11 @@ func (p *prober) wait() {
 	p.wg.Wait()
 }
 
-// readinessConditions are the conditions a Deployment becoming available changes.
+// readinessConditions are the conditions a Deployment becoming available changes, and
+// StorageReady: a pod with a claim is scheduled only once the claim is bound, so the
+// claim's binding and the Deployment's availability often reach one sync together.
 var readinessConditions = []string{v1alpha2.ConditionReady, v1alpha2.ConditionDeploymentReady,
-	v1alpha2.ConditionProgressing, v1alpha2.ConditionHealthCheck}
+	v1alpha2.ConditionProgressing, v1alpha2.ConditionHealthCheck, v1alpha2.ConditionStorageReady}
 
 // onlyTurnsReady tells whether going from status old to st makes the CR Ready and
 // changes nothing else but what follows from its Deployment becoming available: the

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
@@ -335,10 +337,20 @@ func statusWrites(actions []core.Action) int {
 // them: the first (Initializing), and the one that makes it Ready, which carries the
 // server's first answer (not one more for the answer).
 func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
-	for name, slow := range map[string]bool{"answered": false, "timed out": true} {
+	for name, tc := range map[string]struct{ slow, storage bool }{
+		"answered": {}, "timed out": {slow: true},
+		// The claim is bound and the Deployment available by the next sync: StorageReady
+		// turns with Ready, in the same write.
+		"with storage": {storage: true},
+	} {
+		slow := tc.slow
 		t.Run(name, func(t *testing.T) {
 			srv := newFakeLlamaStack(t)
-			f := newFixture(t, newLLSD("app"))
+			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+				if tc.storage {
+					l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+				}
+			}))
 			timeout := time.Second
 			if slow {
 				srv.delay.Store(int64(time.Second))
@@ -358,6 +370,10 @@ func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
 			}
 			syncUntilIdle()
 			require.Equal(t, 1, writes, "creation")
+			if tc.storage {
+				require.Equal(t, metav1.ConditionFalse, cond(t, f.llsd("app"), v1alpha2.ConditionStorageReady).Status)
+				f.setPVCPhase("app-pvc", corev1.ClaimBound)
+			}
 			f.setDeploymentStatus("app", rolledOut)
 			syncUntilIdle()
 			assert.Equal(t, 1, writes, "Ready written before the server's first answer")
@@ -373,6 +389,9 @@ func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
 			} else {
 				assert.Equal(t, metav1.ConditionTrue, hc.Status)
 				assert.Equal(t, "0.2.23", l.Status.Version.LlamaStackServerVersion)
+			}
+			if tc.storage {
+				assert.Equal(t, metav1.ConditionTrue, cond(t, l, v1alpha2.ConditionStorageReady).Status)
 			}
 			assert.Equal(t, 2, writes, "status writes from creation to Ready with the first answer")
 		})
@@ -420,6 +439,9 @@ func TestOnlyTurnsReady(t *testing.T) {
 		"and a Service condition": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.Conditions[3].Message = "changed" }, want: false},
 		"and a route":             {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.RouteURL = ptr.To("http://x") }, want: false},
 		"first status":            {old: v1alpha2.LlamaStackDistributionStatus{}, want: false},
+		"and its storage bound": {old: storageCondition(initializing, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, at), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			*st = storageCondition(*st, metav1.ConditionTrue, v1alpha2.ReasonStorageReady, later)
+		}, want: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := *ready.DeepCopy()
@@ -745,4 +767,12 @@ func TestProbeTimersStop(t *testing.T) {
 	s.p.observe(s.ctx, key("app"), s.l, s.state)
 	s.advance(time.Hour)
 	assert.Equal(t, 2, s.srv.count(), "a probe after the controller stopped")
+}
+
+// storageCondition is st with a StorageReady condition of that status.
+func storageCondition(st v1alpha2.LlamaStackDistributionStatus, status metav1.ConditionStatus, reason string, at metav1.Time) v1alpha2.LlamaStackDistributionStatus {
+	out := *st.DeepCopy()
+	out.Conditions = append(slices.DeleteFunc(out.Conditions, func(c metav1.Condition) bool { return c.Type == v1alpha2.ConditionStorageReady }),
+		metav1.Condition{Type: v1alpha2.ConditionStorageReady, Status: status, Reason: reason, Message: reason, ObservedGeneration: 1, LastTransitionTime: at})
+	return out
 }
