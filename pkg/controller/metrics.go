@@ -46,7 +46,12 @@ var (
 	}, []string{"code", "method", "host"})
 	restLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rest_client_request_duration_seconds",
-		Help:    "Latency of requests to the Kubernetes API server, by verb.",
+		Help:    "Latency of requests to the Kubernetes API server, by verb, the wait for the client's rate limiter included.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	}, []string{"verb"})
+	restLimiterWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "rest_client_rate_limiter_duration_seconds",
+		Help:    "Time requests to the Kubernetes API server waited for the client's rate limiter (--kube-api-qps, --kube-api-burst, and the Event client's), by verb.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"verb"})
 
@@ -80,14 +85,15 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		wq := workqueueMetrics
-		Registry.MustRegister(syncDuration, syncTotal, readyGauge, leaderGauge, restRequests, restLatency,
+		Registry.MustRegister(syncDuration, syncTotal, readyGauge, leaderGauge, restRequests, restLatency, restLimiterWait,
 			wq.depth, wq.adds, wq.latency, wq.duration, wq.unfinished, wq.longest, wq.retries,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		workqueue.SetProvider(queueMetricsProvider{})
 		leaderelection.SetProvider(leaderMetricsProvider{})
 		clientmetrics.Register(clientmetrics.RegisterOpts{
-			RequestResult:  requestResult{},
-			RequestLatency: requestLatency{},
+			RequestResult:      requestResult{},
+			RequestLatency:     requestLatency{},
+			RateLimiterLatency: limiterWait{},
 		})
 	})
 }
@@ -136,6 +142,12 @@ type requestLatency struct{}
 
 func (requestLatency) Observe(_ context.Context, verb string, _ url.URL, latency time.Duration) {
 	restLatency.WithLabelValues(verb).Observe(latency.Seconds())
+}
+
+type limiterWait struct{}
+
+func (limiterWait) Observe(_ context.Context, verb string, _ url.URL, wait time.Duration) {
+	restLimiterWait.WithLabelValues(verb).Observe(wait.Seconds())
 }
 
 // observeSync records one sync's duration and result.

@@ -1,11 +1,17 @@
 package controller
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // series is the first series of Registry's metric name whose labels include labels;
@@ -57,4 +63,33 @@ func TestLeaderMetric(t *testing.T) {
 	assert.Equal(t, 1.0, gauge(t, "leader_election_master_status", map[string]string{"name": "test-lease"}))
 	m.Off("test-lease")
 	assert.Equal(t, 0.0, gauge(t, "leader_election_master_status", map[string]string{"name": "test-lease"}))
+}
+
+// The time a request waits for the client's rate limiter is in
+// rest_client_rate_limiter_duration_seconds: what tells a user that --kube-api-qps, not
+// the API server, paces the controller.
+func TestRateLimiterWaitIsMeasured(t *testing.T) {
+	RegisterMetrics()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+	}))
+	t.Cleanup(srv.Close)
+	// Five a second after a burst of one: three requests wait about 0, 0.2 and 0.4 s.
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 5, Burst: 1})
+	require.NoError(t, err)
+	histogram := func() (uint64, float64) {
+		m := series(t, "rest_client_rate_limiter_duration_seconds", map[string]string{"verb": "DELETE"})
+		if m == nil {
+			return 0, 0
+		}
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
+	count0, sum0 := histogram()
+	for range 3 {
+		require.NoError(t, client.CoreV1().ConfigMaps("demo").Delete(context.Background(), "app", metav1.DeleteOptions{}))
+	}
+	count, sum := histogram()
+	assert.Equal(t, uint64(3), count-count0, "one observation per request")
+	assert.Greater(t, sum-sum0, 0.3, "the second and third requests waited for their tokens")
 }

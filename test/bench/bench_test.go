@@ -215,6 +215,8 @@ type runResult struct {
 	// convergeCPU is the controller's CPU time from the first create to tail after the
 	// last Ready.
 	convergeCPU float64
+	// latency is how the converging requests' time was spent.
+	latency requestTime
 	// heapEmpty is the controller's heap after GC, caches synced, before the first CR;
 	// heapConverged the same once the N CRs converged.
 	heapEmpty, heapConverged heapStats
@@ -222,6 +224,28 @@ type runResult struct {
 	unchanged *unchangedResult
 	idle      *idleResult
 	heap      *heapResult
+}
+
+// requestTime is how long the controller's requests took in a window: in all, and
+// waiting for its clients' rate limiters (part of the total).
+type requestTime struct {
+	requests, total, waited float64
+}
+
+// answered is the mean time from sending a request to its answer, the limiter's wait
+// left out; waiting the mean wait for the limiter.
+func (q requestTime) answered() time.Duration {
+	if q.requests == 0 {
+		return 0
+	}
+	return time.Duration((q.total - q.waited) / q.requests * float64(time.Second))
+}
+
+func (q requestTime) waiting() time.Duration {
+	if q.requests == 0 {
+		return 0
+	}
+	return time.Duration(q.waited / q.requests * float64(time.Second))
 }
 
 type unchangedResult struct {
@@ -437,6 +461,11 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	}
 	r.converge, r.convergeSyncs = s1.requests.minus(s0.requests), s1.syncs-s0.syncs
 	r.convergeCPU = s1.cpuSeconds - s0.cpuSeconds
+	r.latency = requestTime{
+		requests: s1.requestCount - s0.requestCount,
+		total:    s1.requestSeconds - s0.requestSeconds,
+		waited:   s1.limiterSeconds - s0.limiterSeconds,
+	}
 	r.written = s1.lastChildWrite.Sub(start)
 	r.eventsWritten = s1.lastEvent.Sub(start)
 	if r.heapConverged, err = steadyHeap(ctx, proc); err != nil {

@@ -416,6 +416,10 @@ type snapshot struct {
 	syncs          float64
 	cpuSeconds     float64
 	queueDepth     float64
+	// requestSeconds and requestCount are the sum and count of the controller's request
+	// latencies (rest_client_request_duration_seconds, the limiter's wait included);
+	// limiterSeconds the sum of the waits for its clients' rate limiters.
+	requestSeconds, requestCount, limiterSeconds float64
 }
 
 func (p *controllerProc) snapshot(ctx context.Context) (snapshot, error) {
@@ -432,6 +436,9 @@ func (p *controllerProc) snapshot(ctx context.Context) (snapshot, error) {
 	s.syncs = metricSum(metrics, "llama_stack_controller_syncs_total", "")
 	s.cpuSeconds = metricSum(metrics, "process_cpu_seconds_total", "")
 	s.queueDepth = metricSum(metrics, "workqueue_depth", `name="llama-stack-controller"`)
+	s.requestSeconds = metricSum(metrics, "rest_client_request_duration_seconds_sum", "")
+	s.requestCount = metricSum(metrics, "rest_client_request_duration_seconds_count", "")
+	s.limiterSeconds = metricSum(metrics, "rest_client_rate_limiter_duration_seconds_sum", "")
 	return s, nil
 }
 

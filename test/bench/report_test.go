@@ -347,6 +347,12 @@ func (r *report) render() string {
 		}
 		return ""
 	}, "")
+	row("per request while converging: mean time to the answer / mean wait for the client's rate limiter (all waits)", "", func(c column) string {
+		if x := def(c); x != nil && x.latency.requests > 0 {
+			return fmt.Sprintf("%.1f ms / %.1f ms (%.1f s)", ms(x.latency.answered()), ms(x.latency.waiting()), x.latency.waited)
+		}
+		return ""
+	}, "")
 	row("controller CPU while converging (per CR)", "", func(c column) string {
 		if x := def(c); x != nil {
 			return fmt.Sprintf("%.2f s (%.2f ms)", x.convergeCPU, 1000*x.convergeCPU/float64(c.n))

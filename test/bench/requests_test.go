@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // requestCounts are request counts by "verb resource[/subresource] code".
@@ -106,3 +107,6 @@ func (r requestCounts) perCR(n int) string {
 
 // thousands writes n with a comma every three digits.
 func thousands(n int) string { return thousandsInt(int64(n)) }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -48,6 +48,7 @@ func TestMetricsAreScraped(t *testing.T) {
 		`workqueue_retries_total\{name="llama-stack-controller"\}`,
 		`llama_stack_controller_syncs_total\{result="success"\}`,
 		`rest_client_requests_total\{code="200",host="[^"]+",method="GET"\}`,
+		`rest_client_rate_limiter_duration_seconds_count\{verb="GET"\}`,
 	} {
 		assert.GreaterOrEqual(t, sample(before, series), 0.0, "series %s is missing", series)
 	}
