@@ -325,12 +325,8 @@ func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha2
 	if err != nil {
 		return obj, fmt.Errorf("applying %s %s/%s: %w", k.kind, namespace, name, err)
 	}
-	verb, reason := "Updated", "Updated"
-	if !existed {
-		verb, reason = "Created", "Created"
-	}
-	logger.V(2).Info(verb+" child", "kind", k.kind, "object", klog.KRef(namespace, name))
-	c.recorder.Eventf(l, corev1.EventTypeNormal, reason, "%s %s %s", verb, k.kind, name)
+	logger.V(2).Info(childWriteReason(!existed)+" child", "kind", k.kind, "object", klog.KRef(namespace, name))
+	c.childWritten(ctx, l, !existed, k.kind, name)
 	return obj, nil
 }
 

@@ -55,7 +55,7 @@ func TestEventsGoThroughTheEventClient(t *testing.T) {
 				seen[e.InvolvedObject.Name+" "+e.Reason+" "+e.Message] = true
 				seen[e.InvolvedObject.Name+" "+e.Reason] = true
 			}
-			return seen["demo Created Created Deployment demo"] && seen["demo Created Created Service demo-service"] &&
+			return seen["demo Created Created Service demo-service, Deployment demo"] &&
 				seen["broken "+v1alpha2.ReasonDistributionNotSupported], nil
 		}), "the Events are written through the event client")
 	_, err := work.AppsV1().Deployments(testNamespace).Get(ctx, "demo", metav1.GetOptions{})

@@ -39,6 +39,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	l := cached.DeepCopy()
 	now := metav1.Now()
+	ctx, written := withChildWriteLog(ctx)
+	defer c.recordChildWrites(l, written)
 	// The ready gauge follows what the CR reports, whichever way the sync ends.
 	reported := l.Status
 	defer func() { setReadyGauge(key, reported) }()
