@@ -3,7 +3,9 @@ package controller
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,8 +128,9 @@ func TestCachedConfigMap(t *testing.T) {
 // BenchmarkConfigMapCache measures what the ConfigMap cache keeps per ConfigMap of
 // 100 KiB (one key, created by a client as the benchmark's unrelated ConfigMaps are):
 // decoded from protobuf as the informer receives it, transformed, and added to an
-// indexer with the namespace index. retained-B/ConfigMap is the heap still in use after
-// a GC, per ConfigMap, the store's own keys and index included.
+// indexer with the key function and the indexes of the controller's ConfigMap informer
+// (as NewController leaves it). retained-B/ConfigMap is the heap still in use after a
+// GC, per ConfigMap, the store's own keys and indexes included.
 func BenchmarkConfigMapCache(b *testing.B) {
 	const n = 1000
 	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -153,9 +156,13 @@ func BenchmarkConfigMapCache(b *testing.B) {
 		}
 		raws[i] = buf.Bytes()
 	}
+	indexers := newFixture(b).c.configMapCache.GetIndexers()
+	if _, ok := indexers[controllerUIDIndex]; !ok {
+		b.Fatalf("the ConfigMap informer has no %s index: %v", controllerUIDIndex, slices.Collect(maps.Keys(indexers)))
+	}
 	var retained float64
 	for b.Loop() {
-		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		indexer := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
 		before := liveHeap()
 		for _, raw := range raws {
 			decoded, _, err := ser.Decode(raw, nil, nil)
