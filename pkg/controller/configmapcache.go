@@ -1,15 +1,20 @@
 package controller
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The ConfigMap cache holds every ConfigMap the controller may be asked to read (a CR can
@@ -30,27 +35,53 @@ const cacheHashAnnotation = "internal.llama-stack-controller/content-hash"
 // opt-in of a source in another namespace, and its own hashes on the ConfigMaps it manages.
 var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, annotationSourceHash, annotationBundleHash}
 
-// configMapEntry is what the ConfigMap cache keeps of one ConfigMap.
+// configMapEntry is what the ConfigMap cache keeps of one ConfigMap. It holds its fields
+// itself rather than in a metav1.ObjectMeta, most of whose fields it would leave empty
+// (the struct is 128 bytes; a metav1.ObjectMeta alone is 232), and implements
+// metav1.Object over them: the informer's key function and namespace index, the
+// controllerUID index and the event handlers read an entry as any object.
 type configMapEntry struct {
-	// ObjectMeta has the name, namespace, UID, resourceVersion, deletionTimestamp, the
-	// controller reference when it is a LlamaStackDistribution, and the kept annotations.
-	metav1.ObjectMeta
-	// hash is the content hash of data and binaryData (hashData).
-	hash string
-	// dataKeys and binaryKeys are the keys of data and binaryData, sorted.
-	dataKeys, binaryKeys []string
+	name string
+	// namespace is interned: the ConfigMaps of a namespace share one copy of its name.
+	namespace       unique.Handle[string]
+	uid             types.UID
+	resourceVersion string
+	// deletionTimestamp is the ConfigMap's own, shared with it.
+	deletionTimestamp *metav1.Time
+	// owner is the controller reference when it is a LlamaStackDistribution.
+	owner *metav1.OwnerReference
+	// annotations are the kept ones (keptConfigMapAnnotations); nil when none is set.
+	annotations map[string]string
+	// keys are the keys of data, each followed by '/', then those of binaryData, each
+	// followed by ':', sorted: one string for all the keys, usually one. A ConfigMap key
+	// has neither character ([-._a-zA-Z0-9]+).
+	keys string
+	// hash is the content hash of data and binaryData (hashSum).
+	hash [sha256.Size]byte
 }
 
-var _ runtime.Object = &configMapEntry{}
+const (
+	dataKeyEnd   = '/'
+	binaryKeyEnd = ':'
+)
+
+var (
+	_ runtime.Object = &configMapEntry{}
+	_ metav1.Object  = &configMapEntry{}
+)
 
 // GetObjectKind implements runtime.Object: an entry has no kind of its own.
 func (e *configMapEntry) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject implements runtime.Object.
 func (e *configMapEntry) DeepCopyObject() runtime.Object {
-	out := &configMapEntry{hash: e.hash, dataKeys: slices.Clone(e.dataKeys), binaryKeys: slices.Clone(e.binaryKeys)}
-	e.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	return out
+	out := *e
+	out.deletionTimestamp = e.deletionTimestamp.DeepCopy()
+	if e.owner != nil {
+		out.owner = e.owner.DeepCopy()
+	}
+	out.annotations = maps.Clone(e.annotations)
+	return &out
 }
 
 // TransformConfigMap is the informer transform of the ConfigMap cache: it turns each
@@ -69,29 +100,31 @@ func TransformConfigMap(obj any) (any, error) {
 
 func newConfigMapEntry(cm *corev1.ConfigMap) *configMapEntry {
 	e := &configMapEntry{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              cm.Name,
-			Namespace:         cm.Namespace,
-			UID:               cm.UID,
-			ResourceVersion:   cm.ResourceVersion,
-			DeletionTimestamp: cm.DeletionTimestamp,
-		},
-		hash:       hashData(cm.Data, cm.BinaryData),
-		dataKeys:   sortedKeys(cm.Data),
-		binaryKeys: sortedKeys(cm.BinaryData),
+		name:              cm.Name,
+		namespace:         unique.Make(cm.Namespace),
+		uid:               cm.UID,
+		resourceVersion:   cm.ResourceVersion,
+		deletionTimestamp: cm.DeletionTimestamp,
+		keys:              joinKeys(cm.Data, cm.BinaryData),
+		hash:              hashSum(cm.Data, cm.BinaryData),
 	}
-	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil && ref.Kind == controllerKind.Kind {
-		e.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	for _, k := range keptConfigMapAnnotations {
-		if v, ok := cm.Annotations[k]; ok {
-			if e.Annotations == nil {
-				e.Annotations = make(map[string]string, 1)
-			}
-			e.Annotations[k] = v
-		}
-	}
+	e.SetOwnerReferences(cm.OwnerReferences)
+	e.SetAnnotations(cm.Annotations)
 	return e
+}
+
+// joinKeys is configMapEntry.keys for data and binaryData.
+func joinKeys(data map[string]string, binary map[string][]byte) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		b.WriteString(k)
+		b.WriteByte(dataKeyEnd)
+	}
+	for _, k := range slices.Sorted(maps.Keys(binary)) {
+		b.WriteString(k)
+		b.WriteByte(binaryKeyEnd)
+	}
+	return b.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -105,24 +138,115 @@ func sortedKeys[V any](m map[string]V) []string {
 // binaryData with empty values, and the content hash in cacheHashAnnotation. It is made
 // on each call and, like anything read from a cache, must not be modified.
 func (e *configMapEntry) configMap() *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{ObjectMeta: e.ObjectMeta}
-	cm.Annotations = make(map[string]string, len(e.Annotations)+1)
-	maps.Copy(cm.Annotations, e.Annotations)
-	cm.Annotations[cacheHashAnnotation] = e.hash
-	if len(e.dataKeys) > 0 {
-		cm.Data = make(map[string]string, len(e.dataKeys))
-		for _, k := range e.dataKeys {
-			cm.Data[k] = ""
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:              e.name,
+		Namespace:         e.GetNamespace(),
+		UID:               e.uid,
+		ResourceVersion:   e.resourceVersion,
+		DeletionTimestamp: e.deletionTimestamp,
+		OwnerReferences:   e.GetOwnerReferences(),
+	}}
+	cm.Annotations = make(map[string]string, len(e.annotations)+1)
+	maps.Copy(cm.Annotations, e.annotations)
+	cm.Annotations[cacheHashAnnotation] = hex.EncodeToString(e.hash[:])
+	start := 0
+	for i := 0; i < len(e.keys); i++ {
+		switch e.keys[i] {
+		case dataKeyEnd:
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[e.keys[start:i]] = ""
+		case binaryKeyEnd:
+			if cm.BinaryData == nil {
+				cm.BinaryData = map[string][]byte{}
+			}
+			cm.BinaryData[e.keys[start:i]] = nil
+		default:
+			continue
 		}
-	}
-	if len(e.binaryKeys) > 0 {
-		cm.BinaryData = make(map[string][]byte, len(e.binaryKeys))
-		for _, k := range e.binaryKeys {
-			cm.BinaryData[k] = nil
-		}
+		start = i + 1
 	}
 	return cm
 }
+
+// The metav1.Object methods. An entry has the fields that TransformConfigMap keeps, and
+// the setters keep what it would: the LlamaStackDistribution controller reference among
+// the owner references, the kept annotations among the annotations. The other fields are
+// always empty, and setting them does nothing, as the transform drops them. (Nothing
+// sets a field of a cached object; the informer and the controller only read them.)
+
+func (e *configMapEntry) GetName() string     { return e.name }
+func (e *configMapEntry) SetName(name string) { e.name = name }
+
+func (e *configMapEntry) GetNamespace() string {
+	if e.namespace == (unique.Handle[string]{}) {
+		return ""
+	}
+	return e.namespace.Value()
+}
+func (e *configMapEntry) SetNamespace(namespace string) { e.namespace = unique.Make(namespace) }
+
+func (e *configMapEntry) GetUID() types.UID    { return e.uid }
+func (e *configMapEntry) SetUID(uid types.UID) { e.uid = uid }
+
+func (e *configMapEntry) GetResourceVersion() string        { return e.resourceVersion }
+func (e *configMapEntry) SetResourceVersion(version string) { e.resourceVersion = version }
+
+func (e *configMapEntry) GetDeletionTimestamp() *metav1.Time { return e.deletionTimestamp }
+func (e *configMapEntry) SetDeletionTimestamp(timestamp *metav1.Time) {
+	e.deletionTimestamp = timestamp
+}
+
+func (e *configMapEntry) GetOwnerReferences() []metav1.OwnerReference {
+	if e.owner == nil {
+		return nil
+	}
+	return []metav1.OwnerReference{*e.owner}
+}
+
+func (e *configMapEntry) SetOwnerReferences(refs []metav1.OwnerReference) {
+	e.owner = nil
+	for i := range refs {
+		if ref := &refs[i]; ref.Controller != nil && *ref.Controller {
+			if ref.Kind == controllerKind.Kind {
+				e.owner = ref.DeepCopy()
+			}
+			return
+		}
+	}
+}
+
+func (e *configMapEntry) GetAnnotations() map[string]string { return e.annotations }
+
+func (e *configMapEntry) SetAnnotations(annotations map[string]string) {
+	e.annotations = nil
+	for _, k := range keptConfigMapAnnotations {
+		if v, ok := annotations[k]; ok {
+			if e.annotations == nil {
+				e.annotations = make(map[string]string, 1)
+			}
+			e.annotations[k] = v
+		}
+	}
+}
+
+func (e *configMapEntry) GetGenerateName() string                       { return "" }
+func (e *configMapEntry) SetGenerateName(string)                        {}
+func (e *configMapEntry) GetGeneration() int64                          { return 0 }
+func (e *configMapEntry) SetGeneration(int64)                           {}
+func (e *configMapEntry) GetSelfLink() string                           { return "" }
+func (e *configMapEntry) SetSelfLink(string)                            {}
+func (e *configMapEntry) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (e *configMapEntry) SetCreationTimestamp(metav1.Time)              {}
+func (e *configMapEntry) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (e *configMapEntry) SetDeletionGracePeriodSeconds(*int64)          {}
+func (e *configMapEntry) GetLabels() map[string]string                  { return nil }
+func (e *configMapEntry) SetLabels(map[string]string)                   {}
+func (e *configMapEntry) GetFinalizers() []string                       { return nil }
+func (e *configMapEntry) SetFinalizers([]string)                        {}
+func (e *configMapEntry) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (e *configMapEntry) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
 
 // cachedConfigMap reads a ConfigMap from the ConfigMap cache (see configMapEntry.configMap);
 // a NotFound error when there is none of that name.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,7 +88,7 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	managed.Annotations = map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}
 	obj, err = TransformConfigMap(managed)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).Annotations)
+	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).GetAnnotations())
 
 	// A ConfigMap without data, annotations or owner has nothing but its identity and hash.
 	obj, err = TransformConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}})
@@ -100,10 +101,10 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	// The copy the informers may make is a deep one.
 	cp := entry.DeepCopyObject().(*configMapEntry)
 	assert.Equal(t, entry, cp)
-	cp.dataKeys[0] = "changed"
-	cp.OwnerReferences[0].Name = "changed"
-	assert.NotEqual(t, "changed", entry.dataKeys[0])
-	assert.Equal(t, "app", entry.OwnerReferences[0].Name)
+	cp.owner.Name = "changed"
+	cp.annotations[AllowedNamespacesAnnotation] = "changed"
+	assert.Equal(t, "app", entry.owner.Name)
+	assert.Equal(t, "team-a", entry.annotations[AllowedNamespacesAnnotation])
 }
 
 func TestCachedConfigMap(t *testing.T) {
@@ -190,4 +191,91 @@ func liveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// cachedBefore is what cachedConfigMap gave for a ConfigMap when the cache kept a
+// metav1.ObjectMeta and the hash in hex: the entry's output must stay the same.
+func cachedBefore(src *corev1.ConfigMap) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: src.Name, Namespace: src.Namespace, UID: src.UID, ResourceVersion: src.ResourceVersion,
+		DeletionTimestamp: src.DeletionTimestamp,
+	}}
+	if ref := metav1.GetControllerOfNoCopy(src); ref != nil && ref.Kind == controllerKind.Kind {
+		cm.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	cm.Annotations = map[string]string{cacheHashAnnotation: hashData(src.Data, src.BinaryData)}
+	for _, k := range keptConfigMapAnnotations {
+		if v, ok := src.Annotations[k]; ok {
+			cm.Annotations[k] = v
+		}
+	}
+	for k := range src.Data {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[k] = ""
+	}
+	for k := range src.BinaryData {
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[k] = nil
+	}
+	return cm
+}
+
+func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
+	llsdRef := func(controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "llamastack.io/v1alpha1", Kind: "LlamaStackDistribution",
+			Name: "app", UID: "uid-app", Controller: ptr.To(controller), BlockOwnerDeletion: ptr.To(true)}
+	}
+	otherController := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-d", Controller: ptr.To(true)}
+	deleting := metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	for name, cm := range map[string]*corev1.ConfigMap{
+		"busy":  busyConfigMap("ns", "busy", map[string]string{"config.yaml": "a: 1", "b.txt": "b"}),
+		"empty": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}},
+		"no namespace": {ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Data: map[string]string{"k": "v"}},
+		"binary only": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bin", UID: "u", ResourceVersion: "7"},
+			BinaryData: map[string][]byte{"a.bin": {0, 1}, "b.bin": nil}},
+		"same key in data and binaryData": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "both"},
+			Data: map[string]string{"k": "v", "x": ""}, BinaryData: map[string][]byte{"k": []byte("v")}},
+		"deleting": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "del", DeletionTimestamp: &deleting},
+			Data: map[string]string{"k": "v"}},
+		"controlled by a CR": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "copy",
+			OwnerReferences: []metav1.OwnerReference{llsdRef(true)},
+			Annotations:     map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}}},
+		"owned by a CR, not controlled": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owned",
+			OwnerReferences: []metav1.OwnerReference{llsdRef(false)}}},
+		"controlled by another kind": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other",
+			OwnerReferences: []metav1.OwnerReference{otherController, llsdRef(true)}}},
+		"opted in": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "src",
+			Annotations: map[string]string{AllowedNamespacesAnnotation: "a,b"}}, Data: map[string]string{"config.yaml": "x"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj, err := TransformConfigMap(cm.DeepCopy())
+			require.NoError(t, err)
+			entry := obj.(*configMapEntry)
+			assert.Equal(t, cachedBefore(cm), entry.configMap())
+			assert.Equal(t, entry.configMap(), entry.DeepCopyObject().(*configMapEntry).configMap())
+
+			// The informer's key function and indexes, and the handlers, read the entry
+			// as the ConfigMap.
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(entry)
+			require.NoError(t, err)
+			want, err := cache.MetaNamespaceKeyFunc(cm)
+			require.NoError(t, err)
+			assert.Equal(t, want, key)
+			for _, index := range []cache.IndexFunc{cache.MetaNamespaceIndexFunc, indexByControllerUID} {
+				got, err := index(entry)
+				require.NoError(t, err)
+				want, err := index(cm)
+				require.NoError(t, err)
+				assert.Equal(t, want, got)
+			}
+			_, ref := controllerOf(entry, controllerKind.Kind)
+			_, wantRef := controllerOf(cm, controllerKind.Kind)
+			assert.Equal(t, wantRef, ref)
+		})
+	}
 }
