@@ -37,13 +37,16 @@ var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, annotationS
 
 // configMapEntry is what the ConfigMap cache keeps of one ConfigMap. It holds its fields
 // itself rather than in a metav1.ObjectMeta, most of whose fields it would leave empty
-// (the struct is 128 bytes; a metav1.ObjectMeta alone is 232), and implements
+// (the struct is 144 bytes; a metav1.ObjectMeta alone is 232), and implements
 // metav1.Object over them: the informer's key function and namespace index, the
 // controllerUID index and the event handlers read an entry as any object.
 type configMapEntry struct {
 	name string
 	// namespace is interned: the ConfigMaps of a namespace share one copy of its name.
-	namespace       unique.Handle[string]
+	namespace unique.Handle[string]
+	// uuid is the UID when it is a UUID as the API server writes them (36 characters
+	// of text, 16 bytes here); uid is any other UID.
+	uuid            [16]byte
 	uid             types.UID
 	resourceVersion string
 	// deletionTimestamp is the ConfigMap's own, shared with it.
@@ -102,12 +105,12 @@ func newConfigMapEntry(cm *corev1.ConfigMap) *configMapEntry {
 	e := &configMapEntry{
 		name:              cm.Name,
 		namespace:         unique.Make(cm.Namespace),
-		uid:               cm.UID,
 		resourceVersion:   cm.ResourceVersion,
 		deletionTimestamp: cm.DeletionTimestamp,
 		keys:              joinKeys(cm.Data, cm.BinaryData),
 		hash:              hashSum(cm.Data, cm.BinaryData),
 	}
+	e.SetUID(cm.UID)
 	e.SetOwnerReferences(cm.OwnerReferences)
 	e.SetAnnotations(cm.Annotations)
 	return e
@@ -141,7 +144,7 @@ func (e *configMapEntry) configMap() *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name:              e.name,
 		Namespace:         e.GetNamespace(),
-		UID:               e.uid,
+		UID:               e.GetUID(),
 		ResourceVersion:   e.resourceVersion,
 		DeletionTimestamp: e.deletionTimestamp,
 		OwnerReferences:   e.GetOwnerReferences(),
@@ -187,8 +190,47 @@ func (e *configMapEntry) GetNamespace() string {
 }
 func (e *configMapEntry) SetNamespace(namespace string) { e.namespace = unique.Make(namespace) }
 
-func (e *configMapEntry) GetUID() types.UID    { return e.uid }
-func (e *configMapEntry) SetUID(uid types.UID) { e.uid = uid }
+func (e *configMapEntry) GetUID() types.UID {
+	if e.uuid == ([16]byte{}) {
+		return e.uid
+	}
+	return types.UID(formatUUID(e.uuid))
+}
+
+func (e *configMapEntry) SetUID(uid types.UID) {
+	e.uuid, e.uid = [16]byte{}, ""
+	if u, ok := parseUUID(string(uid)); ok && u != ([16]byte{}) {
+		e.uuid = u
+	} else {
+		e.uid = uid
+	}
+}
+
+// parseUUID reads a UUID written as formatUUID writes it, and only such a one: false for
+// any other text, so that formatUUID gives back the very text.
+func parseUUID(s string) ([16]byte, bool) {
+	var u [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	hexDigits := s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	if _, err := hex.Decode(u[:], []byte(hexDigits)); err != nil || formatUUID(u) != s {
+		return [16]byte{}, false
+	}
+	return u, true
+}
+
+// formatUUID writes a UUID in lowercase hex, grouped 8-4-4-4-12.
+func formatUUID(u [16]byte) string {
+	var b [36]byte
+	hex.Encode(b[:8], u[:4])
+	hex.Encode(b[9:13], u[4:6])
+	hex.Encode(b[14:18], u[6:8])
+	hex.Encode(b[19:23], u[8:10])
+	hex.Encode(b[24:], u[10:])
+	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
+	return string(b[:])
+}
 
 func (e *configMapEntry) GetResourceVersion() string        { return e.resourceVersion }
 func (e *configMapEntry) SetResourceVersion(version string) { e.resourceVersion = version }

@@ -236,6 +236,14 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 		"empty": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}},
 		"no namespace": {ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 			Data: map[string]string{"k": "v"}},
+		"UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "uuid",
+			UID: "6f1c2a9e-0d4b-4c55-9a3e-0123456789ab", ResourceVersion: "1"}},
+		"uppercase UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "upper",
+			UID: "6F1C2A9E-0D4B-4C55-9A3E-0123456789AB"}},
+		"zero UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "zero",
+			UID: "00000000-0000-0000-0000-000000000000"}},
+		"UUID-like, not hex": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "like",
+			UID: "6f1c2a9e-0d4b-4c55-9a3e-0123456789ag"}},
 		"binary only": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bin", UID: "u", ResourceVersion: "7"},
 			BinaryData: map[string][]byte{"a.bin": {0, 1}, "b.bin": nil}},
 		"same key in data and binaryData": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "both"},
@@ -257,6 +265,9 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 			require.NoError(t, err)
 			entry := obj.(*configMapEntry)
 			assert.Equal(t, cachedBefore(cm), entry.configMap())
+			if name == "UUID" {
+				assert.Empty(t, entry.uid, "a UUID is kept as its 16 bytes")
+			}
 			assert.Equal(t, entry.configMap(), entry.DeepCopyObject().(*configMapEntry).configMap())
 
 			// The informer's key function and indexes, and the handlers, read the entry
@@ -277,5 +288,20 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 			_, wantRef := controllerOf(cm, controllerKind.Kind)
 			assert.Equal(t, wantRef, ref)
 		})
+	}
+}
+
+func TestUUIDText(t *testing.T) {
+	u, ok := parseUUID("6f1c2a9e-0d4b-4c55-9a3e-0123456789ab")
+	require.True(t, ok)
+	assert.Equal(t, [16]byte{0x6f, 0x1c, 0x2a, 0x9e, 0x0d, 0x4b, 0x4c, 0x55, 0x9a, 0x3e, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab}, u)
+	assert.Equal(t, "6f1c2a9e-0d4b-4c55-9a3e-0123456789ab", formatUUID(u))
+	for _, s := range []string{
+		"", "uid-cm-cfg", "6F1C2A9E-0D4B-4C55-9A3E-0123456789AB", "6f1c2a9e0d4b4c559a3e0123456789ab",
+		"{6f1c2a9e-0d4b-4c55-9a3e-0123456789ab}", "6f1c2a9e-0d4b-4c55-9a3e-0123456789a", "6f1c2a9e-0d4b-4c55-9a3e_0123456789ab",
+		"6f1c2a9e-0d4b-4c55-9a3e-0123456789ag", "6f1c2a9-e0d4b-4c55-9a3e-0123456789ab",
+	} {
+		_, ok := parseUUID(s)
+		assert.False(t, ok, "%q is not a UUID as the API server writes them", s)
 	}
 }
