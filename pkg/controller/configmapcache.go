@@ -37,7 +37,7 @@ var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, annotationS
 
 // configMapEntry is what the ConfigMap cache keeps of one ConfigMap. It holds its fields
 // itself rather than in a metav1.ObjectMeta, most of whose fields it would leave empty
-// (the struct is 144 bytes; a metav1.ObjectMeta alone is 232), and implements
+// (the struct is 112 bytes; a metav1.ObjectMeta alone is 232), and implements
 // metav1.Object over them: the informer's key function and namespace index, the
 // controllerUID index and the event handlers read an entry as any object.
 type configMapEntry struct {
@@ -45,22 +45,49 @@ type configMapEntry struct {
 	// namespace is interned: the ConfigMaps of a namespace share one copy of its name.
 	namespace unique.Handle[string]
 	// uuid is the UID when it is a UUID as the API server writes them (36 characters
-	// of text, 16 bytes here); uid is any other UID.
+	// of text, 16 bytes here); any other UID is in rare.
 	uuid            [16]byte
-	uid             types.UID
 	resourceVersion string
-	// deletionTimestamp is the ConfigMap's own, shared with it.
-	deletionTimestamp *metav1.Time
-	// owner is the controller reference when it is a LlamaStackDistribution.
-	owner *metav1.OwnerReference
-	// annotations are the kept ones (keptConfigMapAnnotations); nil when none is set.
-	annotations map[string]string
 	// keys are the keys of data, each followed by '/', then those of binaryData, each
 	// followed by ':', sorted: one string for all the keys, usually one. A ConfigMap key
 	// has neither character ([-._a-zA-Z0-9]+).
 	keys string
 	// hash is the content hash of data and binaryData (hashSum).
 	hash [sha256.Size]byte
+	// rare has what most ConfigMaps lack; nil when the ConfigMap has none of it.
+	rare *configMapRare
+}
+
+// configMapRare is the part of a configMapEntry that most ConfigMaps leave empty.
+type configMapRare struct {
+	// uid is a UID that is not a UUID as the API server writes them.
+	uid types.UID
+	// deletionTimestamp is the ConfigMap's own, shared with it.
+	deletionTimestamp *metav1.Time
+	// owner is the controller reference when it is a LlamaStackDistribution.
+	owner *metav1.OwnerReference
+	// annotations are the kept ones (keptConfigMapAnnotations); nil when none is set.
+	annotations map[string]string
+}
+
+// rareFields are the entry's rare fields, empty ones when it has none.
+func (e *configMapEntry) rareFields() configMapRare {
+	if e.rare == nil {
+		return configMapRare{}
+	}
+	return *e.rare
+}
+
+// editRare sets rare fields: edit changes a copy, which replaces e.rare, or nil when it
+// is empty.
+func (e *configMapEntry) editRare(edit func(*configMapRare)) {
+	r := e.rareFields()
+	edit(&r)
+	if r.uid == "" && r.deletionTimestamp == nil && r.owner == nil && r.annotations == nil {
+		e.rare = nil
+	} else {
+		e.rare = &r
+	}
 }
 
 const (
@@ -79,11 +106,15 @@ func (e *configMapEntry) GetObjectKind() schema.ObjectKind { return schema.Empty
 // DeepCopyObject implements runtime.Object.
 func (e *configMapEntry) DeepCopyObject() runtime.Object {
 	out := *e
-	out.deletionTimestamp = e.deletionTimestamp.DeepCopy()
-	if e.owner != nil {
-		out.owner = e.owner.DeepCopy()
+	if e.rare != nil {
+		r := *e.rare
+		r.deletionTimestamp = r.deletionTimestamp.DeepCopy()
+		if r.owner != nil {
+			r.owner = r.owner.DeepCopy()
+		}
+		r.annotations = maps.Clone(r.annotations)
+		out.rare = &r
 	}
-	out.annotations = maps.Clone(e.annotations)
 	return &out
 }
 
@@ -103,14 +134,14 @@ func TransformConfigMap(obj any) (any, error) {
 
 func newConfigMapEntry(cm *corev1.ConfigMap) *configMapEntry {
 	e := &configMapEntry{
-		name:              cm.Name,
-		namespace:         unique.Make(cm.Namespace),
-		resourceVersion:   cm.ResourceVersion,
-		deletionTimestamp: cm.DeletionTimestamp,
-		keys:              joinKeys(cm.Data, cm.BinaryData),
-		hash:              hashSum(cm.Data, cm.BinaryData),
+		name:            cm.Name,
+		namespace:       unique.Make(cm.Namespace),
+		resourceVersion: cm.ResourceVersion,
+		keys:            joinKeys(cm.Data, cm.BinaryData),
+		hash:            hashSum(cm.Data, cm.BinaryData),
 	}
 	e.SetUID(cm.UID)
+	e.SetDeletionTimestamp(cm.DeletionTimestamp)
 	e.SetOwnerReferences(cm.OwnerReferences)
 	e.SetAnnotations(cm.Annotations)
 	return e
@@ -146,11 +177,12 @@ func (e *configMapEntry) configMap() *corev1.ConfigMap {
 		Namespace:         e.GetNamespace(),
 		UID:               e.GetUID(),
 		ResourceVersion:   e.resourceVersion,
-		DeletionTimestamp: e.deletionTimestamp,
+		DeletionTimestamp: e.GetDeletionTimestamp(),
 		OwnerReferences:   e.GetOwnerReferences(),
 	}}
-	cm.Annotations = make(map[string]string, len(e.annotations)+1)
-	maps.Copy(cm.Annotations, e.annotations)
+	annotations := e.GetAnnotations()
+	cm.Annotations = make(map[string]string, len(annotations)+1)
+	maps.Copy(cm.Annotations, annotations)
 	cm.Annotations[cacheHashAnnotation] = hex.EncodeToString(e.hash[:])
 	start := 0
 	for i := 0; i < len(e.keys); i++ {
@@ -192,18 +224,20 @@ func (e *configMapEntry) SetNamespace(namespace string) { e.namespace = unique.M
 
 func (e *configMapEntry) GetUID() types.UID {
 	if e.uuid == ([16]byte{}) {
-		return e.uid
+		return e.rareFields().uid
 	}
 	return types.UID(formatUUID(e.uuid))
 }
 
 func (e *configMapEntry) SetUID(uid types.UID) {
-	e.uuid, e.uid = [16]byte{}, ""
-	if u, ok := parseUUID(string(uid)); ok && u != ([16]byte{}) {
-		e.uuid = u
+	u, ok := parseUUID(string(uid))
+	if !ok || u == ([16]byte{}) {
+		u = [16]byte{}
 	} else {
-		e.uid = uid
+		uid = ""
 	}
+	e.uuid = u
+	e.editRare(func(r *configMapRare) { r.uid = uid })
 }
 
 // parseUUID reads a UUID written as formatUUID writes it, and only such a one: false for
@@ -235,42 +269,47 @@ func formatUUID(u [16]byte) string {
 func (e *configMapEntry) GetResourceVersion() string        { return e.resourceVersion }
 func (e *configMapEntry) SetResourceVersion(version string) { e.resourceVersion = version }
 
-func (e *configMapEntry) GetDeletionTimestamp() *metav1.Time { return e.deletionTimestamp }
+func (e *configMapEntry) GetDeletionTimestamp() *metav1.Time {
+	return e.rareFields().deletionTimestamp
+}
+
 func (e *configMapEntry) SetDeletionTimestamp(timestamp *metav1.Time) {
-	e.deletionTimestamp = timestamp
+	e.editRare(func(r *configMapRare) { r.deletionTimestamp = timestamp })
 }
 
 func (e *configMapEntry) GetOwnerReferences() []metav1.OwnerReference {
-	if e.owner == nil {
-		return nil
+	if owner := e.rareFields().owner; owner != nil {
+		return []metav1.OwnerReference{*owner}
 	}
-	return []metav1.OwnerReference{*e.owner}
+	return nil
 }
 
 func (e *configMapEntry) SetOwnerReferences(refs []metav1.OwnerReference) {
-	e.owner = nil
+	var owner *metav1.OwnerReference
 	for i := range refs {
 		if ref := &refs[i]; ref.Controller != nil && *ref.Controller {
 			if ref.Kind == controllerKind.Kind {
-				e.owner = ref.DeepCopy()
+				owner = ref.DeepCopy()
 			}
-			return
+			break
 		}
 	}
+	e.editRare(func(r *configMapRare) { r.owner = owner })
 }
 
-func (e *configMapEntry) GetAnnotations() map[string]string { return e.annotations }
+func (e *configMapEntry) GetAnnotations() map[string]string { return e.rareFields().annotations }
 
 func (e *configMapEntry) SetAnnotations(annotations map[string]string) {
-	e.annotations = nil
+	var kept map[string]string
 	for _, k := range keptConfigMapAnnotations {
 		if v, ok := annotations[k]; ok {
-			if e.annotations == nil {
-				e.annotations = make(map[string]string, 1)
+			if kept == nil {
+				kept = make(map[string]string, 1)
 			}
-			e.annotations[k] = v
+			kept[k] = v
 		}
 	}
+	e.editRare(func(r *configMapRare) { r.annotations = kept })
 }
 
 func (e *configMapEntry) GetGenerateName() string                       { return "" }

@@ -101,10 +101,10 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	// The copy the informers may make is a deep one.
 	cp := entry.DeepCopyObject().(*configMapEntry)
 	assert.Equal(t, entry, cp)
-	cp.owner.Name = "changed"
-	cp.annotations[AllowedNamespacesAnnotation] = "changed"
-	assert.Equal(t, "app", entry.owner.Name)
-	assert.Equal(t, "team-a", entry.annotations[AllowedNamespacesAnnotation])
+	cp.rare.owner.Name = "changed"
+	cp.rare.annotations[AllowedNamespacesAnnotation] = "changed"
+	assert.Equal(t, "app", entry.rare.owner.Name)
+	assert.Equal(t, "team-a", entry.rare.annotations[AllowedNamespacesAnnotation])
 }
 
 func TestCachedConfigMap(t *testing.T) {
@@ -266,7 +266,7 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 			entry := obj.(*configMapEntry)
 			assert.Equal(t, cachedBefore(cm), entry.configMap())
 			if name == "UUID" {
-				assert.Empty(t, entry.uid, "a UUID is kept as its 16 bytes")
+				assert.Nil(t, entry.rare, "a UUID is kept as its 16 bytes, not in rare")
 			}
 			assert.Equal(t, entry.configMap(), entry.DeepCopyObject().(*configMapEntry).configMap())
 
