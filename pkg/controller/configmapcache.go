@@ -38,8 +38,8 @@ var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, annotationS
 // configMapEntry is what the ConfigMap cache keeps of one ConfigMap. It holds its fields
 // itself rather than in a metav1.ObjectMeta, most of whose fields it would leave empty
 // (the struct is 112 bytes; a metav1.ObjectMeta alone is 232), and implements
-// metav1.Object over them: the informer's key function and namespace index, the
-// controllerUID index and the event handlers read an entry as any object.
+// metav1.Object over them: the informer's key function, the controllerUID index and the
+// event handlers read an entry as any object.
 type configMapEntry struct {
 	name string
 	// namespace is interned: the ConfigMaps of a namespace share one copy of its name.
