@@ -3,9 +3,12 @@ package controller
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,7 +88,7 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	managed.Annotations = map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}
 	obj, err = TransformConfigMap(managed)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).Annotations)
+	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).GetAnnotations())
 
 	// A ConfigMap without data, annotations or owner has nothing but its identity and hash.
 	obj, err = TransformConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}})
@@ -98,10 +101,10 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	// The copy the informers may make is a deep one.
 	cp := entry.DeepCopyObject().(*configMapEntry)
 	assert.Equal(t, entry, cp)
-	cp.dataKeys[0] = "changed"
-	cp.OwnerReferences[0].Name = "changed"
-	assert.NotEqual(t, "changed", entry.dataKeys[0])
-	assert.Equal(t, "app", entry.OwnerReferences[0].Name)
+	cp.rare.owner.Name = "changed"
+	cp.rare.annotations[AllowedNamespacesAnnotation] = "changed"
+	assert.Equal(t, "app", entry.rare.owner.Name)
+	assert.Equal(t, "team-a", entry.rare.annotations[AllowedNamespacesAnnotation])
 }
 
 func TestCachedConfigMap(t *testing.T) {
@@ -126,8 +129,9 @@ func TestCachedConfigMap(t *testing.T) {
 // BenchmarkConfigMapCache measures what the ConfigMap cache keeps per ConfigMap of
 // 100 KiB (one key, created by a client as the benchmark's unrelated ConfigMaps are):
 // decoded from protobuf as the informer receives it, transformed, and added to an
-// indexer with the namespace index. retained-B/ConfigMap is the heap still in use after
-// a GC, per ConfigMap, the store's own keys and index included.
+// indexer with the key function and the indexes of the controller's ConfigMap informer
+// (as NewController leaves it). retained-B/ConfigMap is the heap still in use after a
+// GC, per ConfigMap, the store's own keys and indexes included.
 func BenchmarkConfigMapCache(b *testing.B) {
 	const n = 1000
 	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -153,9 +157,13 @@ func BenchmarkConfigMapCache(b *testing.B) {
 		}
 		raws[i] = buf.Bytes()
 	}
+	indexers := newFixture(b).c.configMapCache.GetIndexers()
+	if _, ok := indexers[controllerUIDIndex]; !ok {
+		b.Fatalf("the ConfigMap informer has no %s index: %v", controllerUIDIndex, slices.Collect(maps.Keys(indexers)))
+	}
 	var retained float64
 	for b.Loop() {
-		indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		indexer := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
 		before := liveHeap()
 		for _, raw := range raws {
 			decoded, _, err := ser.Decode(raw, nil, nil)
@@ -183,4 +191,117 @@ func liveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// cachedBefore is what cachedConfigMap gave for a ConfigMap when the cache kept a
+// metav1.ObjectMeta and the hash in hex: the entry's output must stay the same.
+func cachedBefore(src *corev1.ConfigMap) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: src.Name, Namespace: src.Namespace, UID: src.UID, ResourceVersion: src.ResourceVersion,
+		DeletionTimestamp: src.DeletionTimestamp,
+	}}
+	if ref := metav1.GetControllerOfNoCopy(src); ref != nil && ref.Kind == controllerKind.Kind {
+		cm.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	cm.Annotations = map[string]string{cacheHashAnnotation: hashData(src.Data, src.BinaryData)}
+	for _, k := range keptConfigMapAnnotations {
+		if v, ok := src.Annotations[k]; ok {
+			cm.Annotations[k] = v
+		}
+	}
+	for k := range src.Data {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[k] = ""
+	}
+	for k := range src.BinaryData {
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[k] = nil
+	}
+	return cm
+}
+
+func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
+	llsdRef := func(controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "llamastack.io/v1alpha1", Kind: "LlamaStackDistribution",
+			Name: "app", UID: "uid-app", Controller: ptr.To(controller), BlockOwnerDeletion: ptr.To(true)}
+	}
+	otherController := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-d", Controller: ptr.To(true)}
+	deleting := metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	for name, cm := range map[string]*corev1.ConfigMap{
+		"busy":  busyConfigMap("ns", "busy", map[string]string{"config.yaml": "a: 1", "b.txt": "b"}),
+		"empty": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}},
+		"no namespace": {ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Data: map[string]string{"k": "v"}},
+		"UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "uuid",
+			UID: "6f1c2a9e-0d4b-4c55-9a3e-0123456789ab", ResourceVersion: "1"}},
+		"uppercase UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "upper",
+			UID: "6F1C2A9E-0D4B-4C55-9A3E-0123456789AB"}},
+		"zero UUID": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "zero",
+			UID: "00000000-0000-0000-0000-000000000000"}},
+		"UUID-like, not hex": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "like",
+			UID: "6f1c2a9e-0d4b-4c55-9a3e-0123456789ag"}},
+		"binary only": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bin", UID: "u", ResourceVersion: "7"},
+			BinaryData: map[string][]byte{"a.bin": {0, 1}, "b.bin": nil}},
+		"same key in data and binaryData": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "both"},
+			Data: map[string]string{"k": "v", "x": ""}, BinaryData: map[string][]byte{"k": []byte("v")}},
+		"deleting": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "del", DeletionTimestamp: &deleting},
+			Data: map[string]string{"k": "v"}},
+		"controlled by a CR": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "copy",
+			OwnerReferences: []metav1.OwnerReference{llsdRef(true)},
+			Annotations:     map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}}},
+		"owned by a CR, not controlled": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owned",
+			OwnerReferences: []metav1.OwnerReference{llsdRef(false)}}},
+		"controlled by another kind": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other",
+			OwnerReferences: []metav1.OwnerReference{otherController, llsdRef(true)}}},
+		"opted in": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "src",
+			Annotations: map[string]string{AllowedNamespacesAnnotation: "a,b"}}, Data: map[string]string{"config.yaml": "x"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj, err := TransformConfigMap(cm.DeepCopy())
+			require.NoError(t, err)
+			entry := obj.(*configMapEntry)
+			assert.Equal(t, cachedBefore(cm), entry.configMap())
+			if name == "UUID" {
+				assert.Nil(t, entry.rare, "a UUID is kept as its 16 bytes, not in rare")
+			}
+			assert.Equal(t, entry.configMap(), entry.DeepCopyObject().(*configMapEntry).configMap())
+
+			// The informer's key function and indexes, and the handlers, read the entry
+			// as the ConfigMap.
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(entry)
+			require.NoError(t, err)
+			want, err := cache.MetaNamespaceKeyFunc(cm)
+			require.NoError(t, err)
+			assert.Equal(t, want, key)
+			for _, index := range []cache.IndexFunc{cache.MetaNamespaceIndexFunc, indexByControllerUID} {
+				got, err := index(entry)
+				require.NoError(t, err)
+				want, err := index(cm)
+				require.NoError(t, err)
+				assert.Equal(t, want, got)
+			}
+			_, ref := controllerOf(entry, controllerKind.Kind)
+			_, wantRef := controllerOf(cm, controllerKind.Kind)
+			assert.Equal(t, wantRef, ref)
+		})
+	}
+}
+
+func TestUUIDText(t *testing.T) {
+	u, ok := parseUUID("6f1c2a9e-0d4b-4c55-9a3e-0123456789ab")
+	require.True(t, ok)
+	assert.Equal(t, [16]byte{0x6f, 0x1c, 0x2a, 0x9e, 0x0d, 0x4b, 0x4c, 0x55, 0x9a, 0x3e, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab}, u)
+	assert.Equal(t, "6f1c2a9e-0d4b-4c55-9a3e-0123456789ab", formatUUID(u))
+	for _, s := range []string{
+		"", "uid-cm-cfg", "6F1C2A9E-0D4B-4C55-9A3E-0123456789AB", "6f1c2a9e0d4b4c559a3e0123456789ab",
+		"{6f1c2a9e-0d4b-4c55-9a3e-0123456789ab}", "6f1c2a9e-0d4b-4c55-9a3e-0123456789a", "6f1c2a9e-0d4b-4c55-9a3e_0123456789ab",
+		"6f1c2a9e-0d4b-4c55-9a3e-0123456789ag", "6f1c2a9-e0d4b-4c55-9a3e-0123456789ab",
+	} {
+		_, ok := parseUUID(s)
+		assert.False(t, ok, "%q is not a UUID as the API server writes them", s)
+	}
 }

@@ -26,6 +26,7 @@ import (
 	networkingac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -60,6 +61,9 @@ type Config struct {
 	ChildInformers kubeinformers.SharedInformerFactory
 	// ConfigMapInformers watches the ConfigMaps CRs may reference; it should use
 	// TransformConfigMap so that the cache keeps only what the controller reads of each.
+	// NewController makes its ConfigMap informer (see newConfigMapInformer): the
+	// factory's resync period and transform apply to it, but it watches WatchNamespace
+	// whatever namespace the factory was given.
 	ConfigMapInformers kubeinformers.SharedInformerFactory
 	// OperatorInformers watches the operator ConfigMap in OperatorNamespace.
 	OperatorInformers kubeinformers.SharedInformerFactory
@@ -161,7 +165,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	pdbInformer := cfg.ChildInformers.Policy().V1().PodDisruptionBudgets()
 	ingInformer := cfg.ChildInformers.Networking().V1().Ingresses()
 	npInformer := cfg.ChildInformers.Networking().V1().NetworkPolicies()
-	cmInformer := cfg.ConfigMapInformers.Core().V1().ConfigMaps()
+	cmInformer := cfg.ConfigMapInformers.InformerFor(&corev1.ConfigMap{}, newConfigMapInformer(cfg.WatchNamespace))
 	opInformer := cfg.OperatorInformers.Core().V1().ConfigMaps()
 	rsInformer := cfg.ReplicaSetInformers.Apps().V1().ReplicaSets()
 	podInformer := cfg.PodInformers.Core().V1().Pods()
@@ -171,7 +175,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		client:            cfg.Client,
 		llsdLister:        llsdInformer.Lister(),
 		llsdIndexer:       llsdInformer.Informer().GetIndexer(),
-		configMapCache:    cmInformer.Informer().GetIndexer(),
+		configMapCache:    cmInformer.GetIndexer(),
 		operatorConfig:    opInformer.Lister(),
 		replicaSets:       rsInformer.Lister(),
 		pods:              podInformer.Lister(),
@@ -206,7 +210,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
 	}
-	if err := cmInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
+	if err := cmInformer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap owner index: %w", err)
 	}
 
@@ -229,7 +233,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		{pdbInformer.Informer(), c.ownedHandler()},
 		{ingInformer.Informer(), c.ownedHandler()},
 		{npInformer.Informer(), c.ownedHandler()},
-		{cmInformer.Informer(), c.configMapHandler()},
+		{cmInformer, c.configMapHandler()},
 		{opInformer.Informer(), c.operatorConfigHandler(ctx)},
 		{rsInformer.Informer(), c.replicaSetHandler()},
 		{podInformer.Informer(), c.podHandler()},
@@ -241,6 +245,15 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.cachesSynced = append(c.cachesSynced, h.informer.HasSynced)
 	}
 	return c, nil
+}
+
+// newConfigMapInformer makes the ConfigMap informer of a factory as the factory would,
+// but without the namespace index: the cache is read by key and by controllerUIDIndex
+// only, and that index would cost each ConfigMap of the cluster an entry.
+func newConfigMapInformer(namespace string) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredConfigMapInformer(client, namespace, resync, cache.Indexers{}, nil)
+	}
 }
 
 func (c *Controller) wireChildKinds(

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -218,6 +220,30 @@ func TestRunOnOpenShift(t *testing.T) {
 	assert.Nil(t, sc.FSGroup)
 	assert.Equal(t, ptr.To(true), sc.RunAsNonRoot)
 	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// The ConfigMap cache of a running controller holds the ConfigMaps of WatchNamespace as
+// entries, indexed by controller UID alone.
+func TestRunConfigMapCache(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kubeclient := k8sfake.NewClientset(
+		configMap(testNamespace, "mine", map[string]string{"k": "v"}, nil),
+		configMap("elsewhere", "other", map[string]string{"k": "v"}, nil))
+	c, done := runControllerWith(ctx, t, fake.NewClientset(), kubeclient, func(cfg *Config) {
+		cfg.WatchNamespace = testNamespace
+		cfg.Recorder = record.NewFakeRecorder(1000)
+	})
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...))
+	assert.Equal(t, []string{controllerUIDIndex}, slices.Collect(maps.Keys(c.configMapCache.GetIndexers())))
+	assert.Equal(t, []string{testNamespace + "/mine"}, c.configMapCache.ListKeys())
+	obj, exists, err := c.configMapCache.GetByKey(testNamespace + "/mine")
+	require.NoError(t, err)
+	require.True(t, exists)
+	assert.IsType(t, &configMapEntry{}, obj)
 	cancel()
 	require.NoError(t, <-done)
 }

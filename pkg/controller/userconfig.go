@@ -106,7 +106,14 @@ func configMapHash(cm *corev1.ConfigMap) string {
 	return hashData(cm.Data, cm.BinaryData)
 }
 
+// hashData is the content hash of data and binaryData, in hex: hashSum's digest.
 func hashData(data map[string]string, binary map[string][]byte) string {
+	sum := hashSum(data, binary)
+	return hex.EncodeToString(sum[:])
+}
+
+// hashSum is the SHA-256 digest of data and binaryData, keys and values, in key order.
+func hashSum(data map[string]string, binary map[string][]byte) [sha256.Size]byte {
 	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		fmt.Fprintf(h, "d%d:%s%d:%s", len(k), k, len(data[k]), data[k])
@@ -115,7 +122,9 @@ func hashData(data map[string]string, binary map[string][]byte) string {
 		fmt.Fprintf(h, "b%d:%s%d:", len(k), k, len(binary[k]))
 		h.Write(binary[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
