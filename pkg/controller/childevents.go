@@ -13,7 +13,9 @@ import (
 // ("Created PersistentVolumeClaim app-pvc, Service app-service, Deployment app"), not one
 // per child: the same news in a third of the writes when a CR is new (the API server
 // stores every Event), and one line in `kubectl describe`. The writes are collected in
-// the sync's context and recorded when the sync ends, whichever way it ends.
+// a context given to ensureChildren only (not to the prober or anything that outlives
+// it) and recorded when ensureChildren returns, whichever way, before the status write
+// and its Events.
 
 // childWriteLog are the children one sync created and updated, in the order written.
 type childWriteLog struct {
@@ -29,8 +31,9 @@ func withChildWriteLog(ctx context.Context) (context.Context, *childWriteLog) {
 	return context.WithValue(ctx, childWriteLogKey{}, w), w
 }
 
-// childWritten records that the sync of l wrote a child: in the sync's collection, or
-// at once as its own Event when the context has none.
+// childWritten records that the sync of l wrote a child: in the sync's collection (which
+// recordChildWrites records on the same CR, the one the sync is for), or at once as its
+// own Event when the context has none.
 func (c *Controller) childWritten(ctx context.Context, l *v1alpha2.LlamaStackDistribution, created bool, kind, name string) {
 	w, _ := ctx.Value(childWriteLogKey{}).(*childWriteLog)
 	what := kind + " " + name

@@ -53,11 +53,27 @@ func TestOneEventPerSyncForTheChildrenWritten(t *testing.T) {
 
 // The children a failed sync created before the failure are recorded all the same.
 func TestChildEventsOfAFailedSync(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+	}))
 	f.kubeclient.PrependReactor("patch", "deployments", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("admission webhook denied the request")
 	})
 	err := f.c.syncHandler(f.ctx, key("app"))
 	require.ErrorContains(t, err, "admission webhook denied the request")
-	assert.Equal(t, []string{"Normal Created Created Service app-service"}, normalEvents(f.events(), "Created", "Updated"))
+	assert.Equal(t, []string{"Normal Created Created PersistentVolumeClaim app-pvc, Service app-service"},
+		normalEvents(f.events(), "Created", "Updated"))
+}
+
+// The children's Event comes before the Events of the status write that follows.
+func TestChildEventsBeforeTheStatusEvents(t *testing.T) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 3}
+	}))
+	f.sync("app")
+	events := f.events()
+	require.Len(t, events, 2, "%v", events)
+	assert.True(t, strings.HasPrefix(events[0], "Normal Created Created PersistentVolumeClaim app-pvc, Service app-service, Deployment app, "), events[0])
+	assert.True(t, strings.HasPrefix(events[1], "Warning ReadWriteOnceShared "), events[1])
 }

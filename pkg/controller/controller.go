@@ -63,7 +63,9 @@ type Config struct {
 	// TransformConfigMap so that the cache keeps only what the controller reads of each.
 	// NewController makes its ConfigMap informer (see newConfigMapInformer): the
 	// factory's resync period and transform apply to it, but it watches WatchNamespace
-	// whatever namespace the factory was given.
+	// whatever namespace the factory was given, and without the factory's list options
+	// (a tweak would hide ConfigMaps a CR may name). The factory must have made no
+	// ConfigMap informer before: that one would be used instead.
 	ConfigMapInformers kubeinformers.SharedInformerFactory
 	// OperatorInformers watches the operator ConfigMap in OperatorNamespace.
 	OperatorInformers kubeinformers.SharedInformerFactory

@@ -75,7 +75,8 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
 	}))
 	t.Cleanup(srv.Close)
-	// Five a second after a burst of one: three requests wait about 0, 0.2 and 0.4 s.
+	// Five a second after a burst of one: three requests one after the other wait about
+	// 0, 0.2 and 0.2 s.
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 5, Burst: 1})
 	require.NoError(t, err)
 	histogram := func() (uint64, float64) {

@@ -39,8 +39,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	l := cached.DeepCopy()
 	now := metav1.Now()
-	ctx, written := withChildWriteLog(ctx)
-	defer c.recordChildWrites(l, written)
 	// The ready gauge follows what the CR reports, whichever way the sync ends.
 	reported := l.Status
 	defer func() { setReadyGauge(key, reported) }()
@@ -56,7 +54,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return write(c.calculateStatus(l, observed{}, now), nil)
 	}
 
-	obs, err := c.ensureChildren(ctx, l)
+	// The children's writes are recorded in one Event per verb, before the status
+	// write's Events; the context that collects them goes no further than the children.
+	childCtx, written := withChildWriteLog(ctx)
+	obs, err := c.ensureChildren(childCtx, l)
+	c.recordChildWrites(l, written)
 	if err != nil {
 		if real := withoutConflicts(err); real != nil && !namespaceTerminating(err) && ctx.Err() == nil {
 			// One failed request is retried quietly; one that keeps failing is reported,
