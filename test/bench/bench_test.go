@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llamastack/llama-stack-controller/cmd/controller/app"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
@@ -53,7 +54,7 @@ func loadSettings(t *testing.T) settings {
 	s := settings{
 		tail: 30 * time.Second, idle: 6 * time.Minute, resync: time.Minute,
 		configMaps: 2000, configMapBytes: 100 << 10, deployments: 1000,
-		workers: 4, benchCount: 5,
+		workers: app.DefaultWorkers, benchCount: 5,
 		sizes:  []int{50, 200, 1000},
 		limits: []limits{defaultLimits, unlimitedLimits},
 		probes: []string{probeOff, probeService},
@@ -173,9 +174,8 @@ type limits struct {
 }
 
 var (
-	// defaultLimits are cmd/controller's defaults (--kube-api-qps, --kube-api-burst);
-	// keep them in step.
-	defaultLimits = limits{label: "QPS 50, burst 100 (default)", short: "default", qps: 50, burst: 100}
+	// defaultLimits are cmd/controller's defaults (--kube-api-qps, --kube-api-burst).
+	defaultLimits = limits{label: fmt.Sprintf("QPS %d, burst %d (default)", app.DefaultQPS, app.DefaultBurst), short: "default", qps: app.DefaultQPS, burst: app.DefaultBurst}
 	// unlimitedLimits are so high that the client never waits.
 	unlimitedLimits = limits{label: "unlimited QPS", short: "unlimited", qps: 1e6, burst: 1e6}
 )

@@ -35,8 +35,13 @@ const (
 	serviceAccountNamespace  = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 	// DefaultResyncPeriod re-delivers cached objects; a sync it triggers sends no request.
 	DefaultResyncPeriod = 10 * time.Hour
+	// DefaultWorkers, DefaultQPS and DefaultBurst are the defaults of --workers,
+	// --kube-api-qps and --kube-api-burst (the README's "Why these defaults").
+	DefaultWorkers = 4
+	DefaultQPS     = 50
+	DefaultBurst   = 100
 	// DefaultEventQPS and DefaultEventBurst limit the Event client. At most one Event per
-	// child written and per status change: the work client's own defaults suffice.
+	// sync's child writes and per status change: the work client's own defaults suffice.
 	DefaultEventQPS   = 50
 	DefaultEventBurst = 100
 )
