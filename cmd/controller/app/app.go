@@ -37,11 +37,12 @@ const (
 	DefaultResyncPeriod = 10 * time.Hour
 	// DefaultWorkers, DefaultQPS and DefaultBurst are the defaults of --workers,
 	// --kube-api-qps and --kube-api-burst (the README's "Why these defaults").
-	DefaultWorkers = 4
-	DefaultQPS     = 50
-	DefaultBurst   = 100
-	// DefaultEventQPS and DefaultEventBurst limit the Event client. At most one Event per
-	// sync's child writes and per status change: the work client's own defaults suffice.
+	DefaultWorkers = 8
+	DefaultQPS     = 100
+	DefaultBurst   = 200
+	// DefaultEventQPS and DefaultEventBurst limit the Event client: at most one Event per
+	// sync's child writes and per status change, about a quarter of the work client's
+	// requests in a bulk convergence.
 	DefaultEventQPS   = 50
 	DefaultEventBurst = 100
 )
