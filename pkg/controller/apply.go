@@ -154,20 +154,19 @@ func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool
 func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
 	var zero T
 	namespace, name := l.Namespace, o.name
-	var cur T
-	var found bool
+	var (
+		cur   T
+		found bool
+		err   error
+	)
 	if o.looked != nil {
 		cur, found = o.looked.obj, o.looked.found
-	} else {
-		var err error
-		if cur, found, err = k.current(ctx, namespace, name); err != nil {
-			return zero, err
-		}
+	} else if cur, found, err = k.current(ctx, namespace, name); err != nil {
+		return zero, err
 	}
 	if found && !isControlledBy(cur, l) {
 		return cur, newNotOwnedError(k.kind, cur, l)
 	}
-	var err error
 	if found && k.patch != nil && !hasManager(cur, FieldManager) {
 		if cur, err = k.takeOver(ctx, c, l, cur); err != nil {
 			return zero, err

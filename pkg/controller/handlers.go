@@ -193,7 +193,7 @@ func (c *Controller) replicaSetHandler() cache.ResourceEventHandler {
 		}
 		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { handle(obj) }, DeleteFunc: handle}
+	return cache.ResourceEventHandlerFuncs{AddFunc: handle, DeleteFunc: handle}
 }
 
 // enqueueAll adds every CR to the queue.
