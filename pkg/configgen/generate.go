@@ -46,6 +46,9 @@ type Output struct {
 	// Providers are the providers of the config, by API (sorted) in the
 	// config's order.
 	Providers []ResolvedProvider
+	// Distro is the config's distribution name (distro_name, or image_name
+	// before 0.5), which the default sqlite paths are named after.
+	Distro string
 }
 
 // ResolvedProvider is one provider of the generated config. ID is as
@@ -181,7 +184,7 @@ func Generate(in Input) (*Output, error) {
 		return nil, invalid("spec", "the generated config is not one server %s reads: %v", v, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved()}, nil
+	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved(), Distro: g.distro}, nil
 }
 
 // gen holds one generation: the config as a generic tree (so the parts the

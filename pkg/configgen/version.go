@@ -54,6 +54,13 @@ func (v Version) less(o Version) bool {
 // atLeast reports whether v is 0.<minor> or newer.
 func (v Version) atLeast(minor int) bool { return !v.less(Version{0, minor, 0}) }
 
+// from reports whether v is major.minor or newer.
+func (v Version) from(major, minor int) bool { return !v.less(Version{major, minor, 0}) }
+
+// OGX reports whether v is of the OGX line: the server renamed from 0.8.0 (package
+// ogx, OGX_* variables, data under ~/.ogx).
+func (v Version) OGX() bool { return v.from(0, 8) }
+
 // supported reports whether this package knows the config shape of v, and
 // why not when it does not.
 func (v Version) supported() (bool, string) {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +108,11 @@ type deploymentInputs struct {
 	openShift      bool   // the cluster is OpenShift: its SCC assigns the pod's user and fsGroup
 	// configEnv are the variables of a generated config, each from a Secret key.
 	configEnv []corev1.EnvVar
+	// serverVersion is the server version the image runs ("" when not known): it
+	// decides how the server starts (serverstart.go).
+	serverVersion string
+	// distro is the distribution whose data the server keeps ("" when not known).
+	distro string
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -243,9 +247,7 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 		VolumeMounts: volumeMounts(l, in),
 	}
 
-	if in.userConfigMap != "" {
-		c.Command = []string{"/bin/sh", "-c", startupScript}
-	}
+	c.Command = serverCommand(lineOf(in.serverVersion), in)
 	if len(cs.Command) > 0 {
 		c.Command = append([]string(nil), cs.Command...)
 	}
@@ -258,23 +260,6 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 // healthCheck is an HTTP GET of the server's /v1/health on port p.
 func healthCheck(p int32) corev1.ProbeHandler {
 	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)}}
-}
-
-// controllerEnv is the controller's own environment of the server, in upstream's order.
-func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: envHFHome, Value: storageMountPath(l)}}
-	if in.caBundleHash != "" {
-		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
-	}
-	env = append(env,
-		corev1.EnvVar{Name: envWorkers, Value: strconv.Itoa(int(serverWorkers(l)))},
-		corev1.EnvVar{Name: envPort, Value: strconv.Itoa(int(port(l)))},
-		corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
-	)
-	for _, e := range in.configEnv {
-		env = append(env, *e.DeepCopy())
-	}
-	return env
 }
 
 // mergeEnv returns the controller's variables followed by the user's, with every

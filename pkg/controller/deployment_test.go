@@ -42,7 +42,7 @@ func testLLSD(mutate func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStac
 }
 
 func defaultInputs() deploymentInputs {
-	return deploymentInputs{image: testImage, replicas: ptr.To(int32(1))}
+	return deploymentInputs{image: testImage, replicas: ptr.To(int32(1)), serverVersion: "0.7.1"}
 }
 
 func withUserConfig(in deploymentInputs) deploymentInputs {
@@ -514,7 +514,7 @@ func TestNewDeployment(t *testing.T) {
 		},
 		"more than one replica spreads the pods": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 },
-			in:     deploymentInputs{image: testImage, replicas: ptr.To(int32(3))},
+			in:     deploymentInputs{image: testImage, replicas: ptr.To(int32(3)), serverVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
 				d.Spec.Replicas = ptr.To(int32(3))
 				d.Spec.Template.Spec.TopologySpreadConstraints = defaultSpread()
@@ -557,11 +557,11 @@ func TestNewDeployment(t *testing.T) {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 			},
-			in:   deploymentInputs{image: testImage},
+			in:   deploymentInputs{image: testImage, serverVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = nil }),
 		},
 		"replicas set from the inputs": {
-			in:   deploymentInputs{image: testImage, replicas: ptr.To(int32(0))},
+			in:   deploymentInputs{image: testImage, replicas: ptr.To(int32(0)), serverVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = ptr.To(int32(0)) }),
 		},
 	}

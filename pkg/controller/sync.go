@@ -274,10 +274,12 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 	}
 
-	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift}
+	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift,
+		serverVersion: imageServerVersion(image), distro: l.Spec.Distribution.Name}
 	current := ""
 	if gen != nil {
 		in.configEnv, current = gen.out.Env, gen.configMapName(l)
+		in.serverVersion, in.distro = gen.resolved.ServerVersion, gen.out.Distro
 	}
 	obs.deployment = c.controlledDeployment(l)
 	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)

@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+)
+
+// How the server container starts, by server line. llama-stack (up to 0.7) and OGX
+// (the same server renamed, from 0.8) read different variables and start differently:
+//   - llama-stack: the controller runs startupScript when a config is mounted, which
+//     asks the installed llama_stack for its version and starts it the way that
+//     version starts; LLS_PORT, LLS_WORKERS and LLAMA_STACK_CONFIG tell it the rest.
+//   - OGX: the image's own entrypoint runs (no command): it starts `ogx stack run
+//     "$RUN_CONFIG_PATH"` when that file exists, else the bundled config; the CLI
+//     puts the file in OGX_CONFIG for the server and listens on OGX_PORT. No
+//     LLAMA_STACK_* variable is read. The server keeps its data under OGX_CONFIG_DIR
+//     (else ~/.ogx, into which it moves an existing ~/.llama), so the controller points
+//     it at the storage volume, and points the distributions' SQLITE_STORE_DIR and
+//     FILES_STORAGE_DIR at the paths a llama-stack server of the same distribution
+//     used on that volume: a server moving across the rename finds its data.
+//   - unknown (an image whose tag is no version): both sets of variables, and, with a
+//     config, probeStartupScript, which asks the image's Python for either package.
+
+// serverLine is the line of server an image runs.
+type serverLine int
+
+const (
+	lineUnknown serverLine = iota
+	lineLlamaStack
+	lineOGX
+)
+
+func (s serverLine) String() string {
+	switch s {
+	case lineLlamaStack:
+		return "llama-stack"
+	case lineOGX:
+		return "OGX"
+	}
+	return "unknown"
+}
+
+// lineOf is the line of a server version ("" or not a version: unknown).
+func lineOf(version string) serverLine {
+	v, err := configgen.ParseVersion(version)
+	switch {
+	case err != nil:
+		return lineUnknown
+	case v.OGX():
+		return lineOGX
+	}
+	return lineLlamaStack
+}
+
+// imageServerVersion is the server version an image runs: the pinned version of a
+// named distribution's image, else its tag's; "" when neither tells.
+func imageServerVersion(image string) string {
+	for _, d := range configgen.Distributions() {
+		if d.Image == image {
+			return d.ServerVersion
+		}
+	}
+	if v, ok := imageVersion(image); ok {
+		return v
+	}
+	return ""
+}
+
+// Variables of the OGX line.
+const (
+	envOGXPort       = "OGX_PORT"
+	envOGXWorkers    = "OGX_WORKERS"
+	envOGXConfig     = "OGX_CONFIG"
+	envOGXConfigDir  = "OGX_CONFIG_DIR"
+	envRunConfigPath = "RUN_CONFIG_PATH"
+	envSQLiteDir     = "SQLITE_STORE_DIR"
+	envFilesDir      = "FILES_STORAGE_DIR"
+)
+
+// ogxEntrypoint is the entrypoint of the OGX images (containers/Containerfile).
+const ogxEntrypoint = "/usr/local/bin/ogx-entrypoint.sh"
+
+// probeStartupScript starts a server of an unknown line with the mounted config: an
+// image with the ogx package through its entrypoint (or `ogx stack run` when it has
+// none), any other the way startupScript starts llama-stack. Every branch execs.
+const probeStartupScript = `if python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('ogx') is None)" 2>/dev/null; then
+  if [ -x ` + ogxEntrypoint + ` ]; then
+    exec ` + ogxEntrypoint + `
+  fi
+  exec ogx stack run "$` + envRunConfigPath + `"
+fi
+` + startupScript
+
+// serverCommand is the command the controller sets on the server container, nil for
+// the image's own.
+func serverCommand(line serverLine, in deploymentInputs) []string {
+	if in.userConfigMap == "" {
+		return nil
+	}
+	switch line {
+	case lineLlamaStack:
+		return []string{"/bin/sh", "-c", startupScript}
+	case lineUnknown:
+		return []string{"/bin/sh", "-c", probeStartupScript}
+	}
+	return nil
+}
+
+// controllerEnv is the controller's own environment of the server: upstream's
+// variables in upstream's order for llama-stack, OGX's for OGX, both for an unknown
+// line; then the generated config's Secret-sourced variables.
+func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
+	line := lineOf(in.serverVersion)
+	mount := storageMountPath(l)
+	workers := strconv.Itoa(int(serverWorkers(l)))
+	port := strconv.Itoa(int(port(l)))
+	env := []corev1.EnvVar{{Name: envHFHome, Value: mount}}
+	if in.caBundleHash != "" {
+		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
+	}
+	if line != lineOGX {
+		env = append(env,
+			corev1.EnvVar{Name: envWorkers, Value: workers},
+			corev1.EnvVar{Name: envPort, Value: port},
+			corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
+		)
+	}
+	if line != lineLlamaStack {
+		env = append(env,
+			corev1.EnvVar{Name: envOGXConfigDir, Value: mount},
+			corev1.EnvVar{Name: envOGXWorkers, Value: workers},
+			corev1.EnvVar{Name: envOGXPort, Value: port},
+		)
+		if in.userConfigMap != "" {
+			env = append(env,
+				corev1.EnvVar{Name: envRunConfigPath, Value: userConfigPath},
+				corev1.EnvVar{Name: envOGXConfig, Value: userConfigPath},
+			)
+		}
+		if in.distro != "" {
+			// Where a llama-stack server of this distribution kept them on the
+			// volume mounted at /.llama (~/.llama/distributions/<name>).
+			dir := mount + "/distributions/" + in.distro
+			env = append(env,
+				corev1.EnvVar{Name: envSQLiteDir, Value: dir},
+				corev1.EnvVar{Name: envFilesDir, Value: dir + "/files"},
+			)
+		}
+	}
+	for _, e := range in.configEnv {
+		env = append(env, *e.DeepCopy())
+	}
+	return env
+}
