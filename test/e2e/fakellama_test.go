@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path"
@@ -27,22 +28,37 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// A fake llama-stack server that behaves like the real one towards its config file.
-// kwok pods run nothing, so when kube-apiserver dials a pod of a CR registered with
-// fakeServers.readConfig, the server that pod would run is started here from the pod
-// itself, as the kubelet and the server would: the server container's environment
-// (plain values, and Secret and ConfigMap keys read through the API, a missing one
-// refusing the start as the kubelet refuses the container), the config file at
-// $LLAMA_STACK_CONFIG read from the ConfigMap volume mounted there (items and subPath
-// honoured), its ${env...} expressions resolved as llama-stack's replace_env_vars does,
-// and the server version taken from the image tag. A server that cannot start is a
-// failed dial, like a pod whose container never runs.
+// A fake llama-stack server that starts and behaves like the real one towards its
+// config file. kwok pods run nothing, so when kube-apiserver dials a pod of a CR
+// registered with fakeServers.readConfig, the server that pod would run is started here
+// from the pod itself, as the kubelet, the image and the server would: the server
+// container's environment (plain values, and Secret and ConfigMap keys read through the
+// API, a missing one refusing the start as the kubelet refuses the container), the
+// server version taken from the image tag, and the config file that version's server
+// is started with:
+//   - llama-stack, up to 0.7.x (which the controller starts with /bin/sh -c): the file
+//     at $LLAMA_STACK_CONFIG.
+//   - OGX, the server renamed, from 0.8.0: the image's entrypoint (no command, or the
+//     entrypoint itself) runs `ogx stack run $RUN_CONFIG_PATH` when that file exists;
+//     a command may run `ogx stack run <config>` (from 1.0 also `ogx run`). OGX reads
+//     no LLAMA_STACK_* variable, and an OGX_CONFIG naming another file than the CLI is
+//     given is refused (ogxStart). Any other command is the user's, and started as a
+//     llama-stack one.
 //
-// It answers /v1/health, /v1/version and /v1/providers as llama-stack 0.7 does
-// (core/providers.py): every provider of the file's providers map, whatever the apis
-// list says (the server starts them all), except those whose provider_id resolved to
-// nothing; each config with the fields llama-stack redacts replaced by "********", and
-// the health every provider without a health check reports.
+// The file is read from the ConfigMap volume mounted there (items and subPath
+// honoured), its ${env...} expressions resolved as llama-stack's replace_env_vars does
+// (unchanged in OGX). Without a file (no $LLAMA_STACK_CONFIG, or the entrypoint without
+// the file at $RUN_CONFIG_PATH) the server runs the config bundled in the image, which
+// the fake does not know: it lists no providers, and llamaServer.bundled says so. A
+// server that cannot start is a failed dial, like a pod whose container never runs,
+// and llamaServers.failure is why.
+//
+// It answers /v1/health, /v1/version (the image's version) and /v1/providers as
+// llama-stack 0.7 and OGX 0.8 do (core/providers.py): every provider of the file's
+// providers map, whatever the apis list says (the server starts them all), except those
+// whose provider_id resolved to nothing; each config with the fields the server
+// redacts replaced by "********", and the health every provider without a health check
+// reports.
 
 // llamaServers are the fake servers started for one CR, by pod.
 type llamaServers struct {
@@ -56,12 +72,20 @@ type llamaServers struct {
 type llamaServer struct {
 	pod     string
 	version string
+	// configPath is the config file the server runs, "" for the image's bundled config
+	// (see bundled).
+	configPath string
 	// config is the config file after env substitution: what the server runs with,
-	// secrets included. The test reads it; the server never serves it unredacted.
+	// secrets included, nil for the bundled config. The test reads it; the server
+	// never serves it unredacted.
 	config    map[string]any
 	providers []llamaProvider
 	handler   http.Handler
 }
+
+// bundled reports whether the server runs the config bundled in its image, not a file
+// of the pod: the fake does not know that config, and serves no providers.
+func (s *llamaServer) bundled() bool { return s.configPath == "" }
 
 // llamaProvider is one element of /v1/providers' data, as served (config redacted).
 type llamaProvider struct {
@@ -180,37 +204,198 @@ func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer
 	if err != nil {
 		return nil, err
 	}
-	configPath, ok := environ["LLAMA_STACK_CONFIG"]
-	if !ok {
-		return nil, errors.New("fake llama-stack server: LLAMA_STACK_CONFIG environment variable is required")
-	}
-	raw, err := mountedFile(ctx, pod, ctr, configPath)
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
-	}
-	resolved, err := replaceEnvVars(doc, "", environ)
-	if err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
-	}
-	config, ok := resolved.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("fake llama-stack server: %s is not a mapping", configPath)
-	}
-	providers, err := listProviders(config)
-	if err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", configPath, err)
-	}
 	version, err := imageVersion(ctr.Image)
 	if err != nil {
 		return nil, err
 	}
-	srv := &llamaServer{pod: pod.Name, version: version, config: config, providers: providers}
+	start, known, err := ogxStart(ctx, pod, ctr, version, environ)
+	if !known {
+		start, err = llamaStackStart(ctx, pod, ctr, environ)
+	}
+	if err != nil {
+		return nil, err
+	}
+	srv := &llamaServer{pod: pod.Name, version: version, configPath: start.path, providers: []llamaProvider{}}
 	srv.handler = http.HandlerFunc(srv.serveHTTP)
+	if start.path == "" {
+		return srv, nil // the image's bundled config, which the fake does not model
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(start.raw, &doc); err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	resolved, err := replaceEnvVars(doc, "", environ)
+	if err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	config, ok := resolved.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("fake llama-stack server: %s is not a mapping", start.path)
+	}
+	providers, err := listProviders(config)
+	if err != nil {
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	srv.config, srv.providers = config, providers
 	return srv, nil
+}
+
+// serverStart is the config file a server starts with: its path in the container and
+// its content; no path for the image's bundled config.
+type serverStart struct {
+	path string
+	raw  []byte
+}
+
+// llamaStackStart is how the controller starts a llama-stack server (up to 0.7.x, and
+// any command the fake does not know on a later image): with the file at
+// $LLAMA_STACK_CONFIG, or without the variable the image's bundled config.
+func llamaStackStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, environ map[string]string) (serverStart, error) {
+	file, ok := environ["LLAMA_STACK_CONFIG"]
+	if !ok {
+		return serverStart{}, nil
+	}
+	raw, err := mountedFile(ctx, pod, c, file)
+	if err != nil {
+		return serverStart{}, err
+	}
+	return serverStart{path: file, raw: raw}, nil
+}
+
+// ogxEntrypoint is the ENTRYPOINT of the OGX images (containers/Containerfile, from 0.8.0).
+const ogxEntrypoint = "/usr/local/bin/ogx-entrypoint.sh"
+
+// ogxStart is how an OGX image (from 0.8.0, the server renamed) starts the server,
+// known false for a llama-stack image or a command the fake does not know (the
+// user's). The image's entrypoint runs `ogx stack run "$RUN_CONFIG_PATH" "$@"` when
+// that file exists, else `ogx stack run "$DISTRO_NAME" "$@"`: the bundled config. The
+// CLI sets OGX_CONFIG, which the server reads, to the file it runs; OGX reads no
+// LLAMA_STACK_* variable.
+//
+// The CLI overwrites an OGX_CONFIG the pod sets, so one naming something other than
+// what the CLI is given (RUN_CONFIG_PATH through the entrypoint) changes nothing in the
+// real server; but that pod spec says two things, which the fake refuses so that a
+// test sees it.
+func ogxStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, version string, environ map[string]string) (serverStart, bool, error) {
+	if !atLeast(version, 0, 8) {
+		return serverStart{}, false, nil
+	}
+	args, entrypoint, known := ogxCommand(c, version)
+	if !known {
+		return serverStart{}, false, nil
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "$(") }) {
+		return serverStart{}, true, fmt.Errorf("fake llama-stack server: $(VAR) references in the arguments of container %s are not supported by the fake", c.Name)
+	}
+	given := environ["RUN_CONFIG_PATH"] // what OGX_CONFIG must name
+	if entrypoint {
+		config := "$DISTRO_NAME"
+		if given != "" {
+			_, err := mountedFile(ctx, pod, c, given)
+			switch {
+			case err == nil:
+				config = given
+			case !errors.Is(err, errNoFile):
+				return serverStart{}, true, err
+			}
+		}
+		args = append([]string{config}, args...)
+	}
+	run, err := parseOGXRun(args)
+	if err != nil {
+		return serverStart{}, true, err
+	}
+	if !entrypoint {
+		given = run.config
+	}
+	if ogxConfig, ok := environ["OGX_CONFIG"]; ok && (given == "" || path.Clean(ogxConfig) != path.Clean(given)) {
+		what := "RUN_CONFIG_PATH"
+		if !entrypoint {
+			what = "the config the command runs"
+		}
+		return serverStart{}, true, fmt.Errorf("fake llama-stack server: OGX_CONFIG is %q but %s is %q: the CLI sets OGX_CONFIG to the file it runs, and the pod says otherwise", ogxConfig, what, given)
+	}
+	start, err := ogxConfigFile(ctx, pod, c, run.config)
+	return start, true, err
+}
+
+// ogxCommand is what container c gives `ogx stack run`, if it starts the CLI a way the
+// fake knows: through the image's entrypoint (no command, or the entrypoint itself),
+// which puts the config before the arguments, or with `ogx stack run` or, from 1.0,
+// `ogx run`.
+func ogxCommand(c *corev1.Container, version string) (args []string, entrypoint, known bool) {
+	argv := slices.Concat(c.Command, c.Args)
+	switch {
+	case len(c.Command) == 0:
+		return argv, true, true
+	case c.Command[0] == ogxEntrypoint:
+		return argv[1:], true, true
+	case path.Base(argv[0]) != "ogx":
+		return nil, false, false
+	case len(argv) >= 3 && argv[1] == "stack" && argv[2] == "run":
+		return argv[3:], false, true
+	case len(argv) >= 2 && argv[1] == "run" && atLeast(version, 1, 0):
+		return argv[2:], false, true
+	}
+	return nil, false, false
+}
+
+// ogxRun is what `ogx stack run` parsed: the config or distribution, and --port as given.
+type ogxRun struct {
+	config string
+	port   string
+}
+
+// parseOGXRun parses the arguments of `ogx stack run` as its argparse does: at most one
+// positional (the config), --port N and --enable-ui; the fake does not model the
+// other options (--providers, and --dry-run from 1.x).
+func parseOGXRun(args []string) (ogxRun, error) {
+	var r ogxRun
+	positional := 0
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--port" && i+1 < len(args):
+			i++
+			r.port = args[i]
+		case strings.HasPrefix(a, "--port="):
+			r.port = strings.TrimPrefix(a, "--port=")
+		case a == "--enable-ui":
+		case strings.HasPrefix(a, "-") || positional == 1:
+			return ogxRun{}, fmt.Errorf("fake llama-stack server: ogx stack run: unrecognized arguments: %s (or not modelled by the fake)", a)
+		default:
+			r.config = a
+			positional++
+		}
+	}
+	if _, err := strconv.Atoi(r.port); r.port != "" && err != nil {
+		return ogxRun{}, fmt.Errorf("fake llama-stack server: ogx stack run: argument --port: invalid int value: '%s'", r.port)
+	}
+	return r, nil
+}
+
+// ogxConfigFile is the config `ogx stack run` runs (resolve_config_or_distro): the
+// file config, or the bundled config of a distribution named with no "/" and no
+// ".yaml" when there is no such file.
+func ogxConfigFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, config string) (serverStart, error) {
+	if config == "" {
+		return serverStart{}, errors.New("fake llama-stack server: ogx stack run: Config file is required")
+	}
+	raw, err := mountedFile(ctx, pod, c, config)
+	switch {
+	case err == nil:
+		return serverStart{path: config, raw: raw}, nil
+	case errors.Is(err, errNoFile) && !strings.Contains(config, "/") && !strings.HasSuffix(config, ".yaml"):
+		return serverStart{}, nil
+	}
+	return serverStart{}, err
+}
+
+// atLeast reports whether version ("0.8.0") is major.minor or later.
+func atLeast(version string, major, minor int) bool {
+	var v [3]int
+	_, _ = fmt.Sscanf(version, "%d.%d.%d", &v[0], &v[1], &v[2])
+	return v[0] > major || v[0] == major && v[1] >= minor
 }
 
 func (s *llamaServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -302,8 +487,13 @@ func containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (ma
 	return out, nil
 }
 
+// errNoFile is a file the container does not have: no volume is mounted at its path,
+// or the volume has no such file.
+var errNoFile = errors.New("no such file")
+
 // mountedFile reads the file at file in container c of pod: the ConfigMap volume of
 // the innermost mount holding it, with the mount's subPath and the volume's items.
+// A file the container does not have is errNoFile.
 func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file string) ([]byte, error) {
 	file = path.Clean(file)
 	var mount *corev1.VolumeMount
@@ -319,7 +509,7 @@ func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file
 		}
 	}
 	if mount == nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: no volume is mounted there", file)
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w: no volume is mounted there", file, errNoFile)
 	}
 	inVolume := path.Join(mount.SubPath, rel)
 	var vol *corev1.Volume
@@ -354,7 +544,7 @@ func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file
 	}
 	key, ok := files[inVolume]
 	if !ok {
-		return nil, fmt.Errorf("fake llama-stack server: %s: no such file (volume %s, ConfigMap %s)", file, mount.Name, src.Name)
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w (volume %s, ConfigMap %s)", file, errNoFile, mount.Name, src.Name)
 	}
 	return []byte(cm.Data[key]), nil
 }
@@ -706,5 +896,160 @@ func TestFakeLlamaReadsTheMountedFile(t *testing.T) {
 		if assert.NoError(t, err, what) {
 			assert.Equal(t, tc.want, string(got), what)
 		}
+	}
+}
+
+// The fake starts a pod's server the way its line does: llama-stack (up to 0.7.x) with
+// the file at $LLAMA_STACK_CONFIG; OGX (from 0.8.0) through the image's entrypoint,
+// with the file at $RUN_CONFIG_PATH, or the CLI a command runs; else the bundled config.
+func TestFakeLlamaStartsAsEachLineDoes(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data: map[string]string{"config.yaml": `
+version: 2
+distro_name: starter
+apis: [inference]
+providers:
+  inference:
+  - {provider_id: vllm, provider_type: "remote::vllm", config: {base_url: "${env.VLLM_URL:=http://vllm:8000/v1}"}}
+`},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	const (
+		lls = "/etc/llama-stack/config.yaml"
+		ogx = "/etc/ogx/config.yaml"
+	)
+	sh := []string{"/bin/sh", "-c", "exec python3 -m llama_stack.core.server.server " + lls}
+	for _, tc := range []struct {
+		name          string
+		version       string
+		command, args []string
+		env           map[string]string
+		file          string // the config the server runs, "" for the bundled one
+		err           string
+	}{
+		{name: "llama-stack: $LLAMA_STACK_CONFIG", version: "0.7.1", command: sh,
+			env: map[string]string{"LLAMA_STACK_CONFIG": lls}, file: lls},
+		{name: "llama-stack without $LLAMA_STACK_CONFIG: bundled", version: "0.7.1"},
+		{name: "llama-stack: $LLAMA_STACK_CONFIG not mounted", version: "0.7.1", command: sh,
+			env: map[string]string{"LLAMA_STACK_CONFIG": "/srv/config.yaml"}, err: "no volume is mounted there"},
+		{name: "OGX: the entrypoint with $RUN_CONFIG_PATH and $OGX_CONFIG", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_CONFIG": ogx}, file: ogx},
+		{name: "OGX: the entrypoint with $RUN_CONFIG_PATH alone", version: "0.8.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx}, file: ogx},
+		{name: "OGX ignores $LLAMA_STACK_CONFIG: bundled", version: "0.8.0",
+			env: map[string]string{"LLAMA_STACK_CONFIG": lls}},
+		{name: "OGX: $RUN_CONFIG_PATH without its file: bundled", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/absent.yaml"}},
+		{name: "OGX: $RUN_CONFIG_PATH in no volume: bundled", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": "/srv/config.yaml", "OGX_CONFIG": "/srv/config.yaml"}},
+		{name: "OGX: the entrypoint as the command, with --port", version: "1.3.0", command: []string{ogxEntrypoint}, args: []string{"--port", "8321"},
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_CONFIG": ogx}, file: ogx},
+		{name: "OGX: $OGX_CONFIG another file than $RUN_CONFIG_PATH", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_CONFIG": "/etc/ogx/other.yaml"},
+			err: `OGX_CONFIG is "/etc/ogx/other.yaml" but RUN_CONFIG_PATH is "/etc/ogx/config.yaml"`},
+		{name: "OGX: $OGX_CONFIG without $RUN_CONFIG_PATH", version: "1.3.0",
+			env: map[string]string{"OGX_CONFIG": ogx}, err: `OGX_CONFIG is "/etc/ogx/config.yaml" but RUN_CONFIG_PATH is ""`},
+		{name: "OGX: an argument the entrypoint passes on to the CLI", version: "1.3.0", args: []string{ogx},
+			env: map[string]string{"RUN_CONFIG_PATH": ogx}, err: "unrecognized arguments: " + ogx},
+		{name: "OGX: ogx stack run <file>", version: "0.8.0", command: []string{"ogx", "stack", "run", ogx}, file: ogx},
+		{name: "OGX: ogx run <file>, from 1.0", version: "1.0.0", command: []string{"/usr/local/bin/ogx"}, args: []string{"run", ogx},
+			env: map[string]string{"OGX_CONFIG": ogx}, file: ogx},
+		{name: "OGX: ogx stack run <distribution>: bundled", version: "1.3.0", command: []string{"ogx", "stack", "run", "starter"}},
+		{name: "OGX: ogx stack run <file> that is not there", version: "1.3.0", command: []string{"ogx", "stack", "run", "/etc/ogx/absent.yaml"},
+			err: "no such file"},
+		{name: "OGX: ogx stack run <file> but $OGX_CONFIG another", version: "1.3.0", command: []string{"ogx", "stack", "run", ogx},
+			env: map[string]string{"OGX_CONFIG": lls}, err: "but the config the command runs is"},
+		{name: "OGX: the user's command, started as llama-stack", version: "1.3.0", command: sh,
+			env: map[string]string{"LLAMA_STACK_CONFIG": lls, "RUN_CONFIG_PATH": "/srv/config.yaml"}, file: lls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := startLlama(ctx, ogxTestPod(ns, tc.version, tc.command, tc.args, tc.env), "8321")
+			if tc.err != "" {
+				if assert.Error(t, err) {
+					assert.Contains(t, err.Error(), tc.err)
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.version, srv.version)
+			assert.Equal(t, tc.file, srv.configPath)
+			assert.Equal(t, tc.file == "", srv.bundled())
+			if srv.bundled() {
+				assert.Nil(t, srv.config)
+				assert.Empty(t, srv.providers, "the fake does not know the bundled config")
+				return
+			}
+			require.Len(t, srv.providers, 1)
+			assert.Equal(t, "vllm", srv.providers[0].ProviderID)
+		})
+	}
+
+	// Through a dial: the server answers its version, and lists no providers when it runs
+	// the bundled config; a pod whose server cannot start is a failed dial, with the
+	// reason kept.
+	servers := &llamaServers{started: map[types.UID]*llamaServer{}, failed: map[string]error{}}
+	get := func(pod *corev1.Pod, url string) (map[string]any, error) {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return servers.dial(ctx, pod, "8321")
+		}}}
+		resp, err := client.Get("http://" + pod.Name + url)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var out map[string]any
+		return out, json.NewDecoder(resp.Body).Decode(&out)
+	}
+	bundled := ogxTestPod(ns, "0.8.0", nil, nil, map[string]string{"LLAMA_STACK_CONFIG": lls})
+	body, err := get(bundled, "/v1/version")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"version": "0.8.0"}, body)
+	body, err = get(bundled, "/v1/providers")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"data": []any{}}, body)
+	srv, ok := servers.server(bundled.Name)
+	require.True(t, ok)
+	assert.True(t, srv.bundled())
+	refused := ogxTestPod(ns, "1.3.0", nil, nil, map[string]string{"OGX_CONFIG": ogx})
+	refused.Name, refused.UID = "refused", "refused-uid"
+	_, err = get(refused, "/v1/version")
+	assert.Error(t, err)
+	_, ok = servers.server(refused.Name)
+	assert.False(t, ok)
+	if assert.Error(t, servers.failure(refused.Name)) {
+		assert.Contains(t, servers.failure(refused.Name).Error(), "OGX_CONFIG")
+	}
+}
+
+// ogxTestPod is a running pod of the starter image of server version, its server
+// container listening on 8321 with the ConfigMap cfg mounted at /etc/llama-stack and
+// /etc/ogx.
+func ogxTestPod(ns, version string, command, args []string, environ map[string]string) *corev1.Pod {
+	image := "docker.io/ogxai/distribution-starter:" + version
+	if !atLeast(version, 0, 8) {
+		image = "docker.io/llamastack/distribution-starter:" + version
+	}
+	var envVars []corev1.EnvVar
+	for _, name := range slices.Sorted(maps.Keys(environ)) {
+		envVars = append(envVars, corev1.EnvVar{Name: name, Value: environ[name]})
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", UID: "p-uid"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "llama-stack", Image: image, Command: command, Args: args, Env: envVars,
+				Ports: []corev1.ContainerPort{{ContainerPort: 8321}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/llama-stack/"},
+					{Name: "config", MountPath: "/etc/ogx/"},
+				},
+			}},
+			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 }
