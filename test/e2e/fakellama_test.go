@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +43,9 @@ import (
 //     entrypoint itself) runs `ogx stack run $RUN_CONFIG_PATH` when that file exists;
 //     a command may run `ogx stack run <config>` (from 1.0 also `ogx run`). OGX reads
 //     no LLAMA_STACK_* variable, and an OGX_CONFIG naming another file than the CLI is
-//     given is refused (ogxStart). Any other command is the user's, and started as a
+//     given is refused (ogxStart). It listens on the CLI's --port, else $OGX_PORT, else
+//     8321 (from 1.0 the config's server.port before that), and a dial of another
+//     port fails (ogxPort). Any other command is the user's, and started as a
 //     llama-stack one.
 //
 // The file is read from the ConfigMap volume mounted there (items and subPath
@@ -72,6 +75,9 @@ type llamaServers struct {
 type llamaServer struct {
 	pod     string
 	version string
+	// port is the port an OGX server listens on; 0 on the llama-stack line, where the
+	// fake does not model it (the server takes any port it is dialled on).
+	port int
 	// configPath is the config file the server runs, "" for the image's bundled config
 	// (see bundled).
 	configPath string
@@ -217,34 +223,86 @@ func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer
 	}
 	srv := &llamaServer{pod: pod.Name, version: version, configPath: start.path, providers: []llamaProvider{}}
 	srv.handler = http.HandlerFunc(srv.serveHTTP)
-	if start.path == "" {
-		return srv, nil // the image's bundled config, which the fake does not model
+	if start.path != "" { // else the image's bundled config, which the fake does not know
+		if srv.config, srv.providers, err = runConfig(start, environ); err != nil {
+			return nil, err
+		}
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(start.raw, &doc); err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	if start.ogx {
+		if srv.port, err = ogxPort(version, start.port, environ, srv.config); err != nil {
+			return nil, err
+		}
+		if strconv.Itoa(srv.port) != port {
+			return nil, fmt.Errorf("fake llama-stack server: pod %s: the server listens on port %d, not %s: connection refused", pod.Name, srv.port, port)
+		}
 	}
-	resolved, err := replaceEnvVars(doc, "", environ)
-	if err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
-	}
-	config, ok := resolved.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("fake llama-stack server: %s is not a mapping", start.path)
-	}
-	providers, err := listProviders(config)
-	if err != nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
-	}
-	srv.config, srv.providers = config, providers
 	return srv, nil
 }
 
+// runConfig is the config file a server starts with after env substitution, and the
+// providers it lists.
+func runConfig(start serverStart, environ map[string]string) (map[string]any, []llamaProvider, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(start.raw, &doc); err != nil {
+		return nil, nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	resolved, err := replaceEnvVars(doc, "", environ)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	config, ok := resolved.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("fake llama-stack server: %s is not a mapping", start.path)
+	}
+	providers, err := listProviders(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+	}
+	return config, providers, nil
+}
+
 // serverStart is the config file a server starts with: its path in the container and
-// its content; no path for the image's bundled config.
+// its content; no path for the image's bundled config. An OGX server (ogx) is also
+// given the --port of its CLI, if any.
 type serverStart struct {
 	path string
 	raw  []byte
+	ogx  bool
+	port string
+}
+
+// ogxPort is the port an OGX server listens on: the CLI's --port, else $OGX_PORT, else
+// 8321 (0.8.0: cli/stack/run.py takes `args.port or config.server.port`, and args.port
+// defaults to $OGX_PORT or 8321). From 1.0 (1.x's run.py; the release that changed
+// it is not known) the config's server.port comes before 8321, and an empty
+// $OGX_PORT is unset. The bundled config's port is taken to be 8321, as upstream's are.
+func ogxPort(version, flag string, environ map[string]string, config map[string]any) (int, error) {
+	if flag != "" {
+		return strconv.Atoi(flag) // checked by parseOGXRun
+	}
+	envPort, set := environ["OGX_PORT"]
+	if atLeast(version, 1, 0) && envPort == "" {
+		set = false
+	}
+	if set {
+		n, err := strconv.Atoi(envPort)
+		if err != nil {
+			return 0, fmt.Errorf("fake llama-stack server: ogx stack run: OGX_PORT: invalid literal for int() with base 10: '%s'", envPort)
+		}
+		return n, nil
+	}
+	if server, ok := config["server"].(map[string]any); ok && atLeast(version, 1, 0) && server["port"] != nil {
+		switch n := server["port"].(type) {
+		case float64: // as the file has it
+			if n == float64(int(n)) {
+				return int(n), nil
+			}
+		case int64: // from an ${env...}
+			return int(n), nil
+		}
+		return 0, fmt.Errorf("fake llama-stack server: server.port is %v, which the fake does not read as a port", server["port"])
+	}
+	return 8321, nil
 }
 
 // llamaStackStart is how the controller starts a llama-stack server (up to 0.7.x, and
@@ -316,6 +374,7 @@ func ogxStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, version
 		return serverStart{}, true, fmt.Errorf("fake llama-stack server: OGX_CONFIG is %q but %s is %q: the CLI sets OGX_CONFIG to the file it runs, and the pod says otherwise", ogxConfig, what, given)
 	}
 	start, err := ogxConfigFile(ctx, pod, c, run.config)
+	start.ogx, start.port = true, run.port
 	return start, true, err
 }
 
@@ -907,14 +966,7 @@ func TestFakeLlamaStartsAsEachLineDoes(t *testing.T) {
 	ns := newNamespace(t)
 	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
-		Data: map[string]string{"config.yaml": `
-version: 2
-distro_name: starter
-apis: [inference]
-providers:
-  inference:
-  - {provider_id: vllm, provider_type: "remote::vllm", config: {base_url: "${env.VLLM_URL:=http://vllm:8000/v1}"}}
-`},
+		Data:       map[string]string{"config.yaml": starterConfig, "port-9000.yaml": starterConfig + "server: {port: 9000}\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	const (
@@ -927,7 +979,9 @@ providers:
 		version       string
 		command, args []string
 		env           map[string]string
+		dial          string // the port dialled, 8321 if not set
 		file          string // the config the server runs, "" for the bundled one
+		port          int    // the port it listens on, if not 0
 		err           string
 	}{
 		{name: "llama-stack: $LLAMA_STACK_CONFIG", version: "0.7.1", command: sh,
@@ -964,9 +1018,32 @@ providers:
 			env: map[string]string{"OGX_CONFIG": lls}, err: "but the config the command runs is"},
 		{name: "OGX: the user's command, started as llama-stack", version: "1.3.0", command: sh,
 			env: map[string]string{"LLAMA_STACK_CONFIG": lls, "RUN_CONFIG_PATH": "/srv/config.yaml"}, file: lls},
+
+		// The port: OGX listens on --port, else $OGX_PORT, else (from 1.0) server.port,
+		// else 8321, and a dial of another port is refused; llama-stack takes any.
+		{name: "OGX: 8321 by default", version: "0.8.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx}, file: ogx, port: 8321},
+		{name: "OGX: $OGX_PORT", version: "1.3.0", dial: "9000",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_PORT": "9000"}, file: ogx, port: 9000},
+		{name: "OGX: not on $OGX_PORT", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_PORT": "9000"}, err: "listens on port 9000, not 8321: connection refused"},
+		{name: "OGX: --port before $OGX_PORT", version: "1.3.0", args: []string{"--port=9000"},
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_PORT": "8321"}, err: "listens on port 9000, not 8321"},
+		{name: "OGX 1.x: server.port without $OGX_PORT", version: "1.3.0", dial: "9000",
+			env: map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/port-9000.yaml"}, file: "/etc/ogx/port-9000.yaml", port: 9000},
+		{name: "OGX 1.x: $OGX_PORT before server.port", version: "1.3.0",
+			env: map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/port-9000.yaml", "OGX_PORT": "8321"}, file: "/etc/ogx/port-9000.yaml", port: 8321},
+		{name: "OGX 0.8: server.port is not read", version: "0.8.0",
+			env: map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/port-9000.yaml"}, file: "/etc/ogx/port-9000.yaml", port: 8321},
+		{name: "OGX 0.8: an empty $OGX_PORT", version: "0.8.0",
+			env: map[string]string{"RUN_CONFIG_PATH": ogx, "OGX_PORT": ""}, err: "invalid literal for int()"},
+		{name: "OGX: the bundled config on 8321", version: "1.3.0", dial: "9000", err: "listens on port 8321, not 9000"},
+		{name: "llama-stack: any port", version: "0.7.1", command: sh, dial: "9000",
+			env: map[string]string{"LLAMA_STACK_CONFIG": lls, "LLS_PORT": "8321"}, file: lls},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := startLlama(ctx, ogxTestPod(ns, tc.version, tc.command, tc.args, tc.env), "8321")
+			dial := cmp.Or(tc.dial, "8321")
+			srv, err := startLlama(ctx, ogxTestPod(ns, tc.version, tc.command, tc.args, tc.env), dial)
 			if tc.err != "" {
 				if assert.Error(t, err) {
 					assert.Contains(t, err.Error(), tc.err)
@@ -977,6 +1054,9 @@ providers:
 			assert.Equal(t, tc.version, srv.version)
 			assert.Equal(t, tc.file, srv.configPath)
 			assert.Equal(t, tc.file == "", srv.bundled())
+			if tc.port != 0 {
+				assert.Equal(t, tc.port, srv.port)
+			}
 			if srv.bundled() {
 				assert.Nil(t, srv.config)
 				assert.Empty(t, srv.providers, "the fake does not know the bundled config")
@@ -1024,9 +1104,19 @@ providers:
 	}
 }
 
+// starterConfig is a config of one inference provider.
+const starterConfig = `
+version: 2
+distro_name: starter
+apis: [inference]
+providers:
+  inference:
+  - {provider_id: vllm, provider_type: "remote::vllm", config: {base_url: "${env.VLLM_URL:=http://vllm:8000/v1}"}}
+`
+
 // ogxTestPod is a running pod of the starter image of server version, its server
-// container listening on 8321 with the ConfigMap cfg mounted at /etc/llama-stack and
-// /etc/ogx.
+// container declaring ports 8321 and 9000, with the ConfigMap cfg mounted at
+// /etc/llama-stack and /etc/ogx.
 func ogxTestPod(ns, version string, command, args []string, environ map[string]string) *corev1.Pod {
 	image := "docker.io/ogxai/distribution-starter:" + version
 	if !atLeast(version, 0, 8) {
@@ -1041,7 +1131,7 @@ func ogxTestPod(ns, version string, command, args []string, environ map[string]s
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name: "llama-stack", Image: image, Command: command, Args: args, Env: envVars,
-				Ports: []corev1.ContainerPort{{ContainerPort: 8321}},
+				Ports: []corev1.ContainerPort{{ContainerPort: 8321}, {ContainerPort: 9000}},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "config", MountPath: "/etc/llama-stack/"},
 					{Name: "config", MountPath: "/etc/ogx/"},
