@@ -52,9 +52,11 @@ import (
 // honoured), its ${env...} expressions resolved as llama-stack's replace_env_vars does
 // (unchanged in OGX). Without a file (no $LLAMA_STACK_CONFIG, or the entrypoint without
 // the file at $RUN_CONFIG_PATH) the server runs the config bundled in the image, which
-// the fake does not know: it lists no providers, and llamaServer.bundled says so. A
-// server that cannot start is a failed dial, like a pod whose container never runs,
-// and llamaServers.failure is why.
+// the fake does not know: it lists no providers, and llamaServer.bundled says so. An
+// API the version's Api enum lacks, named in the file's apis or providers, stops the
+// server as it stops the real one: "API 'eval' does not exist" (checkAPIs). A server
+// that cannot start is a failed dial, like a pod whose container never runs, and
+// llamaServers.failure is why.
 //
 // It answers /v1/health, /v1/version (the image's version) and /v1/providers as
 // llama-stack 0.7 and OGX 0.8 do (core/providers.py): every provider of the file's
@@ -227,6 +229,9 @@ func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer
 		if srv.config, srv.providers, err = runConfig(start, environ); err != nil {
 			return nil, err
 		}
+		if err := checkAPIs(srv.config, version); err != nil {
+			return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
+		}
 	}
 	if start.ogx {
 		if srv.port, err = ogxPort(version, start.port, environ, srv.config); err != nil {
@@ -259,6 +264,75 @@ func runConfig(start serverStart, environ map[string]string) (map[string]any, []
 		return nil, nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
 	}
 	return config, providers, nil
+}
+
+// apiChanges is the Api enum of each server line (llama_stack_api/datatypes.py, from
+// 0.8 ogx_api/datatypes.py), as the changes from the line before; the fake's own table,
+// not the controller's. Read at llamastack/llama-stack's tags v0.3.0 to v0.8.0; 1.0
+// from its release notes (#5291 removed safety and shields) and a 1.x starter config
+// (skills); 1.5 inferred from a later datatypes.py (systemone, whose release is not
+// known, with containers and container_runtime); 2.0 from its release notes (tools
+// retired).
+var apiChanges = []struct {
+	major, minor int
+	add, remove  []string
+}{
+	{0, 3, []string{"providers", "inference", "safety", "agents", "batches", "vector_io", "datasetio", "scoring", "eval",
+		"post_training", "tool_runtime", "telemetry", "models", "shields", "vector_stores", "datasets", "scoring_functions",
+		"benchmarks", "tool_groups", "files", "prompts", "conversations", "inspect"}, nil},
+	{0, 4, []string{"file_processors", "connectors", "admin"}, []string{"telemetry"}},
+	{0, 7, []string{"responses"}, []string{"agents", "post_training"}},
+	{0, 8, []string{"messages", "interactions"}, []string{"datasetio", "scoring", "eval", "datasets", "scoring_functions", "benchmarks"}},
+	{1, 0, []string{"skills"}, []string{"safety", "shields"}},
+	{1, 5, []string{"systemone", "systemone_models", "containers", "container_runtime"}, nil},
+	{2, 0, nil, []string{"tool_runtime", "tool_groups"}},
+}
+
+// apiEnum is the Api enum of server version, nil before 0.3 (older configs are not
+// checked).
+func apiEnum(version string) map[string]bool {
+	var enum map[string]bool
+	for _, c := range apiChanges {
+		if !atLeast(version, c.major, c.minor) {
+			break
+		}
+		if enum == nil {
+			enum = map[string]bool{}
+		}
+		for _, a := range c.add {
+			enum[a] = true
+		}
+		for _, a := range c.remove {
+			delete(enum, a)
+		}
+	}
+	return enum
+}
+
+// checkAPIs stops a server at an API its version lacks, as Api(name) does when the
+// server starts: the keys of providers first (resolver.py), then the apis list
+// (server.py), a name matching a member after lowercasing and "-" to "_". External
+// APIs (external_apis_dir) are not modelled.
+func checkAPIs(config map[string]any, version string) error {
+	enum := apiEnum(version)
+	if enum == nil {
+		return nil
+	}
+	var names []string
+	if byAPI, ok := config["providers"].(map[string]any); ok {
+		names = slices.Sorted(maps.Keys(byAPI))
+	}
+	if apis, ok := config["apis"].([]any); ok {
+		for _, a := range apis {
+			names = append(names, fmt.Sprint(a))
+		}
+	}
+	for _, name := range names {
+		if !enum[strings.ReplaceAll(strings.ToLower(name), "-", "_")] {
+			return fmt.Errorf("API '%s' does not exist. Use Api.add() to register new APIs.", name)
+		}
+	}
+	return nil
 }
 
 // serverStart is the config file a server starts with: its path in the container and
@@ -1101,6 +1175,109 @@ func TestFakeLlamaStartsAsEachLineDoes(t *testing.T) {
 	assert.False(t, ok)
 	if assert.Error(t, servers.failure(refused.Name)) {
 		assert.Contains(t, servers.failure(refused.Name).Error(), "OGX_CONFIG")
+	}
+}
+
+// A server stops at an API its version lacks, named in apis or providers, as the real
+// one does; the same config starts on a version that has it.
+func TestFakeLlamaRefusesAPIsItsVersionLacks(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data: map[string]string{
+			"safety.yaml": starterConfig + `  safety:
+  - {provider_id: llama-guard, provider_type: "inline::llama-guard"}
+`,
+			"eval.yaml": starterConfig + `  eval:
+  - {provider_id: builtin, provider_type: "inline::builtin"}
+`,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		version, file string
+		err           string
+	}{
+		{version: "1.3.0", file: "safety.yaml", err: "/etc/ogx/safety.yaml: API 'safety' does not exist"},
+		{version: "1.0.0", file: "safety.yaml", err: "API 'safety' does not exist"},
+		{version: "0.8.0", file: "safety.yaml"},
+		{version: "0.8.0", file: "eval.yaml", err: "API 'eval' does not exist"},
+		{version: "0.7.1", file: "safety.yaml"},
+		{version: "0.7.1", file: "eval.yaml"},
+	} {
+		what := tc.version + " with " + tc.file
+		environ := map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/" + tc.file, "OGX_CONFIG": "/etc/ogx/" + tc.file}
+		command := []string(nil)
+		if !atLeast(tc.version, 0, 8) {
+			environ = map[string]string{"LLAMA_STACK_CONFIG": "/etc/llama-stack/" + tc.file}
+			command = []string{"/bin/sh", "-c", "exec llama stack run /etc/llama-stack/" + tc.file}
+		}
+		srv, err := startLlama(ctx, ogxTestPod(ns, tc.version, command, nil, environ), "8321")
+		if tc.err != "" {
+			if assert.Error(t, err, what) {
+				assert.Contains(t, err.Error(), tc.err, what)
+			}
+			continue
+		}
+		if assert.NoError(t, err, what) {
+			assert.Len(t, srv.providers, 2, what)
+		}
+	}
+
+	// Through a dial, the pod's server never runs, and the reason is kept.
+	servers := &llamaServers{started: map[types.UID]*llamaServer{}, failed: map[string]error{}}
+	pod := ogxTestPod(ns, "1.3.0", nil, nil, map[string]string{"RUN_CONFIG_PATH": "/etc/ogx/safety.yaml"})
+	_, err = servers.dial(ctx, pod, "8321")
+	assert.Error(t, err)
+	_, ok := servers.server(pod.Name)
+	assert.False(t, ok)
+	if assert.Error(t, servers.failure(pod.Name)) {
+		assert.Contains(t, servers.failure(pod.Name).Error(), "API 'safety' does not exist")
+	}
+
+	// The Api enum of each line, in apis as in providers.
+	for _, tc := range []struct {
+		version string
+		apis    []string
+		refused string
+	}{
+		{version: "0.3.4", apis: []string{"agents", "post_training", "telemetry", "eval", "safety"}},
+		{version: "0.4.4", apis: []string{"telemetry"}, refused: "telemetry"},
+		{version: "0.4.4", apis: []string{"file_processors", "agents"}},
+		{version: "0.6.1", apis: []string{"agents", "post_training"}},
+		{version: "0.7.1", apis: []string{"agents"}, refused: "agents"},
+		{version: "0.7.1", apis: []string{"post_training"}, refused: "post_training"},
+		{version: "0.7.1", apis: []string{"batches", "datasetio", "eval", "file_processors", "files", "inference", "responses",
+			"safety", "scoring", "tool_runtime", "vector_io"}},
+		{version: "0.7.1", apis: []string{"interactions"}, refused: "interactions"},
+		{version: "0.8.0", apis: []string{"interactions", "messages", "safety", "shields", "responses"}},
+		{version: "0.8.0", apis: []string{"datasetio"}, refused: "datasetio"},
+		{version: "0.8.0", apis: []string{"scoring"}, refused: "scoring"},
+		{version: "0.8.0", apis: []string{"skills"}, refused: "skills"},
+		{version: "1.3.0", apis: []string{"skills", "tool_runtime", "interactions"}},
+		{version: "1.3.0", apis: []string{"shields"}, refused: "shields"},
+		{version: "1.3.0", apis: []string{"systemone"}, refused: "systemone"},
+		{version: "1.5.0", apis: []string{"systemone", "tool_runtime"}},
+		{version: "2.0.0", apis: []string{"tool_runtime"}, refused: "tool_runtime"},
+		{version: "0.8.0", apis: []string{"Vector-IO"}},
+		{version: "0.2.9", apis: []string{"anything"}}, // not checked
+	} {
+		what := fmt.Sprintf("%s with %v", tc.version, tc.apis)
+		var apis []any
+		providers := map[string]any{}
+		for _, a := range tc.apis {
+			apis = append(apis, a)
+			providers[a] = []any{}
+		}
+		for _, config := range []map[string]any{{"apis": apis}, {"providers": providers}} {
+			err := checkAPIs(config, tc.version)
+			if tc.refused == "" {
+				assert.NoError(t, err, what)
+				continue
+			}
+			assert.EqualError(t, err, "API '"+tc.refused+"' does not exist. Use Api.add() to register new APIs.", what)
+		}
 	}
 }
 
