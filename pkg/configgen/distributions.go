@@ -11,65 +11,73 @@ import (
 //go:embed bases/*.yaml
 var basesFS embed.FS
 
-// Distribution is a named distribution: its pinned image, the llama-stack
+// Distribution is a named distribution: its pinned image, the server
 // version in that image, and the base config written for that version.
 type Distribution struct {
 	// Name is the name spec.distribution.name uses.
 	Name string
-	// Image is the pinned image reference (never :latest).
+	// Image is the pinned image reference (never :latest); empty when no
+	// image of this distribution is published (Note says what to use).
 	Image string
-	// ServerVersion is the llama-stack version the image runs.
+	// ServerVersion is the server version the image runs.
 	ServerVersion string
 	// BaseFile is the file under bases/ holding the base config, named
 	// <name>-<server version>.yaml; empty when the controller has none for
 	// this distribution, in which case generating needs spec.baseConfig.
 	BaseFile string
-	// Note says why a distribution has no base, for messages and docs.
+	// OlderBases are base files of earlier server versions of this
+	// distribution (<name>-<version>.yaml), for a CR that image-overrides
+	// keeps on one of those versions.
+	OlderBases []string
+	// Note says why a distribution has no image or no base, for messages
+	// and docs.
 	Note string
 	// EarlierImages are the images earlier releases of the controller ran
-	// for this name by default (until it was pinned: :latest). When Image
-	// changes, the old one is added here. A Deployment still running one
-	// moves to Image even while there is no operator ConfigMap, which
-	// otherwise keeps running images (see pkg/controller).
+	// for this name by default (their pins, and :latest before names were
+	// pinned). When Image changes, the old one is added here. A Deployment
+	// still running one moves to Image even while there is no operator
+	// ConfigMap, which otherwise keeps running images (see pkg/controller).
 	EarlierImages []string
 }
 
 // distributions is the one table of named distributions. SOURCES.md beside
 // this file gives, for each row, the upstream tag and file it was read from.
 // Changing an image means changing its ServerVersion and its base together:
-// TestDistributionsPinned fails otherwise.
+// TestDistributionsPinned fails otherwise. Only starter and postgres-demo
+// are published (docker.io/ogxai, since the llamastack organisation was
+// removed from Docker Hub in June 2026); 1.3.0 is the newest tag a release
+// of the successor operator tested (its v0.14.0).
 var distributions = []Distribution{
 	{
 		Name:          "starter",
-		Image:         "docker.io/llamastack/distribution-starter:0.7.1",
-		ServerVersion: "0.7.1",
-		BaseFile:      "starter-0.7.1.yaml",
-		EarlierImages: []string{"docker.io/llamastack/distribution-starter:latest"},
+		Image:         "docker.io/ogxai/distribution-starter:1.3.0",
+		ServerVersion: "1.3.0",
+		BaseFile:      "starter-1.3.0.yaml",
+		OlderBases:    []string{"starter-0.7.1.yaml"},
+		EarlierImages: []string{"docker.io/llamastack/distribution-starter:latest", "docker.io/llamastack/distribution-starter:0.7.1"},
 	},
 	{
 		Name:          "postgres-demo",
-		Image:         "docker.io/llamastack/distribution-postgres-demo:0.7.1",
-		ServerVersion: "0.7.1",
-		BaseFile:      "postgres-demo-0.7.1.yaml",
-		EarlierImages: []string{"docker.io/llamastack/distribution-postgres-demo:latest"},
+		Image:         "docker.io/ogxai/distribution-postgres-demo:1.3.0",
+		ServerVersion: "1.3.0",
+		BaseFile:      "postgres-demo-1.3.0.yaml",
+		OlderBases:    []string{"postgres-demo-0.7.1.yaml"},
+		EarlierImages: []string{"docker.io/llamastack/distribution-postgres-demo:latest", "docker.io/llamastack/distribution-postgres-demo:0.7.1"},
 	},
 	{
-		// The distribution was removed from llama-stack in 0.5: 0.4.x is
-		// the last release with both an image and a config.
+		// Removed from the server in 0.5; its images went with
+		// docker.io/llamastack and were never published under ogxai.
 		Name:          "meta-reference-gpu",
-		Image:         "docker.io/llamastack/distribution-meta-reference-gpu:0.4.2",
-		ServerVersion: "0.4.2",
-		BaseFile:      "meta-reference-gpu-0.4.2.yaml",
-		EarlierImages: []string{"docker.io/llamastack/distribution-meta-reference-gpu:latest"},
+		OlderBases:    []string{"meta-reference-gpu-0.4.2.yaml"},
+		Note:          "distribution meta-reference-gpu has no published image (it was removed from the server in 0.5, and its images went with docker.io/llamastack): use distribution starter with your inference provider in spec.providers.inference (v1alpha2), or set spec.distribution.image",
+		EarlierImages: []string{"docker.io/llamastack/distribution-meta-reference-gpu:latest", "docker.io/llamastack/distribution-meta-reference-gpu:0.4.2"},
 	},
 	{
 		// Folded into starter after 0.2.x; its images stopped being
-		// published with 0.2.9. That release reads the older config shape.
+		// published with 0.2.9 and went with docker.io/llamastack.
 		Name:          "remote-vllm",
-		Image:         "docker.io/llamastack/distribution-remote-vllm:0.2.9",
-		ServerVersion: "0.2.9",
-		Note:          "remote-vllm ends with llama-stack 0.2.x, whose config shape the controller does not generate: use distribution starter (vLLM through providers.inference) or a direct image with baseConfig",
-		EarlierImages: []string{"docker.io/llamastack/distribution-remote-vllm:latest"},
+		Note:          "distribution remote-vllm has no published image (it was folded into starter after 0.2.x, and its images went with docker.io/llamastack): use distribution starter with a remote::vllm provider in spec.providers.inference (v1alpha2), or set spec.distribution.image",
+		EarlierImages: []string{"docker.io/llamastack/distribution-remote-vllm:latest", "docker.io/llamastack/distribution-remote-vllm:0.2.9"},
 	},
 }
 
@@ -95,8 +103,12 @@ func LookupDistribution(name string) (Distribution, bool) {
 
 func (d Distribution) clone() Distribution {
 	d.EarlierImages = slices.Clone(d.EarlierImages)
+	d.OlderBases = slices.Clone(d.OlderBases)
 	return d
 }
+
+// Published reports whether an image of the distribution is published.
+func (d Distribution) Published() bool { return d.Image != "" }
 
 // DistributionNames lists the names of the table, sorted, for messages.
 func DistributionNames() string {
@@ -114,4 +126,32 @@ func (d Distribution) Base() ([]byte, error) {
 		return nil, fmt.Errorf("%s", d.Note)
 	}
 	return basesFS.ReadFile("bases/" + d.BaseFile)
+}
+
+// BaseVersions lists the server versions the distribution has base configs
+// for, newest first.
+func (d Distribution) BaseVersions() []string {
+	var out []string
+	if d.BaseFile != "" {
+		out = append(out, d.ServerVersion)
+	}
+	for i := len(d.OlderBases) - 1; i >= 0; i-- {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(d.OlderBases[i], d.Name+"-"), ".yaml"))
+	}
+	return out
+}
+
+// BaseFor returns the distribution's base config for server version v: the
+// pinned one, or one of OlderBases.
+func (d Distribution) BaseFor(v string) ([]byte, bool) {
+	if v == d.ServerVersion && d.BaseFile != "" {
+		b, err := d.Base()
+		return b, err == nil
+	}
+	want := d.Name + "-" + v + ".yaml"
+	if slices.Contains(d.OlderBases, want) {
+		b, err := basesFS.ReadFile("bases/" + want)
+		return b, err == nil
+	}
+	return nil, false
 }

@@ -10,9 +10,41 @@ import (
 
 // TestDistributionsPinned fails when an image changes without its server
 // version and base: the tag, the version and the base file name must agree.
+// A published image is under docker.io/ogxai (docker.io/llamastack is gone);
+// a name without one says what to use instead.
 func TestDistributionsPinned(t *testing.T) {
 	used := map[string]bool{}
 	for _, d := range distributions {
+		for _, earlier := range d.EarlierImages {
+			if ref, _, _ := splitImageTag(earlier); !strings.HasSuffix(ref, "/distribution-"+d.Name) || earlier == d.Image {
+				t.Errorf("%s: earlier image %q is not an earlier image of this distribution", d.Name, earlier)
+			}
+		}
+		for _, f := range d.OlderBases {
+			v, err := ParseVersion(strings.TrimSuffix(strings.TrimPrefix(f, d.Name+"-"), ".yaml"))
+			if err != nil || !strings.HasPrefix(f, d.Name+"-") {
+				t.Errorf("%s: older base %q is not named <name>-<version>.yaml", d.Name, f)
+				continue
+			}
+			if ok, _ := v.supported(); !ok {
+				t.Errorf("%s: older base %s for a server version whose shape is not supported", d.Name, f)
+			}
+			if _, ok := d.BaseFor(v.String()); !ok {
+				t.Errorf("%s: BaseFor(%s) finds no base", d.Name, v)
+			}
+			used[f] = true
+		}
+		if !d.Published() {
+			if d.ServerVersion != "" || d.BaseFile != "" {
+				t.Errorf("%s: no published image, but a server version %q or base %q", d.Name, d.ServerVersion, d.BaseFile)
+			}
+			for _, want := range []string{"no published image", "use distribution starter", "spec.distribution.image"} {
+				if !strings.Contains(d.Note, want) {
+					t.Errorf("%s: the note %q does not say %q", d.Name, d.Note, want)
+				}
+			}
+			continue
+		}
 		ref, tag, ok := splitImageTag(d.Image)
 		if !ok {
 			t.Errorf("%s: image %q has no tag", d.Name, d.Image)
@@ -24,13 +56,8 @@ func TestDistributionsPinned(t *testing.T) {
 		if tag != d.ServerVersion {
 			t.Errorf("%s: image tag %q but server version %q: change both, and the base, together", d.Name, tag, d.ServerVersion)
 		}
-		if !strings.HasSuffix(ref, "/distribution-"+d.Name) {
-			t.Errorf("%s: image %q is not this distribution's", d.Name, d.Image)
-		}
-		for _, earlier := range d.EarlierImages {
-			if earlierRef, _, _ := splitImageTag(earlier); earlierRef != ref || earlier == d.Image {
-				t.Errorf("%s: earlier image %q is not an earlier tag of %s", d.Name, earlier, ref)
-			}
+		if ref != "docker.io/ogxai/distribution-"+d.Name {
+			t.Errorf("%s: image %q is not this distribution's under docker.io/ogxai", d.Name, d.Image)
 		}
 		v, err := ParseVersion(d.ServerVersion)
 		if err != nil {
@@ -57,22 +84,31 @@ func TestDistributionsPinned(t *testing.T) {
 			t.Errorf("%s: base file %q, want %q (named after the server version)", d.Name, d.BaseFile, want)
 		}
 		used[d.BaseFile] = true
-		raw, err := d.Base()
-		if err != nil {
-			t.Errorf("%s: %v", d.Name, err)
-			continue
+	}
+	for _, d := range distributions {
+		files := append([]string(nil), d.OlderBases...)
+		if d.BaseFile != "" {
+			files = append(files, d.BaseFile)
 		}
-		var m map[string]any
-		if err := yaml.Unmarshal(raw, &m); err != nil {
-			t.Errorf("%s: base does not parse: %v", d.Name, err)
-			continue
-		}
-		nameKey := "image_name"
-		if v.atLeast(5) {
-			nameKey = "distro_name"
-		}
-		if m[nameKey] != d.Name {
-			t.Errorf("%s: base %s has %s %v, want %q", d.Name, d.BaseFile, nameKey, m[nameKey], d.Name)
+		for _, f := range files {
+			raw, err := basesFS.ReadFile("bases/" + f)
+			if err != nil {
+				t.Errorf("%s: %v", d.Name, err)
+				continue
+			}
+			var m map[string]any
+			if err := yaml.Unmarshal(raw, &m); err != nil {
+				t.Errorf("%s: base %s does not parse: %v", d.Name, f, err)
+				continue
+			}
+			v, _ := ParseVersion(strings.TrimSuffix(strings.TrimPrefix(f, d.Name+"-"), ".yaml"))
+			nameKey := "image_name"
+			if v.atLeast(5) {
+				nameKey = "distro_name"
+			}
+			if m[nameKey] != d.Name {
+				t.Errorf("%s: base %s has %s %v, want %q", d.Name, f, nameKey, m[nameKey], d.Name)
+			}
 		}
 	}
 	entries, err := fs.ReadDir(basesFS, "bases")
@@ -88,7 +124,7 @@ func TestDistributionsPinned(t *testing.T) {
 
 func TestLookupDistribution(t *testing.T) {
 	d, ok := LookupDistribution("starter")
-	if !ok || d.ServerVersion != "0.7.1" {
+	if !ok || d.ServerVersion != "1.3.0" {
 		t.Fatalf("starter: %+v %v", d, ok)
 	}
 	if _, ok := LookupDistribution("ollama"); ok {
@@ -111,7 +147,7 @@ func TestParseVersion(t *testing.T) {
 			t.Errorf("ParseVersion(%q) should fail", in)
 		}
 	}
-	for in, want := range map[string]bool{"0.2.23": false, "0.3.0": true, "0.4.2": true, "0.7.1": true, "0.8.0": false, "1.0.0": false} {
+	for in, want := range map[string]bool{"0.2.23": false, "0.3.0": true, "0.4.2": true, "0.7.1": true, "0.8.0": true, "1.0.0": true, "1.4.2": true, "1.5.0": false, "2.0.0": false} {
 		v, _ := ParseVersion(in)
 		if got, _ := v.supported(); got != want {
 			t.Errorf("%s supported = %v, want %v", in, got, want)

@@ -18,9 +18,11 @@ import (
 func fuzzBases(t testing.TB) []Input {
 	var ins []Input
 	for _, d := range distributions {
-		base, _ := d.Base()
-		ins = append(ins, Input{Name: "fuzz", ServerVersion: d.ServerVersion, Base: base, BaseField: "spec.distribution.name",
-			Spec: v1alpha2.LlamaStackDistributionSpec{Distribution: v1alpha2.DistributionSpec{Name: d.Name}}})
+		for _, v := range d.BaseVersions() {
+			base, _ := d.BaseFor(v)
+			ins = append(ins, Input{Name: "fuzz", ServerVersion: v, Base: base, BaseField: "spec.distribution.name",
+				Spec: v1alpha2.LlamaStackDistributionSpec{Distribution: v1alpha2.DistributionSpec{Name: d.Name}}})
+		}
 	}
 	for _, c := range []struct{ dir, version string }{
 		{"v03-direct-vllm-url", "0.3.4"}, {"v06-direct-image-name-to-distro-name", "0.6.0"},

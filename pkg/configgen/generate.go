@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +21,8 @@ type Input struct {
 	// Name is the CR's name: the distribution name of a base that has none.
 	Name string
 	// Spec is the CR's spec; providers, resources, storage and disabled are
-	// read (networking is not: the Deployment passes port, TLS and workers
-	// to the server, which then ignores the config's).
+	// read, and for an OGX server (0.8 and later), which its own CLI starts,
+	// workload.workers (networking is not: the Deployment passes the port).
 	Spec v1alpha2.LlamaStackDistributionSpec
 	// ServerVersion is the llama-stack version of the image, which decides
 	// the shape of the file ("0.7.1").
@@ -170,7 +171,7 @@ func Generate(in Input) (*Output, error) {
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
-	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.checkProviders}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.server, g.checkProviders}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -311,6 +312,10 @@ func (g *gen) checkAPIs() error {
 
 func renameHint(server string, v Version) string {
 	switch {
+	case (server == "eval" || server == "datasetio" || server == "scoring") && v.OGX():
+		return " (removed in 0.8; OGX has no evaluation APIs)"
+	case server == "safety" && v.from(1, 0):
+		return " (removed in 1.0 with shields: guardrails are set on the responses provider, its moderation_endpoint)"
 	case server == "agents" && v.atLeast(7):
 		return " (renamed responses in 0.7)"
 	case server == "responses" && !v.atLeast(7):
@@ -462,8 +467,8 @@ func (g *gen) checkProviders() error {
 		s := serverAPIName(d)
 		var needers []string
 		for _, p := range deps {
-			if p.provides == s {
-				needers = append(needers, fmt.Sprintf("providers.%s %s (%s)", p.api, p.id, p.ptype))
+			if n := fmt.Sprintf("providers.%s %s (%s)", p.api, p.id, p.ptype); p.provides == s && !slices.Contains(needers, n) {
+				needers = append(needers, n)
 			}
 		}
 		if len(needers) > 0 {
@@ -519,6 +524,38 @@ func (g *gen) syncAPIs() error {
 	return nil
 }
 
+// server writes what the server section needs at this version. From 1.0 an
+// OGX server may refuse to start without TLS unless told it runs without
+// (strict TLS, #5603; which releases enforce it is not certain), so a config
+// that configures none says insecure explicitly; a server that does not
+// enforce it reads the key as what it is. A base that sets it keeps its value.
+//
+// An OGX server starts through its own CLI (ogx stack run), which takes the
+// number of workers from server.workers (OGX_WORKERS only in later
+// releases): spec.workload.workers is written there. A llama-stack server is
+// started by the controller's script, which passes them itself.
+func (g *gen) server() error {
+	if !g.v.OGX() {
+		return nil
+	}
+	srv, ok := g.cfg["server"].(map[string]any)
+	if !ok {
+		srv = map[string]any{}
+	}
+	if w := g.spec.Workload.Workers; w != nil && *w > 0 {
+		srv["workers"] = *w
+	}
+	if g.v.from(1, 0) {
+		if _, set := srv["insecure"]; !set && srv["tls_certfile"] == nil {
+			srv["insecure"] = true
+		}
+	}
+	if len(srv) > 0 {
+		g.cfg["server"] = srv
+	}
+	return nil
+}
+
 func (g *gen) resolved() []ResolvedProvider {
 	var out []ResolvedProvider
 	prov := g.providersMap()
@@ -554,6 +591,11 @@ var conditionalID = regexp.MustCompile(`^\$\{env\.[A-Z0-9_]+:\+([^}]*)\}$`)
 // takes when X is set; a reference that is itself ${env.X:+id} is judged by
 // its id; any other ${env...} reference cannot be judged and is kept.
 func (g *gen) hasProvider(apiName, ref string) bool {
+	if ref == "all" && g.v.OGX() {
+		// provider_id: all registers the model with every inference
+		// provider that has it (0.8, #5471).
+		return len(g.providerIDs(apiName)) > 0
+	}
 	if m := conditionalID.FindStringSubmatch(ref); m != nil {
 		ref = m[1]
 	} else if strings.Contains(ref, "${") {
@@ -594,10 +636,19 @@ func (g *gen) pruneResources() error {
 			delete(rr, r.list)
 			continue
 		}
+		replaced := false
+		for _, p := range specProviders(g.spec.Providers) {
+			replaced = replaced || p.api.server == r.api
+		}
 		var kept []any
 		for _, e := range l {
 			m, _ := e.(map[string]any)
 			if pid, ok := m["provider_id"].(string); ok && !g.hasProvider(r.api, pid) {
+				continue
+			}
+			if m["provider_id"] == "all" && replaced {
+				// An alias (provider_id: all, 0.8+) of the base names a model
+				// of the base's providers; the CR's providers replaced them.
 				continue
 			}
 			kept = append(kept, e)
@@ -712,6 +763,9 @@ func (g *gen) resources() error {
 			e["metadata"] = md
 		}
 		upsert(rr, "models", "model_id", m.Name, e)
+	}
+	if len(r.Shields) > 0 && g.v.from(1, 0) {
+		return invalid("spec.resources.shields", "server %s has no shields (removed in 1.0 with the safety API; guardrails are set on the responses provider, its moderation_endpoint): remove shields", g.v)
 	}
 	for i, s := range r.Shields {
 		field := fmt.Sprintf("spec.resources.shields[%d]", i)

@@ -24,8 +24,9 @@ type goldenEnv struct {
 	Key    string `json:"key"`
 }
 
-// loadCase reads testdata/<dir>: cr.yaml, and base.yaml when the case has
-// one. The server version is the named distribution's, or the tag of a
+// loadCase reads testdata/<dir>: cr.yaml, base.yaml when the case has
+// one, and server-version when it names a distribution on another version
+// than the pinned one. The server version is the named distribution's, or the tag of a
 // direct image (a convention of these tests: the controller's way of
 // knowing a direct image's version is not decided here); none for a digest.
 func loadCase(t *testing.T, dir string) Input {
@@ -39,14 +40,24 @@ func loadCase(t *testing.T, dir string) Input {
 		t.Fatalf("cr.yaml: %v", err)
 	}
 	in := Input{Name: cr.Name, Spec: cr.Spec}
+	// server-version, when present, is the version the named distribution
+	// runs (as image-overrides would make it: its base is the one the
+	// table has for that version); else the pinned one.
+	pinned := ""
+	if b, err := os.ReadFile(filepath.Join(dir, "server-version")); err == nil {
+		pinned = strings.TrimSpace(string(b))
+	}
 	if n := cr.Spec.Distribution.Name; n != "" {
 		d, ok := LookupDistribution(n)
 		if !ok {
 			t.Fatalf("cr.yaml names unknown distribution %q", n)
 		}
 		in.ServerVersion = d.ServerVersion
-		if d.BaseFile != "" {
-			in.Base, _ = d.Base()
+		if pinned != "" {
+			in.ServerVersion = pinned
+		}
+		if b, ok := d.BaseFor(in.ServerVersion); ok {
+			in.Base = b
 			in.BaseField = "spec.distribution.name"
 		}
 	} else if img := cr.Spec.Distribution.Image; !strings.Contains(img, "@") {

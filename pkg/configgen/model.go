@@ -53,9 +53,13 @@ type serverConfig struct {
 	TLSCafile   *string        `json:"tls_cafile"`
 	Auth        map[string]any `json:"auth"`
 	Host        *string        `json:"host"`
-	Quota       map[string]any `json:"quota"`
-	CORS        any            `json:"cors"`
-	Workers     any            `json:"workers"`
+	Quota       map[string]any `json:"quota"`      // up to 0.8
+	CORS        any            `json:"cors"`       // up to 0.8
+	Workers     any            `json:"workers"`    // 0.7+
+	Insecure    *bool          `json:"insecure"`   // 1.0+
+	TLSConfig   map[string]any `json:"tls_config"` // 1.0+
+	HSTSMaxAge  any            `json:"hsts_max_age"`
+	Tenancy     map[string]any `json:"tenancy"` // 1.0+
 }
 
 type storageConfig struct {
@@ -68,9 +72,23 @@ type storeRefs struct {
 	Inference     *sqlRef `json:"inference"`
 	Conversations *sqlRef `json:"conversations"`
 	Responses     *sqlRef `json:"responses"`
-	Prompts       *kvRef  `json:"prompts"`
-	Connectors    *kvRef  `json:"connectors"`
+	Prompts       *mixRef `json:"prompts"`
+	Connectors    *mixRef `json:"connectors"`
 }
+
+// mixRef is the prompts or connectors store: a KVStoreReference up to 0.8,
+// a SqlStoreReference from 1.0, which also migrates a kv one
+// (core/storage/datatypes.py _migrate_kv_to_sql, 1.x).
+type mixRef struct {
+	Backend           string `json:"backend"`
+	Namespace         any    `json:"namespace"`
+	TableName         any    `json:"table_name"`
+	MaxWriteQueueSize any    `json:"max_write_queue_size"`
+	NumWriters        any    `json:"num_writers"`
+}
+
+// sqlShaped tells whether the reference is written as a SQL one.
+func (r *mixRef) sqlShaped() bool { return r.TableName != nil }
 
 type kvRef struct {
 	Backend   string `json:"backend"`
@@ -110,6 +128,10 @@ type kvPostgres struct {
 	SSLMode    any    `json:"ssl_mode"`
 	CACertPath any    `json:"ca_cert_path"`
 	TableName  any    `json:"table_name"`
+	// 1.0+ (core/storage/datatypes.py, 1.x)
+	PoolSize       any `json:"pool_size"`
+	MaxOverflow    any `json:"max_overflow"`
+	CommandTimeout any `json:"command_timeout"`
 }
 
 type kvMongo struct {
@@ -140,6 +162,8 @@ type sqlPostgres struct {
 	PoolSize    any    `json:"pool_size"`     // 0.7+
 	MaxOverflow any    `json:"max_overflow"`  // 0.7+
 	PoolRecycle any    `json:"pool_recycle"`  // 0.7+
+	SSLMode     any    `json:"ssl_mode"`      // 1.x (#5978, #6196)
+	CACertPath  any    `json:"ca_cert_path"`  // 1.x
 }
 
 type registeredResources struct {
@@ -178,7 +202,15 @@ type toolGroupInput struct {
 // serverAPIs lists the APIs a server version has (its Api enum, less the
 // routing-table and built-in ones no provider list configures).
 func serverAPIs(v Version) []string {
-	apis := []string{"batches", "datasetio", "eval", "files", "inference", "safety", "scoring", "tool_runtime", "vector_io"}
+	apis := []string{"batches", "files", "inference", "tool_runtime", "vector_io"}
+	if !v.OGX() {
+		// 0.8 removed them (#5290).
+		apis = append(apis, "datasetio", "eval", "scoring")
+	}
+	if !v.from(1, 0) {
+		// 1.0 removed safety and shields (#5291).
+		apis = append(apis, "safety")
+	}
 	if v.atLeast(7) {
 		apis = append(apis, "responses")
 	} else {
@@ -189,6 +221,12 @@ func serverAPIs(v Version) []string {
 	// telemetry key switches it), 0.4 removed it.
 	if v.atLeast(4) {
 		apis = append(apis, "file_processors")
+	}
+	if v.OGX() {
+		apis = append(apis, "interactions", "messages")
+	}
+	if v.from(1, 0) {
+		apis = append(apis, "skills")
 	}
 	sort.Strings(apis)
 	return apis
@@ -260,6 +298,17 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 	if present("safety") && !v.atLeast(4) {
 		bad("safety (default_shield_id) is read from 0.4")
 	}
+	if present("safety") && v.from(1, 0) {
+		bad("safety (default_shield_id) was removed in 1.0 with the safety API")
+	}
+	if srv := c.Server; srv != nil {
+		if v.from(1, 0) && (srv.CORS != nil || srv.Quota != nil) {
+			bad("server.cors and server.quota were removed in 1.0")
+		}
+		if !v.from(1, 0) && (srv.Insecure != nil || srv.TLSConfig != nil || srv.HSTSMaxAge != nil || srv.Tenancy != nil) {
+			bad("server.insecure, tls_config, hsts_max_age and tenancy are read from 1.0")
+		}
+	}
 	if present("connectors") && !v.atLeast(5) {
 		bad("connectors is read at the top level from 0.5")
 	}
@@ -295,6 +344,12 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 				}
 			}
 		}
+		if r.Shields != nil && v.from(1, 0) {
+			bad("registered_resources.shields was removed in 1.0 with the safety API")
+		}
+		if v.OGX() && (r.Datasets != nil || r.ScoringFns != nil || r.Benchmarks != nil) {
+			bad("registered_resources.datasets, scoring_fns and benchmarks were removed in 0.8 with the datasetio, scoring and eval APIs")
+		}
 		for i, s := range r.Shields {
 			if s.ShieldID == nil || *s.ShieldID == "" {
 				bad("registered_resources.shields[%d].shield_id is required", i)
@@ -305,7 +360,7 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 				bad("registered_resources.tool_groups[%d]: toolgroup_id and provider_id are required", i)
 			}
 		}
-		if r.Connectors != nil && v.Minor != 4 {
+		if r.Connectors != nil && v.line() != 4 {
 			bad("registered_resources.connectors is read only by 0.4")
 		}
 	}
@@ -362,6 +417,19 @@ func (s *storageConfig) validate(v Version) []string {
 				}
 			}
 		}
+		if !v.from(1, 0) {
+			var keys map[string]any
+			_ = json.Unmarshal(raw, &keys)
+			later := []string{"ssl_mode", "ca_cert_path"}
+			if head.Type == "kv_postgres" {
+				later = []string{"pool_size", "max_overflow", "command_timeout"}
+			}
+			for _, k := range later {
+				if _, ok := keys[k]; ok && (head.Type == "kv_postgres" || head.Type == "sql_postgres") {
+					errs = append(errs, fmt.Sprintf("storage.backends.%s.%s is read from 1.0", name, k))
+				}
+			}
+		}
 		switch b := target.(type) {
 		case *kvPostgres:
 			if b.User == nil {
@@ -390,8 +458,19 @@ func (s *storageConfig) validate(v Version) []string {
 	st := s.Stores
 	// KVStoreReference.namespace and SqlStoreReference.table_name have no
 	// default (core/storage/datatypes.py, 0.3 to 0.7).
-	for name, r := range map[string]*kvRef{"metadata": st.Metadata, "prompts": st.Prompts, "connectors": st.Connectors} {
-		if r != nil && (r.Namespace == nil || r.Namespace == "") {
+	if r := st.Metadata; r != nil && (r.Namespace == nil || r.Namespace == "") {
+		errs = append(errs, "storage.stores.metadata.namespace is required")
+	}
+	for name, r := range map[string]*mixRef{"prompts": st.Prompts, "connectors": st.Connectors} {
+		switch {
+		case r == nil:
+		case r.sqlShaped() && !v.from(1, 0):
+			errs = append(errs, fmt.Sprintf("storage.stores.%s is a kv store (namespace) before 1.0", name))
+		case r.sqlShaped() && r.TableName == "":
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.table_name is required", name))
+		case !r.sqlShaped() && (r.MaxWriteQueueSize != nil || r.NumWriters != nil):
+			errs = append(errs, fmt.Sprintf("storage.stores.%s: max_write_queue_size and num_writers need a SQL store (table_name)", name))
+		case !r.sqlShaped() && (r.Namespace == nil || r.Namespace == ""):
 			errs = append(errs, fmt.Sprintf("storage.stores.%s.namespace is required", name))
 		}
 	}
@@ -417,15 +496,23 @@ func (s *storageConfig) validate(v Version) []string {
 		if !v.atLeast(4) {
 			errs = append(errs, "storage.stores.prompts is read from 0.4")
 		}
-		ref("prompts", st.Prompts.Backend, "kv")
+		ref("prompts", st.Prompts.Backend, mixKind(st.Prompts))
 	}
 	if st.Connectors != nil {
 		if !v.atLeast(5) {
 			errs = append(errs, "storage.stores.connectors is read from 0.5")
 		}
-		ref("connectors", st.Connectors.Backend, "kv")
+		ref("connectors", st.Connectors.Backend, mixKind(st.Connectors))
 	}
 	return errs
+}
+
+// mixKind is the backend kind a prompts or connectors reference needs.
+func mixKind(r *mixRef) string {
+	if r.sqlShaped() {
+		return "sql"
+	}
+	return "kv"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -17,20 +17,19 @@ func mustVersion(t testing.TB, s string) Version {
 // The embedded bases pass the model of their own server version.
 func TestBasesMatchModel(t *testing.T) {
 	for _, d := range distributions {
-		if d.BaseFile == "" {
-			continue
-		}
-		raw, err := d.Base()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := Validate(raw, mustVersion(t, d.ServerVersion)); err != nil {
-			t.Errorf("%s: %v", d.BaseFile, err)
-		}
-		// Every provider type exists at that version and has its hard
-		// dependencies in the base.
-		if err := registryErrors(raw, mustVersion(t, d.ServerVersion)); err != nil {
-			t.Errorf("%s: %v", d.BaseFile, err)
+		for _, v := range d.BaseVersions() {
+			raw, ok := d.BaseFor(v)
+			if !ok {
+				t.Fatalf("%s: no base for %s", d.Name, v)
+			}
+			if err := Validate(raw, mustVersion(t, v)); err != nil {
+				t.Errorf("%s %s: %v", d.Name, v, err)
+			}
+			// Every provider type exists at that version and has its hard
+			// dependencies in the base.
+			if err := registryErrors(raw, mustVersion(t, v)); err != nil {
+				t.Errorf("%s %s: %v", d.Name, v, err)
+			}
 		}
 	}
 }

@@ -20,18 +20,35 @@ import (
 
 type providerSpec struct {
 	api, ptype string
-	// from and to are the first and last minor versions (0.<minor>) with
-	// this entry.
+	// from and to are the first and last releases with this entry, as
+	// Version.line numbers them (0.7 is 7, 1.3 is 103).
 	from, to int
 	// deps are the provider's api_dependencies as the server names them.
 	deps []string
 }
 
+// ogxLast is the newest release whose registry is known: entries that
+// reach it have not been seen removed.
+const ogxLast = 104
+
+// From 0.8 (OGX): read at L v0.8.0 and L main d1b6632 (2026-05-07, the last
+// commit before 1.0 in the public history), registry/<api>.py as before.
+// 0.8 removed the datasetio, eval and scoring providers and the vector_io
+// inline::builtin and inline::sqlite_vec types, and added interactions and
+// messages (inline::builtin, needing inference) and file_processors
+// remote::docling-serve; main added file_processors inline::auto and
+// inline::markitdown (so 1.0). For 1.x no registry file can be read: 1.0
+// removed every safety provider (#5291); skills inline::builtin is in the
+// 1.x starter (the successor operator's copy, 2026-06-15), as is
+// tool_runtime remote::nimble-search (taken from 1.1); inference
+// inline::transformers was gone from it by 2026-07-13, so it is taken as
+// ending with 0.8 (refusing it on 1.0 and 1.1 is the safe side). SOURCES.md
+// lists the facts and what is inferred.
 var providerRegistry = []providerSpec{
 	{"agents", "inline::meta-reference", 3, 3, []string{"inference", "safety", "vector_io", "tool_runtime", "tool_groups", "conversations"}},
 	{"agents", "inline::meta-reference", 4, 4, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files"}},
 	{"agents", "inline::meta-reference", 5, 6, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files", "connectors"}},
-	{"batches", "inline::reference", 3, 7, []string{"inference", "files", "models"}},
+	{"batches", "inline::reference", 3, ogxLast, []string{"inference", "files", "models"}},
 	{"datasetio", "inline::localfs", 3, 7, nil},
 	{"datasetio", "remote::huggingface", 3, 7, nil},
 	{"datasetio", "remote::nvidia", 3, 7, nil},
@@ -39,82 +56,89 @@ var providerRegistry = []providerSpec{
 	{"eval", "inline::meta-reference", 3, 6, []string{"datasetio", "datasets", "scoring", "inference", "agents"}},
 	{"eval", "remote::nvidia", 3, 6, []string{"datasetio", "datasets", "scoring", "inference", "agents"}},
 	{"eval", "remote::nvidia", 7, 7, []string{"datasetio", "datasets", "scoring", "inference", "responses"}},
-	{"file_processors", "inline::docling", 7, 7, []string{"files"}},
-	{"file_processors", "inline::pypdf", 6, 7, []string{"files"}},
-	{"files", "inline::localfs", 3, 7, nil},
-	{"files", "remote::openai", 4, 7, nil},
-	{"files", "remote::s3", 3, 7, nil},
+	{"file_processors", "inline::auto", 100, ogxLast, []string{"files"}},
+	{"file_processors", "inline::docling", 7, ogxLast, []string{"files"}},
+	{"file_processors", "inline::markitdown", 100, ogxLast, []string{"files"}},
+	{"file_processors", "inline::pypdf", 6, ogxLast, []string{"files"}},
+	{"file_processors", "remote::docling-serve", 8, ogxLast, []string{"files"}},
+	{"files", "inline::localfs", 3, ogxLast, nil},
+	{"files", "remote::openai", 4, ogxLast, nil},
+	{"files", "remote::s3", 3, ogxLast, nil},
 	{"inference", "inline::meta-reference", 3, 4, nil},
-	{"inference", "inline::sentence-transformers", 3, 7, nil},
-	{"inference", "inline::transformers", 7, 7, nil},
-	{"inference", "remote::anthropic", 3, 7, nil},
-	{"inference", "remote::azure", 3, 7, nil},
-	{"inference", "remote::bedrock", 3, 7, nil},
-	{"inference", "remote::cerebras", 3, 7, nil},
-	{"inference", "remote::databricks", 3, 7, nil},
-	{"inference", "remote::fireworks", 3, 7, nil},
-	{"inference", "remote::gemini", 3, 7, nil},
-	{"inference", "remote::groq", 3, 7, nil},
+	{"inference", "inline::sentence-transformers", 3, ogxLast, nil},
+	{"inference", "inline::transformers", 7, 8, nil},
+	{"inference", "remote::anthropic", 3, ogxLast, nil},
+	{"inference", "remote::azure", 3, ogxLast, nil},
+	{"inference", "remote::bedrock", 3, ogxLast, nil},
+	{"inference", "remote::cerebras", 3, ogxLast, nil},
+	{"inference", "remote::databricks", 3, ogxLast, nil},
+	{"inference", "remote::fireworks", 3, ogxLast, nil},
+	{"inference", "remote::gemini", 3, ogxLast, nil},
+	{"inference", "remote::groq", 3, ogxLast, nil},
 	{"inference", "remote::hf::endpoint", 3, 6, nil},
 	{"inference", "remote::hf::serverless", 3, 6, nil},
-	{"inference", "remote::llama-cpp-server", 6, 7, nil},
-	{"inference", "remote::llama-openai-compat", 3, 7, nil},
-	{"inference", "remote::nvidia", 3, 7, nil},
-	{"inference", "remote::oci", 4, 7, nil},
-	{"inference", "remote::ollama", 3, 7, nil},
-	{"inference", "remote::openai", 3, 7, nil},
-	{"inference", "remote::passthrough", 3, 7, nil},
-	{"inference", "remote::runpod", 3, 7, nil},
-	{"inference", "remote::sambanova", 3, 7, nil},
+	{"inference", "remote::llama-cpp-server", 6, ogxLast, nil},
+	{"inference", "remote::llama-openai-compat", 3, ogxLast, nil},
+	{"inference", "remote::nvidia", 3, ogxLast, nil},
+	{"inference", "remote::oci", 4, ogxLast, nil},
+	{"inference", "remote::ollama", 3, ogxLast, nil},
+	{"inference", "remote::openai", 3, ogxLast, nil},
+	{"inference", "remote::passthrough", 3, ogxLast, nil},
+	{"inference", "remote::runpod", 3, ogxLast, nil},
+	{"inference", "remote::sambanova", 3, ogxLast, nil},
 	{"inference", "remote::tgi", 3, 6, nil},
-	{"inference", "remote::together", 3, 7, nil},
-	{"inference", "remote::vertexai", 3, 7, nil},
-	{"inference", "remote::vllm", 3, 7, nil},
-	{"inference", "remote::watsonx", 3, 7, nil},
+	{"inference", "remote::together", 3, ogxLast, nil},
+	{"inference", "remote::vertexai", 3, ogxLast, nil},
+	{"inference", "remote::vllm", 3, ogxLast, nil},
+	{"inference", "remote::watsonx", 3, ogxLast, nil},
+	{"interactions", "inline::builtin", 8, ogxLast, []string{"inference"}},
+	{"messages", "inline::builtin", 8, ogxLast, []string{"inference"}},
 	{"post_training", "inline::huggingface-gpu", 3, 6, []string{"datasetio", "datasets"}},
 	{"post_training", "inline::torchtune-cpu", 3, 6, []string{"datasetio", "datasets"}},
 	{"post_training", "inline::torchtune-gpu", 3, 6, []string{"datasetio", "datasets"}},
 	{"post_training", "remote::nvidia", 3, 6, nil},
-	{"responses", "inline::builtin", 7, 7, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files", "connectors"}},
-	{"safety", "inline::code-scanner", 3, 7, nil},
-	{"safety", "inline::llama-guard", 3, 7, []string{"inference"}},
-	{"safety", "inline::prompt-guard", 3, 7, nil},
-	{"safety", "remote::bedrock", 3, 7, nil},
-	{"safety", "remote::nvidia", 3, 7, nil},
-	{"safety", "remote::passthrough", 6, 7, nil},
-	{"safety", "remote::sambanova", 3, 7, nil},
+	{"responses", "inline::builtin", 7, ogxLast, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files", "connectors"}},
+	{"safety", "inline::code-scanner", 3, 8, nil},
+	{"safety", "inline::llama-guard", 3, 8, []string{"inference"}},
+	{"safety", "inline::prompt-guard", 3, 8, nil},
+	{"safety", "remote::bedrock", 3, 8, nil},
+	{"safety", "remote::nvidia", 3, 8, nil},
+	{"safety", "remote::passthrough", 6, 8, nil},
+	{"safety", "remote::sambanova", 3, 8, nil},
 	{"scoring", "inline::basic", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::braintrust", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::llm-as-judge", 3, 7, []string{"datasetio", "datasets", "inference"}},
-	{"tool_runtime", "inline::file-search", 7, 7, []string{"vector_io", "inference", "files"}},
+	{"skills", "inline::builtin", 100, ogxLast, nil},
+	{"tool_runtime", "inline::file-search", 7, ogxLast, []string{"vector_io", "inference", "files"}},
 	{"tool_runtime", "inline::rag-runtime", 3, 6, []string{"vector_io", "inference", "files"}},
-	{"tool_runtime", "remote::bing-search", 3, 7, nil},
-	{"tool_runtime", "remote::brave-search", 3, 7, nil},
-	{"tool_runtime", "remote::model-context-protocol", 3, 7, nil},
-	{"tool_runtime", "remote::tavily-search", 3, 7, nil},
-	{"tool_runtime", "remote::wolfram-alpha", 3, 7, nil},
+	{"tool_runtime", "remote::bing-search", 3, ogxLast, nil},
+	{"tool_runtime", "remote::brave-search", 3, ogxLast, nil},
+	{"tool_runtime", "remote::model-context-protocol", 3, ogxLast, nil},
+	{"tool_runtime", "remote::nimble-search", 101, ogxLast, nil},
+	{"tool_runtime", "remote::tavily-search", 3, ogxLast, nil},
+	{"tool_runtime", "remote::wolfram-alpha", 3, ogxLast, nil},
 	{"vector_io", "inline::builtin", 7, 7, []string{"inference"}},
-	{"vector_io", "inline::chromadb", 3, 7, []string{"inference"}},
-	{"vector_io", "inline::faiss", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::chromadb", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "inline::faiss", 3, ogxLast, []string{"inference"}},
 	{"vector_io", "inline::meta-reference", 3, 6, []string{"inference"}},
-	{"vector_io", "inline::milvus", 3, 7, []string{"inference"}},
-	{"vector_io", "inline::qdrant", 3, 7, []string{"inference"}},
-	{"vector_io", "inline::sqlite-vec", 3, 7, []string{"inference"}},
+	{"vector_io", "inline::milvus", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "inline::qdrant", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "inline::sqlite-vec", 3, ogxLast, []string{"inference"}},
 	{"vector_io", "inline::sqlite_vec", 3, 7, []string{"inference"}},
-	{"vector_io", "remote::chromadb", 3, 7, []string{"inference"}},
-	{"vector_io", "remote::elasticsearch", 5, 7, []string{"inference"}},
-	{"vector_io", "remote::infinispan", 7, 7, []string{"inference"}},
-	{"vector_io", "remote::milvus", 3, 7, []string{"inference"}},
-	{"vector_io", "remote::oci", 5, 7, []string{"inference"}},
-	{"vector_io", "remote::pgvector", 3, 7, []string{"inference"}},
-	{"vector_io", "remote::qdrant", 3, 7, []string{"inference"}},
-	{"vector_io", "remote::weaviate", 3, 7, []string{"inference"}},
+	{"vector_io", "remote::chromadb", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::elasticsearch", 5, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::infinispan", 7, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::milvus", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::oci", 5, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::pgvector", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::qdrant", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::weaviate", 3, ogxLast, []string{"inference"}},
 }
 
 // lookupProvider returns the registry entry of a provider type at v.
 func lookupProvider(api, ptype string, v Version) (providerSpec, bool) {
 	for _, p := range providerRegistry {
-		if p.api == api && p.ptype == ptype && v.Minor >= p.from && v.Minor <= p.to {
+		if p.api == api && p.ptype == ptype && v.line() >= p.from && v.line() <= p.to {
 			return p, true
 		}
 	}
@@ -125,7 +149,7 @@ func lookupProvider(api, ptype string, v Version) (providerSpec, bool) {
 func providerTypes(api string, v Version) []string {
 	var out []string
 	for _, p := range providerRegistry {
-		if p.api == api && v.Minor >= p.from && v.Minor <= p.to {
+		if p.api == api && v.line() >= p.from && v.line() <= p.to {
 			out = append(out, p.ptype)
 		}
 	}

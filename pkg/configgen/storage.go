@@ -49,8 +49,15 @@ func (g *gen) kvBackendName() string { return g.backendName("metadata", "kv_defa
 
 func (g *gen) sqlBackendName() string { return g.backendName("inference", "sql_default") }
 
+// sqlitePath is where a sqlite backend keeps file: the distributions'
+// own default, ~/.llama before 0.8 and ~/.ogx from it (the controller sets
+// SQLITE_STORE_DIR on the storage volume for OGX servers).
 func (g *gen) sqlitePath(file string) string {
-	return "${env.SQLITE_STORE_DIR:=~/.llama/distributions/" + g.distro + "}/" + file
+	home := "~/.llama"
+	if g.v.OGX() {
+		home = "~/.ogx"
+	}
+	return "${env.SQLITE_STORE_DIR:=" + home + "/distributions/" + g.distro + "}/" + file
 }
 
 func (g *gen) storage() error {

@@ -15,12 +15,16 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Min
 
 // Oldest and newest server versions whose config.yaml shape this package
 // knows. 0.2.x kept storage inside each provider and resources at the top
-// level; 0.8 renamed the project (paths and names under ogx): both are
-// reported, never guessed.
+// level: reported, never guessed. From 0.8 the server is OGX (the same
+// project renamed): its shapes are known to 1.4 (1.5 made apis
+// authoritative, 2.0 retired tool_runtime).
 var (
 	oldestSupported = Version{0, 3, 0}
-	newestSupported = Version{0, 7, 99}
+	newestSupported = Version{1, 4, 99}
 )
+
+// knownShapes names the supported range for messages.
+const knownShapes = "0.3 to 0.7, and OGX 0.8 to 1.4"
 
 // ParseVersion reads "0.7.1" (a leading "v" is allowed). A pre-release or
 // build suffix is not: an image tag such as 0.7.1rc2 is a different server.
@@ -57,6 +61,10 @@ func (v Version) atLeast(minor int) bool { return !v.less(Version{0, minor, 0}) 
 // from reports whether v is major.minor or newer.
 func (v Version) from(major, minor int) bool { return !v.less(Version{major, minor, 0}) }
 
+// line numbers the version's minor release: 100*major + minor (0.7 is 7,
+// 1.3 is 103), the unit of the provider registry's ranges.
+func (v Version) line() int { return v.Major*100 + v.Minor }
+
 // OGX reports whether v is of the OGX line: the server renamed from 0.8.0 (package
 // ogx, OGX_* variables, data under ~/.ogx).
 func (v Version) OGX() bool { return v.from(0, 8) }
@@ -68,7 +76,7 @@ func (v Version) supported() (bool, string) {
 	case v.less(oldestSupported):
 		return false, fmt.Sprintf("server version %s reads the older (0.2.x) config shape, which the controller does not generate; use overrideConfig with a complete config.yaml", v)
 	case newestSupported.less(v):
-		return false, fmt.Sprintf("server version %s is newer than the config shapes the controller knows (0.3 to 0.7); use overrideConfig with a complete config.yaml", v)
+		return false, fmt.Sprintf("server version %s is newer than the config shapes the controller knows (%s); use overrideConfig with a complete config.yaml", v, knownShapes)
 	}
 	return true, ""
 }

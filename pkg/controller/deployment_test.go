@@ -22,7 +22,8 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-const testImage = "docker.io/llamastack/distribution-starter:0.7.1"
+// testImage is starter's pinned image.
+const testImage = "docker.io/ogxai/distribution-starter:1.3.0"
 
 // testLLSD returns a minimal CR as the API server would store it, changed by mutate.
 func testLLSD(mutate func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStackDistribution {

@@ -54,9 +54,43 @@ func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"), "the running image is kept")
 
-	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" })
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "postgres-demo" })
 	f.converge("app")
-	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", f.image("app"))
+	assert.Equal(t, "docker.io/ogxai/distribution-postgres-demo:1.3.0", f.image("app"))
+}
+
+// A distribution whose images are not published (they went with docker.io/llamastack)
+// is reported with what to use instead, and what runs is kept: the Deployment is never
+// moved to an image that cannot be pulled. image-overrides can still run one.
+func TestUnpublishedDistributionIsReportedAndKeepsWhatRuns(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	require.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", f.image("app"))
+	f.events()
+
+	for _, name := range []string{"meta-reference-gpu", "remote-vllm"} {
+		f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = name })
+		f.converge("app")
+		assert.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", f.image("app"), "%s: the running image is kept", name)
+		c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+		assert.Equal(t, v1alpha2.ReasonDistributionNotPublished, c.Reason, name)
+		assert.Contains(t, c.Message, "has no published image", name)
+		assert.Contains(t, c.Message, "use distribution starter", name)
+		assert.Contains(t, c.Message, "spec.distribution.image", name)
+		assert.NotContains(t, f.llsd("app").Status.DistributionConfig.AvailableDistributions, name, "only published images are offered")
+		var warnings []string
+		for _, e := range f.events() {
+			if strings.HasPrefix(e, "Warning "+v1alpha2.ReasonDistributionNotPublished) {
+				warnings = append(warnings, e)
+			}
+		}
+		assert.Len(t, warnings, 1, "%s: one Warning Event", name)
+	}
+
+	f.setOperatorConfig(map[string]string{keyImageOverrides: "remote-vllm: quay.io/me/vllm-stack:0.2.9"})
+	f.converge("app")
+	assert.Equal(t, "quay.io/me/vllm-stack:0.2.9", f.image("app"), "image-overrides still runs a name without a published image")
+	assert.NotEqual(t, v1alpha2.ReasonDistributionNotPublished, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 }
 
 // A cross-namespace reference gets one answer whether the ConfigMap is missing or has

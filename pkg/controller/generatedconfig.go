@@ -137,13 +137,17 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 			version = v
 		}
 		if l.Spec.BaseConfig == nil {
-			if version != d.ServerVersion {
+			b, ok := d.BaseFor(version)
+			if !ok {
 				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.baseConfig", fmt.Sprintf(
-					"distribution %s runs image %s (server %s), for which the controller has no base config (its own is for %s): set spec.baseConfig",
-					dist.Name, g.image, version, d.ServerVersion))
+					"distribution %s runs image %s (server %s), for which the controller has no base config (it has them for %s): set spec.baseConfig",
+					dist.Name, g.image, version, strings.Join(d.BaseVersions(), ", ")))
 			}
-			base, _ = d.Base() // none (remote-vllm): configgen reports the version or the base
+			base = b
 			source, baseField = "distribution:"+d.Name, "spec.distribution.name"
+			if version != d.ServerVersion {
+				source = "distribution:" + d.Name + "@" + version
+			}
 		}
 	}
 	if bc := l.Spec.BaseConfig; bc != nil {

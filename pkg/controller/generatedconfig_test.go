@@ -100,7 +100,21 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	d := f.deployment("app")
 	assert.Equal(t, name, mountedConfig(d), "the generated ConfigMap is mounted where a user config is")
 	ctr := serverContainerOf(t, d)
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", ctr.Image, "the pinned image of the distribution")
+	assert.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", ctr.Image, "the pinned image of the distribution")
+	// An OGX server: its image's entrypoint starts `ogx stack run $RUN_CONFIG_PATH`, and
+	// the server keeps its data on the storage volume, where 0.7 kept starter's.
+	assert.Empty(t, ctr.Command, "the image's own entrypoint")
+	env := map[string]string{}
+	for _, e := range ctr.Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, userConfigPath, env[envRunConfigPath])
+	assert.Equal(t, userConfigPath, env[envOGXConfig])
+	assert.Equal(t, "8321", env[envOGXPort])
+	assert.Equal(t, defaultMountPath, env[envOGXConfigDir])
+	assert.Equal(t, defaultMountPath+"/distributions/starter", env[envSQLiteDir])
+	assert.NotContains(t, env, envLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
+	assert.Contains(t, cm.Data["config.yaml"], "insecure: true", "told explicitly that it runs without TLS")
 	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
 	require.Len(t, want.Env, 1)
 	i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == want.Env[0].Name })
@@ -116,7 +130,7 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 	assert.Equal(t, v1alpha2.ReasonConfigGenerated, cond.Reason)
 	assert.Equal(t, &v1alpha2.ResolvedDistributionStatus{
-		Image: "docker.io/llamastack/distribution-starter:0.7.1", ServerVersion: "0.7.1",
+		Image: "docker.io/ogxai/distribution-starter:1.3.0", ServerVersion: "1.3.0",
 		ConfigSource: "distribution:starter", ConfigHash: want.Hash,
 	}, st.ResolvedDistribution)
 }
@@ -158,7 +172,7 @@ func TestGeneratedConfigFailureKeepsWhatRuns(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Equal(t, v1alpha2.ReasonConfigInvalid, cond.Reason)
 	assert.Contains(t, cond.Message, "spec.providers.inference[0]", "the message names the field")
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", l.Status.ResolvedDistribution.Image, "resolvedDistribution still describes what runs")
+	assert.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", l.Status.ResolvedDistribution.Image, "resolvedDistribution still describes what runs")
 	events := f.events()
 	assert.Len(t, events, 1, "one Warning Event: %v", events)
 	assert.True(t, hasEvent(events, "Warning ConfigInvalid"), "%v", events)
@@ -233,7 +247,8 @@ func TestGeneratedConfigForeignConfigMapIsReported(t *testing.T) {
 
 func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	// An override tagged with a version wins, and its version shapes the config; the
-	// starter base is for 0.7.1, so another version needs spec.baseConfig.
+	// controller has starter bases for 1.3.0 and 0.7.1, so another version needs
+	// spec.baseConfig.
 	f := newFixture(t, newGenLLSD("app"))
 	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:0.6.0\n"})
 	f.converge("app")
@@ -241,6 +256,7 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	require.NotNil(t, cond)
 	assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, cond.Reason)
 	assert.Contains(t, cond.Message, "spec.baseConfig")
+	assert.Contains(t, cond.Message, "it has them for 1.3.0, 0.7.1")
 
 	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:latest\n"})
 	f.converge("app")
@@ -253,11 +269,13 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	st := f.llsd("app").Status
 	assert.Equal(t, "quay.io/me/starter:0.7.1", st.ResolvedDistribution.Image)
 	assert.Equal(t, "quay.io/me/starter:0.7.1", serverContainerOf(t, f.deployment("app")).Image)
+	assert.Equal(t, "distribution:starter@0.7.1", st.ResolvedDistribution.ConfigSource, "the base the controller has for 0.7.1")
+	assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, serverContainerOf(t, f.deployment("app")).Command, "a 0.7.1 server starts the llama-stack way")
 
 	// A direct image: the base comes from spec.baseConfig, the version from its tag.
 	d, _ := configgen.LookupDistribution("starter")
-	base, err := d.Base()
-	require.NoError(t, err)
+	base, ok := d.BaseFor("0.7.1")
+	require.True(t, ok)
 	g := newFixture(t, configMap(testNamespace, "base", map[string]string{"run.yaml": string(base)}, nil),
 		newGenLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 			l.Spec.Distribution = v1alpha2.DistributionSpec{Image: "registry.example.com/stack:v0.7.1"}
@@ -302,14 +320,14 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 func TestGeneratedConfigExistingCRKeepsThePinnedImage(t *testing.T) {
 	f := newFixture(t, newHubLLSD("app"))
 	f.converge("app")
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", serverContainerOf(t, f.deployment("app")).Image)
+	assert.Equal(t, testImage, serverContainerOf(t, f.deployment("app")).Image)
 	_, hasCond := findGenerated(f.llsd("app"))
 	assert.False(t, hasCond, "a CR that does not generate has no ConfigGenerated condition")
 
 	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = newGenLLSD("app").Spec.Providers })
 	f.converge("app")
 	d := f.deployment("app")
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", serverContainerOf(t, d).Image)
+	assert.Equal(t, testImage, serverContainerOf(t, d).Image)
 	assert.True(t, isGeneratedConfigMapName(f.llsd("app"), mountedConfig(d)))
 
 	// And back: the generated ConfigMap goes once unused, the status forgets it.

@@ -216,32 +216,32 @@ const sha256Zeros = "00000000000000000000000000000000000000000000000000000000000
 
 func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
 	f := newFixture(t, newLLSD("app"), newLLSD("vllm", func(l *v1alpha1.LlamaStackDistribution) {
-		l.Spec.Server.Distribution.Name = "remote-vllm"
+		l.Spec.Server.Distribution.Name = "postgres-demo"
 	}), operatorConfigMap(map[string]string{
-		"image-overrides": "starter: " + overrideImage + "\nremote-vllm: 'Not An Image!'\n",
+		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: 'Not An Image!'\n",
 	}))
 	f.converge("app")
 	f.converge("vllm")
 	assert.Equal(t, overrideImage, f.image("app"))
-	assert.Equal(t, builtinDistributions()["remote-vllm"], f.image("vllm"), "nothing ran before: the built-in image")
+	assert.Equal(t, builtinDistributions()["postgres-demo"], f.image("vllm"), "nothing ran before: the built-in image")
 }
 
 // TestOneBadOverrideKeepsTheRunningImage: an entry that turns invalid (or is replaced by
 // one for a misspelt distribution) leaves the Deployments that run its distribution as
 // they are; the other entries still apply and new CRs get the built-in image.
 func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
-	vllm := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" }
+	vllm := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "postgres-demo" }
 	f := newFixture(t, newLLSD("app"), newLLSD("vllm", vllm), operatorConfigMap(map[string]string{
-		"image-overrides": "starter: " + overrideImage + "\nremote-vllm: " + overrideImage + "\n",
+		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: " + overrideImage + "\n",
 	}))
 	f.converge("app")
 	f.converge("vllm")
 	require.Equal(t, overrideImage, f.image("vllm"))
 
 	for _, bad := range []string{
-		"remote-vllm: 'Not An Image!'\n",
-		"remote-vllm:\n  image: " + overrideImage2 + "\n",
-		"remote-vlm: " + overrideImage2 + "\n",
+		"postgres-demo: 'Not An Image!'\n",
+		"postgres-demo:\n  image: " + overrideImage2 + "\n",
+		"postgres-dem: " + overrideImage2 + "\n",
 	} {
 		f.setOperatorConfig(map[string]string{"image-overrides": "starter: " + overrideImage2 + "\n" + bad})
 		f.sync("app")
@@ -260,10 +260,10 @@ func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
 	// A new CR of that distribution gets the built-in image.
 	f.createLLSD(newLLSD("vllm2", vllm))
 	f.converge("vllm2")
-	assert.Equal(t, builtinDistributions()["remote-vllm"], f.image("vllm2"))
+	assert.Equal(t, builtinDistributions()["postgres-demo"], f.image("vllm2"))
 
 	// Fixed: the entry applies again.
-	f.setOperatorConfig(map[string]string{"image-overrides": "remote-vllm: " + overrideImage2 + "\n"})
+	f.setOperatorConfig(map[string]string{"image-overrides": "postgres-demo: " + overrideImage2 + "\n"})
 	f.converge("vllm")
 	assert.Equal(t, overrideImage2, f.image("vllm"))
 }
@@ -481,15 +481,17 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 // do not alike.
 func TestBuiltinImagesArePinned(t *testing.T) {
 	want := map[string]string{
-		"starter":            "docker.io/llamastack/distribution-starter:0.7.1",
-		"postgres-demo":      "docker.io/llamastack/distribution-postgres-demo:0.7.1",
-		"meta-reference-gpu": "docker.io/llamastack/distribution-meta-reference-gpu:0.4.2",
-		"remote-vllm":        "docker.io/llamastack/distribution-remote-vllm:0.2.9",
+		"starter":            "docker.io/ogxai/distribution-starter:1.3.0",
+		"postgres-demo":      "docker.io/ogxai/distribution-postgres-demo:1.3.0",
+		"meta-reference-gpu": "", // no published image: reported (TestUnpublishedDistributionIsReportedAndKeepsWhatRuns)
+		"remote-vllm":        "",
 	}
+	published := map[string]string{"starter": want["starter"], "postgres-demo": want["postgres-demo"]}
 	assert.Equal(t, want, builtinDistributions())
 	for _, d := range configgen.Distributions() {
 		assert.Equal(t, d.Image, want[d.Name], d.Name)
 		assert.NotContains(t, d.Image, ":latest", d.Name)
+		assert.NotContains(t, d.Image, "docker.io/llamastack/", d.Name)
 	}
 	// image-overrides may name each of them.
 	var overrides strings.Builder
@@ -500,12 +502,12 @@ func TestBuiltinImagesArePinned(t *testing.T) {
 	assert.Empty(t, cfg.problems)
 	assert.Len(t, cfg.imageOverrides, len(want))
 
-	for name, image := range want {
+	for name, image := range published {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = name }))
 			f.converge("app")
 			assert.Equal(t, image, f.image("app"))
-			assert.Equal(t, want, f.llsd("app").Status.DistributionConfig.AvailableDistributions)
+			assert.Equal(t, published, f.llsd("app").Status.DistributionConfig.AvailableDistributions)
 		})
 	}
 }
@@ -515,7 +517,13 @@ func TestBuiltinImagesArePinned(t *testing.T) {
 // image-overrides names another image or cannot be read. Without an operator ConfigMap
 // too: running images are kept then, but not an earlier release's built-in one.
 func TestEarlierBuiltinImageMovesToThePin(t *testing.T) {
-	const latest = "docker.io/llamastack/distribution-starter:latest"
+	// :latest (before names were pinned) and the previous release's pin.
+	for _, latest := range []string{"docker.io/llamastack/distribution-starter:latest", "docker.io/llamastack/distribution-starter:0.7.1"} {
+		t.Run(latest, func(t *testing.T) { earlierBuiltinImageMovesToThePin(t, latest) })
+	}
+}
+
+func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 	for _, tc := range []struct {
 		name      string
 		configMap map[string]string // nil: no operator ConfigMap

@@ -60,6 +60,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	}
 	st.DistributionConfig.ActiveDistribution = distributionLabel(l)
 	st.DistributionConfig.AvailableDistributions = maps.Clone(c.distributions)
+	maps.DeleteFunc(st.DistributionConfig.AvailableDistributions, func(_, image string) bool { return image == "" })
 
 	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -501,7 +502,7 @@ func samePodReport(previous []metav1.Condition, now *metav1.Condition) bool {
 // isProblemReason tells whether reason is one of a user error (userError.reason).
 func isProblemReason(reason string) bool {
 	switch reason {
-	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
+	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonDistributionNotPublished, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
 		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonResourceNotOwned,
 		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonBaseConfigRequired,
 		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported:

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 )
 
 // sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
@@ -141,6 +142,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
 	c.baseConfigs.forget(key)
+	c.userConfigs.Delete(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
@@ -207,6 +209,13 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	// A CR that asks for a generated config runs it: the ConfigMap is mounted where a
 	// user config would be, the image is the one the config was generated for. A
 	// failure is a user error, so what runs is kept.
+	// A user-written config is not rolled onto a server version it does not fit.
+	if imgProblem == nil && ucProblem == nil {
+		var err error
+		imgProblem, err = c.checkUserConfigMove(ctx, l, image, uc)
+		report(err)
+	}
+
 	var gen *generation
 	var genProblem *userError
 	if imgProblem == nil && generatesConfig(l) {
@@ -395,6 +404,13 @@ func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operat
 		if running := c.runningImage(l); cfg.keepsRunningImage(dist.Name, running) {
 			return running, nil
 		}
+	}
+	if image == "" {
+		// Known, but no image is published: say what to use. What runs is kept, as
+		// for every user error, so a Deployment is never moved to an image that
+		// cannot be pulled.
+		d, _ := configgen.LookupDistribution(dist.Name)
+		return "", &userError{v1alpha2.ReasonDistributionNotPublished, d.Note}
 	}
 	return image, nil
 }

@@ -56,6 +56,7 @@ const (
 	ReasonReadWriteOnceShared        = v1alpha2.ReasonReadWriteOnceShared
 	ReasonNestedMountPaths           = v1alpha2.ReasonNestedMountPaths
 	ReasonDistributionNotSupported   = v1alpha2.ReasonDistributionNotSupported
+	ReasonDistributionNotPublished   = v1alpha2.ReasonDistributionNotPublished
 	ReasonConfigMapNotFound          = v1alpha2.ReasonConfigMapNotFound
 	ReasonConfigMapKeyMissing        = v1alpha2.ReasonConfigMapKeyMissing
 	ReasonConfigMapNotAllowed        = v1alpha2.ReasonConfigMapNotAllowed

@@ -101,6 +101,10 @@ const (
 
 	// User errors: the spec or its environment needs a change; the controller waits for it.
 	ReasonDistributionNotSupported = "DistributionNotSupported"
+	// ReasonDistributionNotPublished: the distribution is known but has no published
+	// image (its images were removed with docker.io/llamastack, and never moved to
+	// docker.io/ogxai); image-overrides or spec.distribution.image can still run one.
+	ReasonDistributionNotPublished = "DistributionNotPublished"
 	ReasonConfigMapNotFound        = "ConfigMapNotFound"
 	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
 	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"

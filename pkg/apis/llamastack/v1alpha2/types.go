@@ -701,8 +701,10 @@ type WorkloadSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Workers is the number of uvicorn worker processes (LLS_WORKERS). CPU
-	// requests default to one core per worker.
+	// Workers is the number of server worker processes: LLS_WORKERS for a
+	// llama-stack server (up to 0.7), OGX_WORKERS and, in a generated config,
+	// server.workers for an OGX server (0.8 and later). CPU requests default to
+	// one core per worker.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Workers *int32 `json:"workers,omitempty"`

@@ -30,8 +30,10 @@ type WorkloadSpecApplyConfiguration struct {
 	// Replicas is the number of server pods. It is ignored while autoscaling is set:
 	// the HorizontalPodAutoscaler then owns the replica count.
 	Replicas *int32 `json:"replicas,omitempty"`
-	// Workers is the number of uvicorn worker processes (LLS_WORKERS). CPU
-	// requests default to one core per worker.
+	// Workers is the number of server worker processes: LLS_WORKERS for a
+	// llama-stack server (up to 0.7), OGX_WORKERS and, in a generated config,
+	// server.workers for an OGX server (0.8 and later). CPU requests default to
+	// one core per worker.
 	Workers *int32 `json:"workers,omitempty"`
 	// Resources of the server container. Requests default to one CPU per worker and 1Gi of memory.
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`

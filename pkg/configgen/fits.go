@@ -1,0 +1,65 @@
+package configgen
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Fits reports what in a config the user wrote (overrideConfig, v1alpha1 userConfig)
+// server version v lacks, so that the config is not rolled onto a server that would
+// refuse it at start: an API it does not have (in apis or providers: "API 'safety'
+// does not exist"), a provider type it does not have, or a key that names an API it
+// lost (registered_resources.shields and the top-level safety from 1.0; datasets,
+// scoring_fns and benchmarks from 0.8). Unlike Validate it is not strict about keys
+// no version reads: the server ignores those, and the file is the user's.
+func Fits(configYAML []byte, v Version) error {
+	if ok, why := v.supported(); !ok {
+		return fmt.Errorf("%s", why)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
+		return fmt.Errorf("the config does not parse: %w", err)
+	}
+	if cfg == nil {
+		return fmt.Errorf("the config is empty")
+	}
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	apis, _ := cfg["apis"].([]any)
+	for _, a := range apis {
+		if s, ok := a.(string); ok && !hasAPI(v, s) {
+			bad("apis lists %s, which server %s does not have%s", s, v, renameHint(s, v))
+		}
+	}
+	prov, _ := cfg["providers"].(map[string]any)
+	for _, api := range sortedKeys(prov) {
+		if !hasAPI(v, api) {
+			bad("providers.%s: server %s has no %s API%s", api, v, api, renameHint(api, v))
+		}
+	}
+	if _, ok := cfg["safety"]; ok && v.from(1, 0) {
+		bad("safety (default_shield_id): removed in 1.0 with the safety API")
+	}
+	if rr, ok := cfg["registered_resources"].(map[string]any); ok {
+		if l, _ := rr["shields"].([]any); len(l) > 0 && v.from(1, 0) {
+			bad("registered_resources.shields: removed in 1.0 with the safety API")
+		}
+		for _, k := range []string{"datasets", "scoring_fns", "benchmarks"} {
+			if l, _ := rr[k].([]any); len(l) > 0 && v.OGX() {
+				bad("registered_resources.%s: removed in 0.8 with the datasetio, scoring and eval APIs", k)
+			}
+		}
+	}
+	unknown, _ := checkRegistry(cfg, v)
+	for _, u := range unknown {
+		if hasAPI(v, u.api) {
+			bad("providers.%s[%d]: server %s has no provider type %s", u.api, u.index, v, u.ptype)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package configgen
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFits(t *testing.T) {
+	const v07 = `version: 2
+distro_name: starter
+apis: [inference, safety, eval, tool_runtime]
+providers:
+  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: "http://v"}}]
+  safety: [{provider_id: llama-guard, provider_type: inline::llama-guard}]
+  eval: [{provider_id: builtin, provider_type: inline::builtin}]
+registered_resources:
+  shields: [{shield_id: g}]
+safety: {default_shield_id: g}
+some_key_no_server_reads: true
+`
+	if err := Fits([]byte(v07), mustVersion(t, "0.7.1")); err != nil {
+		t.Errorf("0.7.1: %v", err)
+	}
+	err := Fits([]byte(v07), mustVersion(t, "1.3.0"))
+	if err == nil {
+		t.Fatal("1.3.0 accepted a config with safety and eval")
+	}
+	for _, want := range []string{
+		"apis lists safety, which server 1.3.0 does not have (removed in 1.0",
+		"apis lists eval, which server 1.3.0 does not have (removed in 0.8",
+		"providers.safety: server 1.3.0 has no safety API",
+		"providers.eval: server 1.3.0 has no eval API",
+		"safety (default_shield_id): removed in 1.0",
+		"registered_resources.shields: removed in 1.0",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "some_key") {
+		t.Errorf("a key no server reads is not this check's business: %v", err)
+	}
+	err = Fits([]byte("version: 2\napis: [inference]\nproviders:\n  inference: [{provider_id: t, provider_type: inline::transformers}]\n"), mustVersion(t, "1.3.0"))
+	if err == nil || !strings.Contains(err.Error(), "no provider type inline::transformers") {
+		t.Errorf("a removed provider type: %v", err)
+	}
+	if err := Fits([]byte("version: 2\n"), mustVersion(t, "1.5.0")); err == nil {
+		t.Error("a version whose shape is not known fits nothing")
+	}
+	base, _ := LookupDistribution("starter")
+	b, _ := base.Base()
+	if err := Fits(b, mustVersion(t, base.ServerVersion)); err != nil {
+		t.Errorf("the starter base: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+const (
+	previousPin = "docker.io/llamastack/distribution-starter:0.7.1"
+	config07    = "version: 2\ndistro_name: starter\napis: [inference, safety]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n  safety: [{provider_id: g, provider_type: inline::llama-guard}]\n"
+	configBoth  = "version: 2\ndistro_name: starter\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n"
+)
+
+// A user-written config that names an API the new pin's server lacks is not rolled
+// onto it: the CR keeps the image it runs and says why and how to hold the old line.
+// One that fits moves with the pin; a fix moves it.
+func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+		configMap(testNamespace, "cfg", map[string]string{"config.yaml": config07}, nil),
+		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+	f.converge("app")
+	require.Equal(t, previousPin, f.image("app"), "the previous release's pin runs")
+	f.events()
+
+	// This release: no override, the pin moves to OGX 1.3.0.
+	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff})
+	f.converge("app")
+	assert.Equal(t, previousPin, f.image("app"), "the config is not rolled onto a server that refuses it")
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
+	for _, want := range []string{
+		"does not fit server 1.3.0", "providers.safety: server 1.3.0 has no safety API",
+		"It keeps running " + previousPin, "image-overrides", "docker.io/ogxai/distribution-starter:0.6.1",
+	} {
+		assert.Contains(t, c.Message, want)
+	}
+	d := f.deployment("app")
+	assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, serverContainerOf(t, d).Command, "the running pod template is untouched")
+	// An unchanged CR does not read the file again.
+	assert.Empty(t, f.sync("app"), "nothing read or written once the file is known")
+
+	// The user rewrites the config for 1.x: it moves, in one rollout, the OGX way.
+	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{"config.yaml": configBoth}, nil))
+	f.converge("app")
+	assert.Equal(t, testImage, f.image("app"))
+	ctr := serverContainerOf(t, f.deployment("app"))
+	assert.Empty(t, ctr.Command, "started by the OGX image's entrypoint")
+	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+}
+
+// A config that fits both lines moves with the pin at once.
+func TestUserConfigThatFitsMovesWithThePin(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+		configMap(testNamespace, "cfg", map[string]string{"config.yaml": configBoth}, nil),
+		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+	f.converge("app")
+	require.Equal(t, previousPin, f.image("app"))
+	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff})
+	f.converge("app")
+	assert.Equal(t, testImage, f.image("app"))
+}
