@@ -35,7 +35,10 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	d := deployment(t, ns, "app")
 	first := d.Spec.Template.Annotations[hashAnnotation]
 	require.NotEmpty(t, first)
-	assert.Equal(t, "/bin/sh", server(d).Command[0])
+	// starter's pin is an OGX image: its own entrypoint runs the mounted file.
+	assert.Empty(t, server(d).Command)
+	runConfig, _ := envValue(server(d), "RUN_CONFIG_PATH")
+	assert.Equal(t, "/etc/llama-stack/config.yaml", runConfig)
 
 	// Metadata only: nothing rolls.
 	cm, err := cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})

@@ -57,7 +57,7 @@ func TestConvergeThenIdle(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "minimal"}, d.Spec.Selector.MatchLabels)
 	assert.Equal(t, map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "minimal"}, svc.Spec.Selector)
-	assert.Equal(t, "docker.io/llamastack/distribution-starter:0.7.1", server(d).Image, "the pinned image")
+	assert.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", server(d).Image, "the pinned image")
 	for _, absent := range []func() error{
 		func() error {
 			_, err := env.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "minimal-pvc", metav1.GetOptions{})

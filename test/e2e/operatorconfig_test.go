@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // TestOperatorConfigMistakesKeepWhatRuns: a typo in featureFlags, one bad image-overrides
@@ -77,11 +79,13 @@ func TestOperatorConfigMistakesKeepWhatRuns(t *testing.T) {
 	settle(t)
 	unchanged("after the typo")
 
-	// A new CR of the distribution with the bad entry gets the built-in image; no new
-	// NetworkPolicy is made while the flag cannot be read.
+	// A new CR of the distribution with the bad entry gets the built-in image, and
+	// remote-vllm has none published: it is told what to use, and nothing is made;
+	// no new NetworkPolicy is made while the flag cannot be read.
 	create(t, llsd(ns, "fresh", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "remote-vllm" }))
-	waitReady(t, ns, "fresh")
-	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", server(deployment(t, ns, "fresh")).Image)
+	waitCondition(t, ns, "fresh", v1alpha2.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha2.ReasonDistributionNotPublished)
+	_, err := env.kube.AppsV1().Deployments(ns).Get(ctx, "fresh", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "no Deployment of an image that is not published: %v", err)
 	assert.Nil(t, policy("fresh"))
 
 	// The ConfigMap deleted: still nothing changes, and the deletion is reported.
@@ -91,16 +95,17 @@ func TestOperatorConfigMistakesKeepWhatRuns(t *testing.T) {
 	assert.True(t, containsAll(missing, "kept as they are until it is recreated"), "warnings: %q", missing)
 	settle(t)
 	unchanged("after the ConfigMap was deleted")
-	assert.Equal(t, "docker.io/llamastack/distribution-remote-vllm:0.2.9", server(deployment(t, ns, "fresh")).Image)
 	// But an earlier release's built-in image is not an override: it moves to the pin, once.
 	waitDeployment(t, ns, "old", "the pinned image", func(d *appsv1.Deployment) bool {
-		return server(d).Image == "docker.io/llamastack/distribution-postgres-demo:0.7.1"
+		return server(d).Image == "docker.io/ogxai/distribution-postgres-demo:1.3.0"
 	})
 	settle(t)
 	assert.Equal(t, oldGeneration+1, deployment(t, ns, "old").Generation, "one write of the Deployment")
-	for _, name := range []string{"app", "vllm", "fresh", "old"} {
+	for _, name := range []string{"app", "vllm", "old"} {
 		assert.True(t, isReady(get(t, ns, name)), "%s stays Ready", name)
 	}
+	assert.Equal(t, v1alpha2.ReasonDistributionNotPublished, findCondition(get(t, ns, "fresh"), v1alpha2.ConditionDeploymentReady).Reason,
+		"fresh still names a distribution without a published image")
 }
 
 func isReady(l *v1alpha1.LlamaStackDistribution) bool {

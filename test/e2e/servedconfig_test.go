@@ -100,12 +100,13 @@ func TestGeneratedConfigServedByTheServer(t *testing.T) {
 
 	// A disabled API leaves the file, and so the server's list and the status.
 	editHub(t, ns, "served", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Disabled = []v1alpha2.APIName{"eval"}
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIBatches}
 	})
 	waitReady(t, ns, "served")
 	third := waitServed(t, servers, ns, "served", second.configMap)
 	ids = providerIDs(third.status)
-	assert.NotContains(t, ids, "eval/builtin=inline::builtin")
+	assert.Contains(t, providerIDs(second.status), "batches/reference=inline::reference")
+	assert.NotContains(t, ids, "batches/reference=inline::reference")
 	assert.Contains(t, ids, "inference/vllm-small=remote::vllm")
 	assertNowhere(t, ns, "served", apiKey)
 

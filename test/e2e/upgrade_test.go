@@ -352,16 +352,34 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 		switch {
 		case rolled && resource == "deployments":
 			image := pinned[b.GetName()]
-			assert.Equal(t, strings.SplitN(image, ":", 2)[0]+":latest", serverImage(b, key), "%s: the previous release ran :latest", key)
+			dist, _ := configgen.LookupDistribution(a.GetAnnotations()["llamastack.io/distribution"])
+			assert.Contains(t, dist.EarlierImages, serverImage(b, key), "%s: the previous release ran an earlier built-in image", key)
+			assert.True(t, strings.HasSuffix(serverImage(b, key), ":latest"), "%s: the previous release ran :latest", key)
 			assert.Equal(t, image, serverImage(a, key), "%s: the pinned image", key)
 			assert.Equal(t, image, a.GetAnnotations()[imageAnnotation], "%s: the annotation names the image it runs", key)
 			// Nothing else of the spec or the metadata changed (the rollout bumps the
 			// Deployment's revision annotation; the status is the rollout's).
+			// The pin is an OGX server (0.8 and later), which starts its own way: the
+			// image's entrypoint (no command) and the OGX_* variables instead of the
+			// llama-stack ones; the rest of the container is as it was.
+			got := withoutWriteMarks(a)
+			gotContainers, _, _ := unstructured.NestedSlice(got, "spec", "template", "spec", "containers")
+			gotServer := gotContainers[0].(map[string]any)
+			assert.NotContains(t, gotServer, "command", "%s: the OGX image's entrypoint", key)
+			envNames := map[string]bool{}
+			envList, _ := gotServer["env"].([]any)
+			for _, e := range envList {
+				envNames[e.(map[string]any)["name"].(string)] = true
+			}
+			assert.True(t, envNames["OGX_PORT"] && envNames["OGX_CONFIG_DIR"] && !envNames["LLAMA_STACK_CONFIG"] && !envNames["LLS_PORT"],
+				"%s: the OGX variables: %v", key, envNames)
 			want := withoutWriteMarks(b)
 			containers, _, _ := unstructured.NestedSlice(want, "spec", "template", "spec", "containers")
-			containers[0].(map[string]any)["image"] = image
+			server := containers[0].(map[string]any)
+			server["image"] = image
+			server["env"] = gotServer["env"]
+			delete(server, "command")
 			require.NoError(t, unstructured.SetNestedSlice(want, containers, "spec", "template", "spec", "containers"))
-			got := withoutWriteMarks(a)
 			for _, o := range []map[string]any{want, got} {
 				unstructured.RemoveNestedField(o, "metadata", "annotations", "deployment.kubernetes.io/revision")
 				delete(o, "status")
@@ -514,8 +532,8 @@ func (u *upgradeCluster) assertReadEditWriteKeepsV1alpha2Fields(t *testing.T, ns
 			return err
 		}
 		// Fields the controller generates the server's config from (starter's pinned
-		// server, 0.7.1, has eval and a vLLM provider type), so the CR stays Ready.
-		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIEval}
+		// server, 1.3.0, has batches and a vLLM provider type), so the CR stays Ready.
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIBatches}
 		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{Provider: "vllm", Endpoint: "http://vllm:8000/v1"}}}
 		want = l.Spec.DeepCopy()
 		_, err = v2s.Update(ctx, l, metav1.UpdateOptions{})

@@ -43,8 +43,11 @@ func TestUpstreamSampleConverges(t *testing.T) {
 	d := deployment(t, ns, sample.GetName())
 	hf, _ := envValue(server(d), "HF_HOME")
 	assert.Equal(t, "/home/lls/.lls", hf)
-	workers, _ := envValue(server(d), "LLS_WORKERS")
+	// starter's pin is an OGX server: the workers reach it as OGX_WORKERS.
+	workers, _ := envValue(server(d), "OGX_WORKERS")
 	assert.Equal(t, "2", workers)
+	dataDir, _ := envValue(server(d), "OGX_CONFIG_DIR")
+	assert.Equal(t, "/home/lls/.lls", dataDir, "the server keeps its data on the volume")
 	assert.Equal(t, d.Status.AvailableReplicas, l.Status.AvailableReplicas)
 }
 
@@ -108,7 +111,7 @@ func TestImageOverrides(t *testing.T) {
 	assert.Equal(t, "quay.io/test/llama-stack:override-test-v2", server(deployment(t, ns, "app")).Image)
 	setOperatorConfig(t, map[string]string{})
 	waitDeployment(t, ns, "app", "the default (pinned) image again", func(d *appsv1.Deployment) bool {
-		return server(d).Image == "docker.io/llamastack/distribution-starter:0.7.1"
+		return server(d).Image == "docker.io/ogxai/distribution-starter:1.3.0"
 	})
 	waitReady(t, ns, "app")
 }

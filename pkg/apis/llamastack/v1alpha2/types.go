@@ -131,8 +131,11 @@ const (
 // +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.image))",message="Only one of name or image can be specified"
 // +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.image)",message="One of name or image must be specified"
 type DistributionSpec struct {
-	// Name is a distribution the controller knows (starter, remote-vllm,
-	// meta-reference-gpu, postgres-demo): its image and base config.
+	// Name is a distribution the controller knows: starter and postgres-demo run
+	// their pinned OGX 1.3.0 image (docker.io/ogxai) and base config;
+	// meta-reference-gpu and remote-vllm have no published image and are
+	// reported (DistributionNotPublished) unless the operator ConfigMap's
+	// image-overrides names one.
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Name string `json:"name,omitempty"`
@@ -186,7 +189,7 @@ type ProvidersSpec struct {
 	// +optional
 	Inference []ProviderConfig `json:"inference,omitempty"`
 
-	// Safety lists the providers of the safety API.
+	// Safety lists the providers of the safety API (servers before 1.0).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
 	// +listType=atomic
@@ -235,21 +238,21 @@ type ProvidersSpec struct {
 	// +optional
 	Batches []ProviderConfig `json:"batches,omitempty"`
 
-	// DatasetIO lists the providers of the datasetio API.
+	// DatasetIO lists the providers of the datasetio API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
 	// +listType=atomic
 	// +optional
 	DatasetIO []ProviderConfig `json:"datasetio,omitempty"`
 
-	// Eval lists the providers of the eval API.
+	// Eval lists the providers of the eval API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
 	// +listType=atomic
 	// +optional
 	Eval []ProviderConfig `json:"eval,omitempty"`
 
-	// Scoring lists the providers of the scoring API.
+	// Scoring lists the providers of the scoring API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
 	// +listType=atomic
@@ -263,7 +266,7 @@ type ProvidersSpec struct {
 	// +optional
 	PostTraining []ProviderConfig `json:"postTraining,omitempty"`
 
-	// FileProcessors lists the providers of the file_processors API (servers from 0.7).
+	// FileProcessors lists the providers of the file_processors API (servers from 0.4).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
 	// +listType=atomic
@@ -364,7 +367,8 @@ type ResourcesSpec struct {
 	// +optional
 	Models []ModelConfig `json:"models,omitempty"`
 
-	// Shields to register. Each name is unique.
+	// Shields to register (servers before 1.0: OGX 1.0 removed shields with the
+	// safety API). Each name is unique.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=name

@@ -24,8 +24,11 @@ package v1alpha2
 // DistributionSpec defines the distribution configuration for llama-stack.
 // Exactly one of name and image is set.
 type DistributionSpecApplyConfiguration struct {
-	// Name is a distribution the controller knows (starter, remote-vllm,
-	// meta-reference-gpu, postgres-demo): its image and base config.
+	// Name is a distribution the controller knows: starter and postgres-demo run
+	// their pinned OGX 1.3.0 image (docker.io/ogxai) and base config;
+	// meta-reference-gpu and remote-vllm have no published image and are
+	// reported (DistributionNotPublished) unless the operator ConfigMap's
+	// image-overrides names one.
 	Name *string `json:"name,omitempty"`
 	// Image is the direct container image reference to use, without whitespace.
 	Image *string `json:"image,omitempty"`

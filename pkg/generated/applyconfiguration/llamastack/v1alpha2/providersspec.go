@@ -28,7 +28,7 @@ package v1alpha2
 type ProvidersSpecApplyConfiguration struct {
 	// Inference lists the providers of the inference API models of the CR's resources default to its first entry.
 	Inference []ProviderConfigApplyConfiguration `json:"inference,omitempty"`
-	// Safety lists the providers of the safety API.
+	// Safety lists the providers of the safety API (servers before 1.0).
 	Safety []ProviderConfigApplyConfiguration `json:"safety,omitempty"`
 	// VectorIO lists the providers of the vector_io API.
 	VectorIO []ProviderConfigApplyConfiguration `json:"vectorIo,omitempty"`
@@ -42,15 +42,15 @@ type ProvidersSpecApplyConfiguration struct {
 	Responses []ProviderConfigApplyConfiguration `json:"responses,omitempty"`
 	// Batches lists the providers of the batches API.
 	Batches []ProviderConfigApplyConfiguration `json:"batches,omitempty"`
-	// DatasetIO lists the providers of the datasetio API.
+	// DatasetIO lists the providers of the datasetio API (servers before 0.8).
 	DatasetIO []ProviderConfigApplyConfiguration `json:"datasetio,omitempty"`
-	// Eval lists the providers of the eval API.
+	// Eval lists the providers of the eval API (servers before 0.8).
 	Eval []ProviderConfigApplyConfiguration `json:"eval,omitempty"`
-	// Scoring lists the providers of the scoring API.
+	// Scoring lists the providers of the scoring API (servers before 0.8).
 	Scoring []ProviderConfigApplyConfiguration `json:"scoring,omitempty"`
 	// PostTraining lists the providers of the post_training API (servers before 0.7).
 	PostTraining []ProviderConfigApplyConfiguration `json:"postTraining,omitempty"`
-	// FileProcessors lists the providers of the file_processors API (servers from 0.7).
+	// FileProcessors lists the providers of the file_processors API (servers from 0.4).
 	FileProcessors []ProviderConfigApplyConfiguration `json:"fileProcessors,omitempty"`
 	// Telemetry lists the providers of the telemetry API (servers before 0.3).
 	Telemetry []ProviderConfigApplyConfiguration `json:"telemetry,omitempty"`

@@ -26,7 +26,8 @@ package v1alpha2
 type ResourcesSpecApplyConfiguration struct {
 	// Models to register. Each name is unique.
 	Models []ModelConfigApplyConfiguration `json:"models,omitempty"`
-	// Shields to register. Each name is unique.
+	// Shields to register (servers before 1.0: OGX 1.0 removed shields with the
+	// safety API). Each name is unique.
 	Shields []ShieldConfigApplyConfiguration `json:"shields,omitempty"`
 	// Tools are the tool groups to register (servers before 0.7; from 0.7 the
 	// server registers tool groups itself). Each name is unique.
