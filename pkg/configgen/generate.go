@@ -524,11 +524,10 @@ func (g *gen) syncAPIs() error {
 	return nil
 }
 
-// server writes what the server section needs at this version. From 1.0 an
-// OGX server may refuse to start without TLS unless told it runs without
-// (strict TLS, #5603; which releases enforce it is not certain), so a config
-// that configures none says insecure explicitly; a server that does not
-// enforce it reads the key as what it is. A base that sets it keeps its value.
+// server writes what the server section needs at this version. From 1.2 an
+// OGX server's CLI refuses to start without TLS unless told it runs without
+// (strict TLS, #5603; the images from 1.2.1 pass --insecure themselves, 1.2.0
+// does not), so a config that configures none says insecure explicitly. A base that sets it keeps its value.
 //
 // An OGX server starts through its own CLI (ogx stack run), which takes the
 // number of workers from server.workers (OGX_WORKERS only in later
@@ -545,7 +544,7 @@ func (g *gen) server() error {
 	if w := g.spec.Workload.Workers; w != nil && *w > 0 {
 		srv["workers"] = *w
 	}
-	if g.v.from(1, 0) {
+	if g.v.from(1, 2) {
 		if _, set := srv["insecure"]; !set && srv["tls_certfile"] == nil {
 			srv["insecure"] = true
 		}

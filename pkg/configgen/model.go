@@ -162,8 +162,6 @@ type sqlPostgres struct {
 	PoolSize    any    `json:"pool_size"`     // 0.7+
 	MaxOverflow any    `json:"max_overflow"`  // 0.7+
 	PoolRecycle any    `json:"pool_recycle"`  // 0.7+
-	SSLMode     any    `json:"ssl_mode"`      // 1.x (#5978, #6196)
-	CACertPath  any    `json:"ca_cert_path"`  // 1.x
 }
 
 type registeredResources struct {
@@ -225,7 +223,7 @@ func serverAPIs(v Version) []string {
 	if v.OGX() {
 		apis = append(apis, "interactions", "messages")
 	}
-	if v.from(1, 0) {
+	if v.from(1, 1) {
 		apis = append(apis, "skills")
 	}
 	sort.Strings(apis)
@@ -305,8 +303,8 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 		if v.from(1, 0) && (srv.CORS != nil || srv.Quota != nil) {
 			bad("server.cors and server.quota were removed in 1.0")
 		}
-		if !v.from(1, 0) && (srv.Insecure != nil || srv.TLSConfig != nil || srv.HSTSMaxAge != nil || srv.Tenancy != nil) {
-			bad("server.insecure, tls_config, hsts_max_age and tenancy are read from 1.0")
+		if !v.from(1, 2) && (srv.Insecure != nil || srv.TLSConfig != nil || srv.HSTSMaxAge != nil || srv.Tenancy != nil) {
+			bad("server.insecure, tls_config, hsts_max_age and tenancy are read from 1.2")
 		}
 	}
 	if present("connectors") && !v.atLeast(5) {
@@ -420,12 +418,8 @@ func (s *storageConfig) validate(v Version) []string {
 		if !v.from(1, 0) {
 			var keys map[string]any
 			_ = json.Unmarshal(raw, &keys)
-			later := []string{"ssl_mode", "ca_cert_path"}
-			if head.Type == "kv_postgres" {
-				later = []string{"pool_size", "max_overflow", "command_timeout"}
-			}
-			for _, k := range later {
-				if _, ok := keys[k]; ok && (head.Type == "kv_postgres" || head.Type == "sql_postgres") {
+			for _, k := range []string{"pool_size", "max_overflow", "command_timeout"} {
+				if _, ok := keys[k]; ok && head.Type == "kv_postgres" {
 					errs = append(errs, fmt.Sprintf("storage.backends.%s.%s is read from 1.0", name, k))
 				}
 			}

@@ -31,19 +31,18 @@ type providerSpec struct {
 // reach it have not been seen removed.
 const ogxLast = 104
 
-// From 0.8 (OGX): read at L v0.8.0 and L main d1b6632 (2026-05-07, the last
-// commit before 1.0 in the public history), registry/<api>.py as before.
-// 0.8 removed the datasetio, eval and scoring providers and the vector_io
-// inline::builtin and inline::sqlite_vec types, and added interactions and
-// messages (inline::builtin, needing inference) and file_processors
-// remote::docling-serve; main added file_processors inline::auto and
-// inline::markitdown (so 1.0). For 1.x no registry file can be read: 1.0
-// removed every safety provider (#5291); skills inline::builtin is in the
-// 1.x starter (the successor operator's copy, 2026-06-15), as is
-// tool_runtime remote::nimble-search (taken from 1.1); inference
-// inline::transformers was gone from it by 2026-07-13, so it is taken as
-// ending with 0.8 (refusing it on 1.0 and 1.1 is the safe side). SOURCES.md
-// lists the facts and what is inferred.
+// From 0.8 (OGX): read at L v0.8.0, L main d1b6632 (2026-05-07) and the
+// upstream release tags v1.0.0 to v1.3.0 as a fork of the server carries
+// them (opendatahub-io/ogx; its v0.8.0 is upstream's 1099cd4),
+// registry/<api>.py as before. 0.8 removed the datasetio, eval and scoring
+// providers and the vector_io inline::builtin and inline::sqlite_vec types,
+// and added interactions and messages (inline::builtin, needing inference)
+// and file_processors remote::docling-serve; 1.0 added file_processors
+// inline::auto and inline::markitdown and removed every safety provider
+// (#5291); 1.1 added skills inline::builtin and tool_runtime
+// remote::nimble-search; 1.2 removed inference inline::transformers; 1.3
+// removed inference remote::passthrough. Types added in 1.2 and 1.3 that are
+// not listed here are refused (the safe side). 1.4 is taken to be 1.3.
 var providerRegistry = []providerSpec{
 	{"agents", "inline::meta-reference", 3, 3, []string{"inference", "safety", "vector_io", "tool_runtime", "tool_groups", "conversations"}},
 	{"agents", "inline::meta-reference", 4, 4, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files"}},
@@ -66,7 +65,7 @@ var providerRegistry = []providerSpec{
 	{"files", "remote::s3", 3, ogxLast, nil},
 	{"inference", "inline::meta-reference", 3, 4, nil},
 	{"inference", "inline::sentence-transformers", 3, ogxLast, nil},
-	{"inference", "inline::transformers", 7, 8, nil},
+	{"inference", "inline::transformers", 7, 101, nil},
 	{"inference", "remote::anthropic", 3, ogxLast, nil},
 	{"inference", "remote::azure", 3, ogxLast, nil},
 	{"inference", "remote::bedrock", 3, ogxLast, nil},
@@ -83,7 +82,7 @@ var providerRegistry = []providerSpec{
 	{"inference", "remote::oci", 4, ogxLast, nil},
 	{"inference", "remote::ollama", 3, ogxLast, nil},
 	{"inference", "remote::openai", 3, ogxLast, nil},
-	{"inference", "remote::passthrough", 3, ogxLast, nil},
+	{"inference", "remote::passthrough", 3, 102, nil},
 	{"inference", "remote::runpod", 3, ogxLast, nil},
 	{"inference", "remote::sambanova", 3, ogxLast, nil},
 	{"inference", "remote::tgi", 3, 6, nil},
@@ -108,7 +107,7 @@ var providerRegistry = []providerSpec{
 	{"scoring", "inline::basic", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::braintrust", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::llm-as-judge", 3, 7, []string{"datasetio", "datasets", "inference"}},
-	{"skills", "inline::builtin", 100, ogxLast, nil},
+	{"skills", "inline::builtin", 101, ogxLast, nil},
 	{"tool_runtime", "inline::file-search", 7, ogxLast, []string{"vector_io", "inference", "files"}},
 	{"tool_runtime", "inline::rag-runtime", 3, 6, []string{"vector_io", "inference", "files"}},
 	{"tool_runtime", "remote::bing-search", 3, ogxLast, nil},
