@@ -141,9 +141,9 @@ type Controller struct {
 	failing sync.Map
 	// baseConfigs remembers, per CR, the base config last read live (baseMemo).
 	baseConfigs baseConfigMemos
-	// userConfigs remembers, per CR (cache.ObjectName), the user config last read live
-	// (userConfigMemo), for the check before a move to another server version.
-	userConfigs sync.Map
+	// userConfigs remembers, per CR, the user config last read live, for the check
+	// before a move to another server version.
+	userConfigs baseConfigMemos
 	// clock tells the time of failures; tests replace it.
 	clock clock.PassiveClock
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -206,33 +207,45 @@ func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackD
 			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
 	}
 	crKey := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	hash := configMapHash(cm)
-	if v, ok := c.baseConfigs.m.Load(crKey); ok {
-		if m := v.(baseMemo); m.namespace == l.Namespace && m.name == name && m.key == key && m.hash == hash && m.found {
-			return m.content, nil, nil
-		}
-	}
-	live, err := c.kubeclient.CoreV1().ConfigMaps(l.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	content, exists, found, err := c.baseConfigs.live(ctx, c.kubeclient.CoreV1(), crKey, l.Namespace, name, key, configMapHash(cm))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !exists:
 		return nil, &userError{v1alpha2.ReasonConfigMapNotFound, fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.baseConfig was not found", l.Namespace, name)}, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading ConfigMap %s/%s: %w", l.Namespace, name, err)
-	}
-	content, found := []byte(live.Data[key]), false
-	if _, ok := live.Data[key]; ok {
-		found = true
-	} else if b, ok := live.BinaryData[key]; ok {
-		content, found = b, true
-	}
-	if !found {
+	case !found:
 		return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
 	}
-	c.baseConfigs.m.Store(crKey, baseMemo{namespace: l.Namespace, name: name, key: key,
-		hash: hashData(live.Data, live.BinaryData), content: content, found: true})
 	return content, nil, nil
+}
+
+// live returns key of the ConfigMap ns/name: from the memo when it holds that content
+// hash for the CR, else read live and remembered. exists and found say whether the
+// ConfigMap and its key are there.
+func (b *baseConfigMemos) live(ctx context.Context, cms typedcorev1.ConfigMapsGetter, crKey cache.ObjectName, ns, name, key, hash string) (content []byte, exists, found bool, err error) {
+	if v, ok := b.m.Load(crKey); ok {
+		if m := v.(baseMemo); m.namespace == ns && m.name == name && m.key == key && m.hash == hash && m.found {
+			return m.content, true, true, nil
+		}
+	}
+	cm, err := cms.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, false, nil
+	}
+	if err != nil {
+		return nil, false, false, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, name, err)
+	}
+	if s, ok := cm.Data[key]; ok {
+		content, found = []byte(s), true
+	} else if bin, ok := cm.BinaryData[key]; ok {
+		content, found = bin, true
+	}
+	if found {
+		b.m.Store(crKey, baseMemo{namespace: ns, name: name, key: key, hash: hashData(cm.Data, cm.BinaryData), content: content, found: true})
+	}
+	return content, true, found, nil
 }
 
 // newGeneratedConfigMap is the immutable ConfigMap holding the generated config.yaml.

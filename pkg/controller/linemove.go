@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -19,12 +17,6 @@ import (
 // version lacks). A file that does not fit is never rolled onto it: the CR keeps what
 // runs and says which line fails on which version and how to keep the old line. The
 // file is read live only when such a move is due, and remembered by its content hash.
-
-// userConfigMemo is the last user config read live for a CR.
-type userConfigMemo struct {
-	namespace, name, hash string
-	content               []byte
-}
 
 // checkUserConfigMove returns a problem when the CR's user config does not fit the
 // server version of image, which replaces the one running. A transient error reading
@@ -49,8 +41,8 @@ func (c *Controller) checkUserConfigMove(ctx context.Context, l *v1alpha2.LlamaS
 	if uc.source != nil {
 		ns, name = uc.source.Namespace, uc.source.Name
 	}
-	content, err := c.readUserConfig(ctx, cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, uc.hash)
-	if err != nil || content == nil {
+	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	if err != nil || !found {
 		return nil, err
 	}
 	if err := configgen.Fits(content, v); err != nil {
@@ -62,27 +54,4 @@ func (c *Controller) checkUserConfigMove(ctx context.Context, l *v1alpha2.LlamaS
 			l.Spec.Distribution.Name, l.Spec.Distribution.Name)}, nil
 	}
 	return nil, nil
-}
-
-// readUserConfig returns config.yaml of the ConfigMap ns/name, read live unless the
-// content of that hash was read before for this CR; nil when it is gone.
-func (c *Controller) readUserConfig(ctx context.Context, key cache.ObjectName, ns, name, hash string) ([]byte, error) {
-	if v, ok := c.userConfigs.Load(key); ok {
-		if m := v.(userConfigMemo); m.namespace == ns && m.name == name && m.hash == hash {
-			return m.content, nil
-		}
-	}
-	cm, err := c.kubeclient.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, name, err)
-	}
-	content := []byte(cm.Data[userConfigKey])
-	if b, ok := cm.BinaryData[userConfigKey]; ok && cm.Data[userConfigKey] == "" {
-		content = b
-	}
-	c.userConfigs.Store(key, userConfigMemo{namespace: ns, name: name, hash: hashData(cm.Data, cm.BinaryData), content: content})
-	return content, nil
 }

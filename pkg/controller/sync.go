@@ -142,7 +142,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
 	c.baseConfigs.forget(key)
-	c.userConfigs.Delete(key)
+	c.userConfigs.forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
