@@ -63,3 +63,20 @@ func Fits(configYAML []byte, v Version) error {
 	}
 	return nil
 }
+
+// ServerTLS returns the certificate and key files a config tells the server to serve
+// HTTPS with (server.tls_certfile and tls_keyfile); empty when it names none.
+func ServerTLS(configYAML []byte) (certFile, keyFile string, err error) {
+	var cfg struct {
+		Server struct {
+			CertFile any `json:"tls_certfile"`
+			KeyFile  any `json:"tls_keyfile"`
+		} `json:"server"`
+	}
+	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
+		return "", "", fmt.Errorf("the config does not parse: %w", err)
+	}
+	certFile, _ = cfg.Server.CertFile.(string)
+	keyFile, _ = cfg.Server.KeyFile.(string)
+	return strings.TrimSpace(certFile), strings.TrimSpace(keyFile), nil
+}

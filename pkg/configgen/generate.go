@@ -33,6 +33,15 @@ type Input struct {
 	// BaseField names where Base came from, for errors about it
 	// (spec.baseConfig, or spec.distribution.name for a built-in base).
 	BaseField string
+	// TLS, when set, is where the server container finds its certificate and
+	// key: the server is told to serve HTTPS with them (server.tls_certfile and
+	// tls_keyfile, which every version reads when its own CLI starts it).
+	TLS *TLSFiles
+}
+
+// TLSFiles are the paths of the server's certificate and key in its container.
+type TLSFiles struct {
+	CertFile, KeyFile string
 }
 
 // Output is a generated config.
@@ -167,7 +176,7 @@ func Generate(in Input) (*Output, error) {
 		return nil, &Error{Field: baseField, Reason: v1alpha2.ReasonBaseConfigRequired,
 			Message: "no base config: set spec.baseConfig to a ConfigMap key holding a config.yaml for server " + v.String()}
 	}
-	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec, baseField: baseField}
+	g := &gen{v: v, env: newEnvSet(), spec: &in.Spec, baseField: baseField, tls: in.TLS}
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
@@ -201,6 +210,8 @@ type gen struct {
 	disabled map[string]bool
 	// baseField names where the base came from, for errors about it.
 	baseField string
+	// tls is where the server finds its certificate and key; nil without TLS.
+	tls *TLSFiles
 }
 
 func decodeJSON(raw []byte, out any) error {
@@ -524,29 +535,41 @@ func (g *gen) syncAPIs() error {
 	return nil
 }
 
-// server writes what the server section needs at this version. From 1.2 an
-// OGX server's CLI refuses to start without TLS unless told it runs without
-// (strict TLS, #5603; the images from 1.2.1 pass --insecure themselves, 1.2.0
-// does not), so a config that configures none says insecure explicitly. A base that sets it keeps its value.
+// server writes what the server section needs at this version.
+//
+// With TLS the server is told where its certificate and key are
+// (tls_certfile, tls_keyfile: read by every version's CLI, which is how an
+// OGX server and a llama-stack image's own entrypoint start; the controller's
+// script for llama-stack 0.3 to 0.7 passes them to uvicorn itself). A
+// tls_cafile of the base, which would make the server ask every client for a
+// certificate, is dropped with them: the probes present none.
+//
+// Without TLS, from 1.2 an OGX server's CLI refuses to start unless told it
+// runs without (strict TLS, #5603; the images from 1.2.1 pass --insecure
+// themselves, 1.2.0 does not), so the config says insecure explicitly. A base
+// that sets insecure keeps its value.
 //
 // An OGX server starts through its own CLI (ogx stack run), which takes the
 // number of workers from server.workers (OGX_WORKERS only in later
 // releases): spec.workload.workers is written there. A llama-stack server is
 // started by the controller's script, which passes them itself.
 func (g *gen) server() error {
-	if !g.v.OGX() {
-		return nil
-	}
 	srv, ok := g.cfg["server"].(map[string]any)
 	if !ok {
 		srv = map[string]any{}
 	}
-	if w := g.spec.Workload.Workers; w != nil && *w > 0 {
-		srv["workers"] = *w
+	if t := g.tls; t != nil {
+		srv["tls_certfile"], srv["tls_keyfile"] = t.CertFile, t.KeyFile
+		delete(srv, "tls_cafile")
 	}
-	if g.v.from(1, 2) {
-		if _, set := srv["insecure"]; !set && srv["tls_certfile"] == nil {
-			srv["insecure"] = true
+	if g.v.OGX() {
+		if w := g.spec.Workload.Workers; w != nil && *w > 0 {
+			srv["workers"] = *w
+		}
+		if g.v.from(1, 2) {
+			if _, set := srv["insecure"]; !set && srv["tls_certfile"] == nil {
+				srv["insecure"] = true
+			}
 		}
 	}
 	if len(srv) > 0 {

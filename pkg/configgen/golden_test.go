@@ -40,6 +40,10 @@ func loadCase(t *testing.T, dir string) Input {
 		t.Fatalf("cr.yaml: %v", err)
 	}
 	in := Input{Name: cr.Name, Spec: cr.Spec}
+	// TLS as the controller passes it: the Secret is mounted there.
+	if n := cr.Spec.Networking; n != nil && n.TLS != nil && n.TLS.Enabled {
+		in.TLS = &TLSFiles{CertFile: "/etc/llama-stack-tls/tls.crt", KeyFile: "/etc/llama-stack-tls/tls.key"}
+	}
 	// server-version, when present, is the version the named distribution
 	// runs (as image-overrides would make it: its base is the one the
 	// table has for that version); else the pinned one.

@@ -144,6 +144,10 @@ type Controller struct {
 	// userConfigs remembers, per CR, the user config last read live, for the check
 	// before a move to another server version.
 	userConfigs baseConfigMemos
+	// tlsSecrets remembers, per CR, the last read of its TLS Secret (tlsSecretMemo).
+	tlsSecrets tlsSecretMemos
+	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.
+	caTrust baseConfigMemos
 	// clock tells the time of failures; tests replace it.
 	clock clock.PassiveClock
 

@@ -113,6 +113,8 @@ type deploymentInputs struct {
 	serverVersion string
 	// distro is the distribution whose data the server keeps ("" when not known).
 	distro string
+	// tls is the server's certificate when it serves HTTPS; nil for plain HTTP.
+	tls *serverTLS
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -150,6 +152,12 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 			annotations = map[string]string{}
 		}
 		annotations[annotationCABundleHash] = in.caBundleHash
+	}
+	if in.tls != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[annotationTLSHash] = in.tls.hash
 	}
 
 	podSpec := corev1.PodSpec{
@@ -224,21 +232,21 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 		Resources:       resolveResources(l),
 		SecurityContext: containerSecurityContext(cs.ContainerSecurityContext),
 		StartupProbe: &corev1.Probe{
-			ProbeHandler:        healthCheck(p),
+			ProbeHandler:        healthCheck(p, in.tls != nil),
 			InitialDelaySeconds: startupInitialDelaySeconds,
 			TimeoutSeconds:      startupTimeoutSeconds,
 			FailureThreshold:    startupFailureThreshold,
 			SuccessThreshold:    startupSuccessThreshold,
 		},
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     healthCheck(p),
+			ProbeHandler:     healthCheck(p, in.tls != nil),
 			PeriodSeconds:    readinessPeriodSeconds,
 			TimeoutSeconds:   readinessTimeoutSeconds,
 			FailureThreshold: readinessFailureThreshold,
 			SuccessThreshold: readinessSuccessThreshold,
 		},
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     healthCheck(p),
+			ProbeHandler:     healthCheck(p, in.tls != nil),
 			PeriodSeconds:    livenessPeriodSeconds,
 			TimeoutSeconds:   livenessTimeoutSeconds,
 			FailureThreshold: livenessFailureThreshold,
@@ -257,9 +265,14 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 	return c
 }
 
-// healthCheck is an HTTP GET of the server's /v1/health on port p.
-func healthCheck(p int32) corev1.ProbeHandler {
-	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)}}
+// healthCheck is a GET of the server's /v1/health on port p, over HTTPS when the
+// server serves it (the kubelet does not verify the certificate).
+func healthCheck(p int32, https bool) corev1.ProbeHandler {
+	get := &corev1.HTTPGetAction{Path: healthPath, Port: intstr.FromInt32(p)}
+	if https {
+		get.Scheme = corev1.URISchemeHTTPS
+	}
+	return corev1.ProbeHandler{HTTPGet: get}
 }
 
 // mergeEnv returns the controller's variables followed by the user's, with every
@@ -382,6 +395,18 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: caBundleConfigMapName(l)},
 				Items:                []corev1.KeyToPath{{Key: caBundleKey, Path: caBundleKey}},
+			}},
+		})
+	}
+	if in.tls != nil {
+		volumes = append(volumes, corev1.Volume{
+			Name: volumeServerTLS,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: tlsSecretName(l),
+				Items: []corev1.KeyToPath{
+					{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey},
+					{Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey},
+				},
 			}},
 		})
 	}

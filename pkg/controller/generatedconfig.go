@@ -50,8 +50,15 @@ func isGeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, name string) b
 }
 
 // generatesConfig is the gate: the CR sets one of the v1alpha2 fields that only
-// generation reads. overrideConfig (v1alpha1 userConfig) is the user's whole file.
+// generation reads, or serves TLS without a config of its own (the server has to be
+// told where its certificate is, which only a config tells every version).
+// overrideConfig (v1alpha1 userConfig) is the user's whole file.
 func generatesConfig(l *v1alpha2.LlamaStackDistribution) bool {
+	return generatesForFields(l) || (tlsEnabled(l) && l.Spec.OverrideConfig == nil)
+}
+
+// generatesForFields tells whether the CR sets a field that only generation reads.
+func generatesForFields(l *v1alpha2.LlamaStackDistribution) bool {
 	s := &l.Spec
 	return s.Providers != nil || s.Resources != nil || s.Storage != nil || len(s.Disabled) > 0 || s.BaseConfig != nil
 }
@@ -91,6 +98,9 @@ func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
 func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (*generation, error) {
 	g := &generation{}
 	fail := func(reason, field, message string) (*generation, error) {
+		if reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
+			message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
+		}
 		g.problem = &userError{reason, field + ": " + message}
 		return g, nil
 	}
@@ -163,7 +173,11 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 		}
 		base, source, baseField = content, "baseConfig:"+bc.ConfigMapName+"/"+key, "spec.baseConfig"
 	}
-	out, err := configgen.Generate(configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: version, Base: base, BaseField: baseField})
+	in := configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: version, Base: base, BaseField: baseField}
+	if tlsEnabled(l) {
+		in.TLS = &serverTLSFiles
+	}
+	out, err := configgen.Generate(in)
 	if err != nil {
 		var ge *configgen.Error
 		if errors.As(err, &ge) {

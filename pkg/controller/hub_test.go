@@ -109,17 +109,6 @@ func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
 	assert.Contains(t, got["Deployment"], annotationUserConfigHash, "the ConfigMap is mounted")
 }
 
-// The server's own TLS is not written by the controller yet, and is not one of the
-// fields that ask for a generated config: it changes no child. (The fields that do are
-// tested in generatedconfig_test.go.)
-func TestV1alpha2ServerTLSIsNotActedOnYet(t *testing.T) {
-	want := convergedChildren(t, newHubLLSD("app"))
-	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "serving"}}
-	}))
-	assert.Equal(t, want, got)
-}
-
 func TestV1alpha2StatusIsWrittenInV1alpha2(t *testing.T) {
 	f := newFixture(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Status.ResolvedDistribution = &v1alpha2.ResolvedDistributionStatus{ConfigHash: "kept"}

@@ -51,6 +51,13 @@ func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []ser
 			what:        "the CA bundle volume",
 		})
 	}
+	if in.tls != nil {
+		mounts = append(mounts, serverMount{
+			VolumeMount: corev1.VolumeMount{Name: volumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true},
+			what:        "the TLS certificate volume",
+			field:       "spec.networking.tls.secretName",
+		})
+	}
 	for i, m := range overrides(l).VolumeMounts {
 		mounts = append(mounts, serverMount{
 			VolumeMount: *m.DeepCopy(),

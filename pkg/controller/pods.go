@@ -207,7 +207,7 @@ var ownReasons = map[string]bool{
 	v1alpha2.ReasonShrinkRefused: true, v1alpha2.ReasonStorageFieldImmutable: true, v1alpha2.ReasonResizeRefused: true,
 	v1alpha2.ReasonResizing: true, v1alpha2.ReasonReadWriteOnceShared: true, v1alpha2.ReasonNestedMountPaths: true,
 	v1alpha2.ReasonDistributionNotSupported: true, v1alpha2.ReasonDistributionNotPublished: true, v1alpha2.ReasonConfigMapNotFound: true, v1alpha2.ReasonConfigMapKeyMissing: true,
-	v1alpha2.ReasonConfigMapNotAllowed: true, v1alpha2.ReasonCABundleInvalid: true, v1alpha2.ReasonResourceNotOwned: true,
+	v1alpha2.ReasonConfigMapNotAllowed: true, v1alpha2.ReasonCABundleInvalid: true, v1alpha2.ReasonTLSSecretNotFound: true, v1alpha2.ReasonTLSSecretInvalid: true, v1alpha2.ReasonResourceNotOwned: true,
 	v1alpha2.ReasonResourceInvalid: true, v1alpha2.ReasonConfigGenerated: true, v1alpha2.ReasonBaseConfigRequired: true,
 	v1alpha2.ReasonConfigInvalid: true, v1alpha2.ReasonServerVersionNotSupported: true,
 }

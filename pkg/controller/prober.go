@@ -23,7 +23,8 @@ type ServerProbe struct {
 	// Endpoint returns how to reach a CR's server: ServiceEndpoints when the controller
 	// runs in the cluster, ProxyEndpoints outside it. nil disables probing (HealthCheck is
 	// then not reported).
-	Endpoint func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint
+	// tls is nil for a server that serves plain HTTP.
+	Endpoint func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint
 	// Timeout of each request (default 5s).
 	Timeout time.Duration
 	// Interval is the base interval between probes of a ready server (default 1 minute):
@@ -75,10 +76,13 @@ type serverState struct {
 	observed          int64 // the Deployment's status.observedGeneration
 	replicas, updated int32
 	ready, available  int32
+	// tls is ServerTLS.key of how the server is reached: a server that turns to HTTPS,
+	// or whose certificate authority changes, is reached anew.
+	tls string
 }
 
-func serverStateOf(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) serverState {
-	s := serverState{generation: l.Generation}
+func serverStateOf(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, tls *ServerTLS) serverState {
+	s := serverState{generation: l.Generation, tls: tls.key()}
 	if d != nil {
 		s.deployment, s.observed = d.Generation, d.Status.ObservedGeneration
 		s.replicas, s.updated = d.Status.Replicas, d.Status.UpdatedReplicas
@@ -147,7 +151,7 @@ func (p *prober) enabled() bool { return p != nil && p.cfg.Endpoint != nil }
 // yet, or whose state changed since it was last asked, is asked now (once the probe
 // running, if any, ends), and its back-off starts over at the base interval. Otherwise
 // nothing happens: the next probe stays when it was due, however often the CR is synced.
-func (p *prober) observe(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, state serverState) (probeResult, bool) {
+func (p *prober) observe(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, state serverState, tls *ServerTLS) (probeResult, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entries[key]
@@ -163,7 +167,7 @@ func (p *prober) observe(ctx context.Context, key cache.ObjectName, l *v1alpha2.
 		p.entries[key] = e
 	}
 	// The next answer, whatever it is, is followed by a wait of one base interval.
-	e.state, e.ep, e.ctx, e.wait = state, p.cfg.Endpoint(l), ctx, 0
+	e.state, e.ep, e.ctx, e.wait = state, p.cfg.Endpoint(l, tls), ctx, 0
 	p.probeNow(key, e)
 	if e.result == nil {
 		return probeResult{}, false

@@ -76,7 +76,9 @@ func newFakeLlamaStack(t *testing.T) *fakeLlamaStack {
 func (f *fixture) withProber(srv *fakeLlamaStack, timeout time.Duration) chan cache.ObjectName {
 	probed := make(chan cache.ObjectName, 10)
 	f.c.prober = newProber(ServerProbe{
-		Endpoint: func(*v1alpha2.LlamaStackDistribution) ServerEndpoint { return newHTTPEndpoint(srv.Client(), srv.URL) },
+		Endpoint: func(*v1alpha2.LlamaStackDistribution, *ServerTLS) ServerEndpoint {
+			return newHTTPEndpoint(srv.Client(), srv.URL)
+		},
 		Interval: time.Hour,
 		Timeout:  timeout,
 	}, func(key cache.ObjectName) { probed <- key })
@@ -569,7 +571,7 @@ func newProbeSim(t *testing.T, base time.Duration) *probeSim {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := &probeSim{t: t, ctx: ctx, clock: clk, srv: &scriptedServer{clock: clk, healthy: true, version: "0.3.0"}}
 	s.p = newProber(ServerProbe{
-		Endpoint: func(*v1alpha2.LlamaStackDistribution) ServerEndpoint { return s.srv },
+		Endpoint: func(*v1alpha2.LlamaStackDistribution, *ServerTLS) ServerEndpoint { return s.srv },
 		Interval: base, Timeout: time.Second,
 	}, func(cache.ObjectName) { s.enqueued.Add(1) })
 	s.p.clock = clk
@@ -583,7 +585,7 @@ func newProbeSim(t *testing.T, base time.Duration) *probeSim {
 // sync reports the server to the prober as a sync of its CR does, and waits for what
 // that started.
 func (s *probeSim) sync() (probeResult, bool) {
-	res, ok := s.p.observe(s.ctx, key("app"), s.l, s.state)
+	res, ok := s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	s.settle()
 	return res, ok
 }
@@ -718,14 +720,14 @@ func TestProbeOneAtATime(t *testing.T) {
 	s := newProbeSim(t, time.Minute)
 	hold := make(chan struct{})
 	s.srv.set(func(s *scriptedServer) { s.hold = hold })
-	s.p.observe(s.ctx, key("app"), s.l, s.state)
+	s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	require.Eventually(t, func() bool { return s.srv.count() == 1 }, 5*time.Second, time.Millisecond)
 
 	// The Deployment changes, twice, while the probe runs.
 	s.state.ready = 0
-	s.p.observe(s.ctx, key("app"), s.l, s.state)
+	s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	s.state.ready = 1
-	s.p.observe(s.ctx, key("app"), s.l, s.state)
+	s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	hold <- struct{}{}
 	require.Eventually(t, func() bool { return s.srv.count() == 2 }, 5*time.Second, time.Millisecond)
 	hold <- struct{}{}
@@ -738,7 +740,7 @@ func TestProbeOneAtATime(t *testing.T) {
 	s.clock.Step(2 * time.Minute) // the second answer, unchanged, doubled the wait
 	require.Eventually(t, func() bool { return s.srv.count() == 3 }, 5*time.Second, time.Millisecond)
 	s.p.forget(key("app"))
-	_, ok := s.p.observe(s.ctx, key("app"), s.l, s.state)
+	_, ok := s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	assert.False(t, ok, "an answer from before the server was forgotten")
 	hold <- struct{}{}
 	require.Eventually(t, func() bool { return s.srv.count() == 4 }, 5*time.Second, time.Millisecond)
@@ -764,7 +766,7 @@ func TestProbeTimersStop(t *testing.T) {
 	s.p.wait()
 	assert.Zero(t, s.clock.Waiters(), "timers left after the controller stopped")
 	s.state.ready = 0
-	s.p.observe(s.ctx, key("app"), s.l, s.state)
+	s.p.observe(s.ctx, key("app"), s.l, s.state, nil)
 	s.advance(time.Hour)
 	assert.Equal(t, 2, s.srv.count(), "a probe after the controller stopped")
 }

@@ -129,11 +129,14 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return configMap(testOperatorNamespace, OperatorConfigMapName,
 			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\n", enabled)}, nil)
 	}
-	client := fake.NewClientset(hub(full), hub(broken))
+	// A server of its own certificate: its Secret is read.
+	serving := newHubLLSD("serving", withServerTLS("serving-cert"))
+	client := fake.NewClientset(hub(full), hub(broken), serving)
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
+		newTestServing(t, "serving-service.demo.svc").secret("serving-cert"),
 	)
 	// No recorder: the controller records Events through the API, as in a cluster.
 	c, done := runController(ctx, t, client, kubeclient, nil)
@@ -176,7 +179,9 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	waitFor("the PVC is created", func() bool {
 		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
 	})
-	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed })
+	waitFor("the statuses are written", func() bool {
+		return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed && phase("serving") != ""
+	})
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
 		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")

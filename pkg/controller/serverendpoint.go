@@ -32,10 +32,16 @@ type ServerEndpoint interface {
 
 // ServiceEndpoints returns an Endpoint function that reaches each server at its
 // Service's DNS name, without the cluster domain (so clusters with another domain than
-// cluster.local work), with client: for a controller running in the cluster.
-func ServiceEndpoints(client *http.Client) func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
-	return func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
-		return newHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
+// cluster.local work), with client: for a controller running in the cluster. A server
+// that serves HTTPS is reached with a copy of client's transport that verifies its
+// certificate (verifyServerCertificate); the copies are kept per set of trusted CAs.
+func ServiceEndpoints(client *http.Client) func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+	clients := &tlsClients{base: client, byKey: map[string]*http.Client{}}
+	return func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+		if tls == nil {
+			return newHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
+		}
+		return newHTTPEndpoint(clients.forServer(l, tls), fmt.Sprintf("https://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
 	}
 }
 
@@ -81,7 +87,7 @@ func (e *httpEndpoint) Get(ctx context.Context, path string) (int, []byte, error
 // rest_client_requests_total, and wait on limiter: pass the Kubernetes client's
 // (RESTClient().GetRateLimiter()) so that probes share its QPS budget. The client reads
 // at most maxServerBody+1 bytes of each response.
-func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint, error) {
+func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint, error) {
 	cfg = rest.CopyConfig(cfg)
 	if limiter != nil {
 		cfg.RateLimiter = probeLimiter{limiter}
@@ -92,8 +98,10 @@ func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *
 		return nil, err
 	}
 	client := core.RESTClient()
-	return func(l *v1alpha2.LlamaStackDistribution) ServerEndpoint {
-		return &proxyEndpoint{client: client, namespace: l.Namespace, service: serviceName(l), port: port(l)}
+	return func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+		// The API server's proxy speaks HTTPS to the pods when the service name says so
+		// (it does not verify their certificate).
+		return &proxyEndpoint{client: client, namespace: l.Namespace, service: serviceName(l), port: port(l), https: tls != nil}
 	}, nil
 }
 
@@ -120,6 +128,16 @@ type proxyEndpoint struct {
 	client             rest.Interface
 	namespace, service string
 	port               int32
+	https              bool
+}
+
+// target is the service proxy's name of the server's port: [https:]service:port.
+func (e *proxyEndpoint) target() string {
+	t := e.service + ":" + strconv.Itoa(int(e.port))
+	if e.https {
+		t = "https:" + t
+	}
+	return t
 }
 
 // endpointAddressRE matches an IPv4 or bracketed IPv6 address with an optional port.
@@ -140,7 +158,7 @@ func (e *proxyEndpoint) proxyRefusal(code int, body []byte) string {
 		detail = strings.TrimSpace(string(body))
 	}
 	// client-go adds the request to the words it could not decode.
-	detail = strings.TrimSuffix(detail, fmt.Sprintf(" (get services %s:%d)", e.service, e.port))
+	detail = strings.TrimSuffix(detail, fmt.Sprintf(" (get services %s)", e.target()))
 	// The API server proxies each request to one endpoint picked at random: its address
 	// would change the message from one probe to the next. Other digits (a request id,
 	// a time) would too: such words are left out.
@@ -155,12 +173,12 @@ func (e *proxyEndpoint) proxyRefusal(code int, body []byte) string {
 }
 
 func (e *proxyEndpoint) String() string {
-	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%d/proxy", e.namespace, e.service, e.port)
+	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s/proxy", e.namespace, e.target())
 }
 
 func (e *proxyEndpoint) Get(ctx context.Context, path string) (int, []byte, error) {
 	res := e.client.Get().
-		Namespace(e.namespace).Resource("services").Name(e.service+":"+strconv.Itoa(int(e.port))).
+		Namespace(e.namespace).Resource("services").Name(e.target()).
 		SubResource("proxy").Suffix(path).
 		SetHeader("Accept", serverRequestAcceptValue).
 		// One request per call, as with the in-cluster client: the probe interval is the retry.

@@ -137,10 +137,10 @@ func TestServerEndpointGet(t *testing.T) {
 
 // The endpoints name the server they reach, for the log.
 func TestServerEndpointNames(t *testing.T) {
-	assert.Equal(t, "http://demo-service.ns.svc:8321", ServiceEndpoints(nil)(proxiedLLSD).(interface{ String() string }).String())
+	assert.Equal(t, "http://demo-service.ns.svc:8321", ServiceEndpoints(nil)(proxiedLLSD, nil).(interface{ String() string }).String())
 	proxied, err := ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, proxyPrefix, proxied(proxiedLLSD).(interface{ String() string }).String())
+	assert.Equal(t, proxyPrefix, proxied(proxiedLLSD, nil).(interface{ String() string }).String())
 }
 
 // TestProxyRefusalIsStable: the API server picks a random endpoint per proxied request;

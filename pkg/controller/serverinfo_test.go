@@ -129,7 +129,7 @@ func proxyEndpointFor(t *testing.T, h http.Handler, limiter flowcontrol.RateLimi
 	t.Cleanup(srv.Close)
 	endpoints, err := ProxyEndpoints(&rest.Config{Host: srv.URL, QPS: -1}, limiter)
 	require.NoError(t, err)
-	return endpoints(proxiedLLSD)
+	return endpoints(proxiedLLSD, nil)
 }
 
 // forEachMode runs test in each probe mode with a serverClient and f's endpoint.
@@ -357,7 +357,7 @@ func TestProbeConnectionRefused(t *testing.T) {
 	// The server, or through the proxy, the API server, is not listening.
 	for name, ep := range map[string]ServerEndpoint{
 		"direct":        newHTTPEndpoint(&http.Client{}, base),
-		"service proxy": proxied(proxiedLLSD),
+		"service proxy": proxied(proxiedLLSD, nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			info := (&serverClient{timeout: time.Second}).probe(context.Background(), ep)

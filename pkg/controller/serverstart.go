@@ -128,6 +128,13 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 			corev1.EnvVar{Name: envPort, Value: port},
 			corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
 		)
+		if in.tls != nil {
+			// The uvicorn the controller's script starts reads its TLS from these.
+			env = append(env,
+				corev1.EnvVar{Name: envUvicornCertFile, Value: serverCertFile},
+				corev1.EnvVar{Name: envUvicornKeyFile, Value: serverKeyFile},
+			)
+		}
 	}
 	if line != lineLlamaStack {
 		env = append(env,

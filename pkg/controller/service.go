@@ -6,33 +6,43 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// servicePortName names the one port of the server Service.
-const servicePortName = "http"
+// servicePortName names the one port of the server Service; servicePortNameTLS when
+// the server serves HTTPS, which the port's appProtocol says too (for Ingress
+// controllers and meshes that read it).
+const (
+	servicePortName    = "http"
+	servicePortNameTLS = "https"
+)
 
 // newService builds the ClusterIP Service in front of the server pods. It always exists.
 func newService(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
 	p := port(l)
+	sp := corev1.ServicePort{Name: servicePortName, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP}
+	if tlsEnabled(l) {
+		sp.Name, sp.AppProtocol = servicePortNameTLS, ptr.To("https")
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"},
 		ObjectMeta: childObjectMeta(l, serviceName(l)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selectorLabels(l),
-			Ports: []corev1.ServicePort{{
-				Name:       servicePortName,
-				Port:       p,
-				TargetPort: intstr.FromInt32(p),
-				Protocol:   corev1.ProtocolTCP,
-			}},
+			Ports:    []corev1.ServicePort{sp},
 		},
 	}
 }
 
-// serviceURL is the in-cluster URL of the server, as reported in status.serviceURL.
-func serviceURL(l *v1alpha2.LlamaStackDistribution) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", serviceName(l), l.Namespace, port(l))
+// serviceURL is the in-cluster URL of the server, as reported in status.serviceURL:
+// https when the server serves it.
+func serviceURL(l *v1alpha2.LlamaStackDistribution, https bool) string {
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s.%s.svc.cluster.local:%d", scheme, serviceName(l), l.Namespace, port(l))
 }

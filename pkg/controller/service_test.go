@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,7 +82,8 @@ func TestServiceURL(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, serviceURL(hub(childTestCR(tc.mod))))
+			assert.Equal(t, tc.want, serviceURL(hub(childTestCR(tc.mod)), false))
+			assert.Equal(t, "https"+strings.TrimPrefix(tc.want, "http"), serviceURL(hub(childTestCR(tc.mod)), true))
 		})
 	}
 }

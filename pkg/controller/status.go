@@ -154,7 +154,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	// Service.
 	if obs.service != nil {
 		set(v1alpha2.ConditionServiceReady, metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready")
-		st.ServiceURL = serviceURL(l)
+		st.ServiceURL = serviceURL(l, servesTLS(obs.deployment))
 	} else {
 		set(v1alpha2.ConditionServiceReady, metav1.ConditionFalse, v1alpha2.ReasonServiceFailed,
 			fmt.Sprintf("Service %s is not created yet", serviceName(l)))
@@ -503,7 +503,7 @@ func samePodReport(previous []metav1.Condition, now *metav1.Condition) bool {
 func isProblemReason(reason string) bool {
 	switch reason {
 	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonDistributionNotPublished, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
-		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonResourceNotOwned,
+		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonTLSSecretNotFound, v1alpha2.ReasonTLSSecretInvalid, v1alpha2.ReasonResourceNotOwned,
 		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonBaseConfigRequired,
 		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported:
 		return true

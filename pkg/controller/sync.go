@@ -96,7 +96,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		default:
 			// The server answers for itself, off the workers, on the prober's schedule;
 			// an answer that changes brings the CR back.
-			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment)); ok {
+			tls := c.probeTLS(ctx, l, obs.deployment)
+			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment, tls), tls); ok {
 				obs.probe = &res
 			} else {
 				firstAnswerDue = true
@@ -143,6 +144,8 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.failing.Delete(key)
 	c.baseConfigs.forget(key)
 	c.userConfigs.forget(key)
+	c.tlsSecrets.forget(key)
+	c.caTrust.forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
@@ -187,6 +190,10 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	uc, ucProblem := c.resolveUserConfig(l)
 	caRefs, caProblem := c.resolveCABundle(l)
 	var errs []error
+	serverTLS, tlsProblem, err := c.resolveServerTLS(ctx, l)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	// report turns a foreign object, or a child the API server rejects as invalid, into
 	// a problem for the user; other errors are returned and retried.
 	report := func(err error) bool {
@@ -215,6 +222,11 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		imgProblem, err = c.checkUserConfigMove(ctx, l, image, uc)
 		report(err)
 	}
+	if imgProblem == nil && ucProblem == nil && tlsProblem == nil && serverTLS != nil {
+		var err error
+		tlsProblem, err = c.checkUserConfigTLS(ctx, l, image, uc)
+		report(err)
+	}
 
 	var gen *generation
 	var genProblem *userError
@@ -230,7 +242,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 
 	var copyProblem, bundleProblem *userError
 	var caHash string
-	if imgProblem == nil && ucProblem == nil && caProblem == nil && genProblem == nil && len(errs) == 0 {
+	if imgProblem == nil && ucProblem == nil && caProblem == nil && tlsProblem == nil && genProblem == nil && len(errs) == 0 {
 		var err error
 		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
 		report(err)
@@ -242,7 +254,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 			uc = &userConfig{mountName: gen.configMapName(l), hash: gen.out.Hash}
 		}
 	}
-	for _, p := range []*userError{imgProblem, ucProblem, caProblem, genProblem, copyProblem, bundleProblem} {
+	for _, p := range []*userError{imgProblem, ucProblem, caProblem, tlsProblem, genProblem, copyProblem, bundleProblem} {
 		if p != nil {
 			obs.problems = append(obs.problems, *p)
 		}
@@ -284,7 +296,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift,
-		serverVersion: imageServerVersion(image), distro: l.Spec.Distribution.Name}
+		serverVersion: imageServerVersion(image), distro: l.Spec.Distribution.Name, tls: serverTLS}
 	current := ""
 	if gen != nil {
 		in.configEnv, current = gen.out.Env, gen.configMapName(l)

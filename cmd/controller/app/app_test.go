@@ -106,7 +106,7 @@ func TestServerProbeMode(t *testing.T) {
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	l := &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
-	name := func(p controller.ServerProbe) string { return fmt.Sprint(p.Endpoint(l)) }
+	name := func(p controller.ServerProbe) string { return fmt.Sprint(p.Endpoint(l, nil)) }
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	p, err := serverProbe(cfg, kubeClient, Options{})
@@ -142,7 +142,7 @@ func TestProxyProbesShareTheClientRateLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 
-	_, _, err = p.Endpoint(l).Get(ctx, "/v1/health")
+	_, _, err = p.Endpoint(l, nil).Get(ctx, "/v1/health")
 
 	assert.ErrorContains(t, err, "rate limit")
 }

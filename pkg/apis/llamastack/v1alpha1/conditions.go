@@ -61,6 +61,8 @@ const (
 	ReasonConfigMapKeyMissing        = v1alpha2.ReasonConfigMapKeyMissing
 	ReasonConfigMapNotAllowed        = v1alpha2.ReasonConfigMapNotAllowed
 	ReasonCABundleInvalid            = v1alpha2.ReasonCABundleInvalid
+	ReasonTLSSecretNotFound          = v1alpha2.ReasonTLSSecretNotFound
+	ReasonTLSSecretInvalid           = v1alpha2.ReasonTLSSecretInvalid
 	ReasonResourceNotOwned           = v1alpha2.ReasonResourceNotOwned
 	ReasonResourceInvalid            = v1alpha2.ReasonResourceInvalid
 )

@@ -108,6 +108,10 @@ const (
 	ReasonConfigMapNotFound        = "ConfigMapNotFound"
 	ReasonConfigMapKeyMissing      = "ConfigMapKeyMissing"
 	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
+	// ReasonTLSSecretNotFound: spec.networking.tls.secretName names no Secret.
+	ReasonTLSSecretNotFound = "TLSSecretNotFound"
+	// ReasonTLSSecretInvalid: the TLS Secret lacks tls.crt or tls.key, or they do not load.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
 	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
 	ReasonCABundleInvalid  = "CABundleInvalid"
 	ReasonResourceNotOwned = "ResourceNotOwned"

@@ -583,13 +583,24 @@ type NetworkingSpec struct {
 // TLSSpec configures TLS for the server.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || has(self.secretName)",message="tls.secretName is required when tls.enabled is true"
 type TLSSpec struct {
-	// Enabled serves TLS on the server's port, with the certificate and key of secretName.
+	// Enabled serves HTTPS on the server's port with the certificate and key of
+	// secretName, on every server version: the Secret is mounted at
+	// /etc/llama-stack-tls; a config the controller writes (a named distribution, or
+	// any of providers, resources, storage, disabled, baseConfig) names them in
+	// server.tls_certfile and tls_keyfile, and llama-stack 0.3 to 0.7 started by the
+	// controller also get UVICORN_SSL_CERTFILE and UVICORN_SSL_KEYFILE. An overrideConfig
+	// must name them itself, except on llama-stack 0.3 to 0.7. The probes, the Service
+	// port (named https) and status.serviceURL then use HTTPS, and the controller
+	// verifies the server against the Secret's ca.crt and caBundle. A missing or
+	// unusable Secret is reported (TLSSecretNotFound, TLSSecretInvalid) and rolls
+	// nothing; a renewed certificate rolls the pods within 10 minutes.
 	// +kubebuilder:default=false
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 
 	// SecretName names a Secret (type kubernetes.io/tls) in the CR's namespace
-	// with the server's certificate and key.
+	// with the server's certificate and key (tls.crt, tls.key) and, optionally, the CA
+	// that signed it (ca.crt), as cert-manager writes them.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

@@ -1,0 +1,251 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+)
+
+// The server's own TLS (spec.networking.tls.enabled with secretName). The Secret is
+// mounted read-only at serverTLSMountPath, and the server is told where its tls.crt and
+// tls.key are in the way its version reads them:
+//   - a generated config says so in server.tls_certfile and tls_keyfile, which the CLI
+//     of every version reads (how OGX and a llama-stack image's entrypoint start);
+//   - the controller's script for llama-stack 0.3 to 0.7 starts uvicorn itself, which
+//     ignores the config's TLS keys but reads UVICORN_SSL_CERTFILE and _KEYFILE;
+//   - a user-written config must say so itself (checkUserConfigTLS).
+// The probes, the Service port and status.serviceURL then use HTTPS, and the
+// controller's own probe of the server trusts the Secret's ca.crt and the CA bundle.
+//
+// The controller reads the Secret with a GET (it has no informer on Secrets: they hold
+// private keys, and a cache of them would grow with every Secret of the cluster): when
+// the CR changes; while the Secret is missing or unusable, after a wait that doubles from
+// tlsSecretRetryMin to tlsSecretRetryMax (no event announces its creation); and every
+// tlsSecretRecheck otherwise, so that a renewed certificate (cert-manager renews before
+// expiry) rolls the pods, whose server reads its certificate only at start. Syncs in
+// between send nothing for it.
+// Of the Secret it keeps hashes and ca.crt, never the key.
+
+const (
+	volumeServerTLS    = "server-tls"
+	serverTLSMountPath = "/etc/llama-stack-tls"
+	serverCertFile     = serverTLSMountPath + "/" + corev1.TLSCertKey
+	serverKeyFile      = serverTLSMountPath + "/" + corev1.TLSPrivateKeyKey
+	// secretCAKey is the key of the CA certificate in a Secret of cert-manager.
+	secretCAKey = "ca.crt"
+
+	envUvicornCertFile = "UVICORN_SSL_CERTFILE"
+	envUvicornKeyFile  = "UVICORN_SSL_KEYFILE"
+
+	// annotationTLSHash on the pod template is the hash of the certificate and key the
+	// pods serve: a renewed certificate rolls them.
+	annotationTLSHash = "llamastack.io/tls-certificate-hash"
+
+	// tlsSecretRecheck is how often the Secret of a serving CR is read again.
+	tlsSecretRecheck = 10 * time.Minute
+	// tlsSecretRetryMin and tlsSecretRetryMax bound the wait before a missing or
+	// unusable Secret is read again.
+	tlsSecretRetryMin = 5 * time.Second
+	tlsSecretRetryMax = 2 * time.Minute
+)
+
+// serverTLSFiles are the paths the server container reads its certificate and key from.
+var serverTLSFiles = configgen.TLSFiles{CertFile: serverCertFile, KeyFile: serverKeyFile}
+
+// tlsEnabled tells whether the CR asks its server to serve HTTPS.
+func tlsEnabled(l *v1alpha2.LlamaStackDistribution) bool {
+	t := networking(l).TLS
+	return t != nil && t.Enabled && t.SecretName != ""
+}
+
+// tlsSecretName is the Secret with the server's certificate; "" without TLS.
+func tlsSecretName(l *v1alpha2.LlamaStackDistribution) string {
+	if !tlsEnabled(l) {
+		return ""
+	}
+	return networking(l).TLS.SecretName
+}
+
+// serverTLS is what a sync knows of the server's certificate.
+type serverTLS struct {
+	// hash is of tls.crt and tls.key, for the pod-template annotation.
+	hash string
+	// ca is the Secret's ca.crt (PEM), empty when it has none.
+	ca []byte
+}
+
+// tlsSecretMemo is the last read of a CR's TLS Secret.
+type tlsSecretMemo struct {
+	uid        types.UID
+	generation int64
+	name       string
+	read       time.Time
+	tls        serverTLS
+	problem    *userError
+	// failures counts the reads in a row that found a problem.
+	failures int
+}
+
+// valid is how long the read stays good.
+func (m tlsSecretMemo) valid() time.Duration {
+	if m.problem == nil {
+		return tlsSecretRecheck
+	}
+	d := tlsSecretRetryMin
+	for i := 1; i < m.failures && d < tlsSecretRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, tlsSecretRetryMax)
+}
+
+// tlsSecretMemos holds a tlsSecretMemo per CR (cache.ObjectName).
+type tlsSecretMemos struct{ m sync.Map }
+
+func (t *tlsSecretMemos) forget(key cache.ObjectName) { t.m.Delete(key) }
+
+// last is the last good read of the CR's Secret, for the probe's trust; nil when none.
+func (t *tlsSecretMemos) last(key cache.ObjectName) *serverTLS {
+	if v, ok := t.m.Load(key); ok {
+		if m := v.(tlsSecretMemo); m.problem == nil {
+			return &m.tls
+		}
+	}
+	return nil
+}
+
+// resolveServerTLS reads the CR's TLS Secret when it has to (see above) and checks it:
+// it must hold a certificate and the key that goes with it, as the server would load
+// them. A missing or unusable Secret is a problem: what runs is kept and the CR is looked
+// at again on the recheck back-off, since no event announces the Secret's creation.
+func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*serverTLS, *userError, error) {
+	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	name := tlsSecretName(l)
+	if name == "" {
+		c.tlsSecrets.forget(key)
+		return nil, nil, nil
+	}
+	now := c.clock.Now()
+	failures := 0
+	if v, ok := c.tlsSecrets.m.Load(key); ok {
+		m := v.(tlsSecretMemo)
+		if m.uid == l.UID && m.name == name {
+			if m.generation == l.Generation && now.Sub(m.read) < m.valid() {
+				if m.problem != nil {
+					return nil, m.problem, nil
+				}
+				t := m.tls
+				return &t, nil, nil
+			}
+			failures = m.failures
+		}
+	}
+	secret, err := c.kubeclient.CoreV1().Secrets(l.Namespace).Get(ctx, name, metav1.GetOptions{})
+	memo := tlsSecretMemo{uid: l.UID, generation: l.Generation, name: name, read: now}
+	switch {
+	case apierrors.IsNotFound(err):
+		memo.problem = &userError{v1alpha2.ReasonTLSSecretNotFound, fmt.Sprintf(
+			"spec.networking.tls.secretName: Secret %s/%s was not found; create it (type kubernetes.io/tls with tls.crt and tls.key, as cert-manager writes) and the server is rolled out serving HTTPS; until then what runs is kept",
+			l.Namespace, name)}
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading TLS Secret %s/%s: %w", l.Namespace, name, err)
+	default:
+		memo.tls, memo.problem = checkTLSSecret(secret)
+	}
+	if memo.problem != nil {
+		memo.failures = failures + 1
+	}
+	c.tlsSecrets.m.Store(key, memo)
+	// The CR comes back when the next read is due, whatever else brings it back.
+	c.queue.AddAfter(key, memo.valid())
+	if memo.problem != nil {
+		return nil, memo.problem, nil
+	}
+	t := memo.tls
+	return &t, nil, nil
+}
+
+// checkTLSSecret checks that secret holds a certificate and its key, as the server loads
+// them, and returns their hash and the CA certificate.
+func checkTLSSecret(secret *corev1.Secret) (serverTLS, *userError) {
+	where := fmt.Sprintf("spec.networking.tls.secretName: Secret %s/%s", secret.Namespace, secret.Name)
+	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	for _, k := range []struct {
+		name string
+		data []byte
+	}{{corev1.TLSCertKey, crt}, {corev1.TLSPrivateKeyKey, key}} {
+		if len(k.data) == 0 {
+			return serverTLS{}, &userError{v1alpha2.ReasonTLSSecretInvalid, fmt.Sprintf(
+				"%s has no %s: the server needs tls.crt and tls.key (a Secret of type kubernetes.io/tls); what runs is kept", where, k.name)}
+		}
+	}
+	if _, err := tls.X509KeyPair(crt, key); err != nil {
+		return serverTLS{}, &userError{v1alpha2.ReasonTLSSecretInvalid, fmt.Sprintf(
+			"%s: the server could not load tls.crt and tls.key (%v); what runs is kept", where, err)}
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s%d:%s", len(crt), crt, len(key), key)
+	return serverTLS{hash: hex.EncodeToString(h.Sum(nil))[:32], ca: append([]byte(nil), secret.Data[secretCAKey]...)}, nil
+}
+
+// servesTLS tells whether the server Deployment's pods serve HTTPS (their probes do):
+// the probe and status.serviceURL follow what runs, not what the CR asks for.
+func servesTLS(d *appsv1.Deployment) bool {
+	if d == nil {
+		return false
+	}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if p := ctr.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+			return true
+		}
+	}
+	return false
+}
+
+// checkUserConfigTLS returns a problem when the server would serve plain HTTP with the
+// user's config: a server that its own CLI starts (OGX, llama-stack before 0.3, and an
+// image whose line is not known) reads its certificate only from the config, which the
+// controller does not write. The controller's script for llama-stack 0.3 to 0.7 passes
+// the certificate itself. The file is read as for a version move (userConfigs).
+func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*userError, error) {
+	if uc == nil || generatesConfig(l) {
+		return nil, nil
+	}
+	version := imageServerVersion(image)
+	if v, err := configgen.ParseVersion(version); err == nil && !v.OGX() && v.Minor >= 3 {
+		return nil, nil
+	}
+	ns, name := l.Namespace, uc.mountName
+	if uc.source != nil {
+		ns, name = uc.source.Namespace, uc.source.Name
+	}
+	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	if err != nil || !found {
+		return nil, err
+	}
+	cert, key, perr := configgen.ServerTLS(content)
+	if perr == nil && cert != "" && key != "" {
+		return nil, nil
+	}
+	server := "server " + version
+	if version == "" {
+		server = "the server of image " + image
+	}
+	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+		"spec.networking.tls: %s reads its certificate only from its config, and the config of overrideConfig (ConfigMap %s/%s) names none, so it would serve plain HTTP; "+
+			"add to it server.tls_certfile: %s and server.tls_keyfile: %s (where the Secret %s is mounted); until then what runs is kept",
+		server, ns, name, serverCertFile, serverKeyFile, tlsSecretName(l))}, nil
+}

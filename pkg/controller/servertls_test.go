@@ -1,0 +1,331 @@
+package controller
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// testServing is a CA and a serving certificate it signed, PEM-encoded.
+type testServing struct {
+	ca, cert, key []byte
+}
+
+// newTestServing makes a CA and a serving certificate for dnsNames signed by it.
+func newTestServing(t testing.TB, dnsNames ...string) testServing {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test serving CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return testServing{
+		ca:   []byte(pemBlock("CERTIFICATE", caDER)),
+		cert: []byte(pemBlock("CERTIFICATE", der)),
+		key:  []byte(pemBlock("EC PRIVATE KEY", keyDER)),
+	}
+}
+
+// secret is the kubernetes.io/tls Secret of s, with its ca.crt.
+func (s testServing) secret(name string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: s.cert, corev1.TLSPrivateKeyKey: s.key, secretCAKey: s.ca},
+	}
+}
+
+func withServerTLS(secret string) func(*v1alpha2.LlamaStackDistribution) {
+	return func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: secret}}
+	}
+}
+
+func TestCheckTLSSecret(t *testing.T) {
+	good := newTestServing(t, "app-service.demo.svc")
+	other := newTestServing(t, "app-service.demo.svc")
+	tests := map[string]struct {
+		edit    func(*corev1.Secret)
+		problem string
+	}{
+		"a certificate and its key":     {},
+		"without ca.crt":                {edit: func(s *corev1.Secret) { delete(s.Data, secretCAKey) }},
+		"no tls.key":                    {edit: func(s *corev1.Secret) { delete(s.Data, corev1.TLSPrivateKeyKey) }, problem: "has no tls.key"},
+		"no tls.crt":                    {edit: func(s *corev1.Secret) { s.Data[corev1.TLSCertKey] = nil }, problem: "has no tls.crt"},
+		"a key of another certificate":  {edit: func(s *corev1.Secret) { s.Data[corev1.TLSPrivateKeyKey] = other.key }, problem: "could not load tls.crt and tls.key"},
+		"a certificate that is not PEM": {edit: func(s *corev1.Secret) { s.Data[corev1.TLSCertKey] = []byte("hello") }, problem: "could not load"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := good.secret("serving")
+			if tc.edit != nil {
+				tc.edit(s)
+			}
+			got, problem := checkTLSSecret(s)
+			if tc.problem != "" {
+				require.NotNil(t, problem)
+				assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, problem.reason)
+				assert.Contains(t, problem.message, tc.problem)
+				assert.Contains(t, problem.message, "Secret demo/serving")
+				return
+			}
+			require.Nil(t, problem)
+			assert.Len(t, got.hash, 32)
+			assert.Equal(t, s.Data[secretCAKey], got.ca)
+		})
+	}
+	a, _ := checkTLSSecret(good.secret("s"))
+	b, _ := checkTLSSecret(other.secret("s"))
+	assert.NotEqual(t, a.hash, b.hash, "another certificate, another hash")
+}
+
+// The pod of a TLS server mounts the Secret, is probed over HTTPS and is told where the
+// certificate is in the way its line reads it.
+func TestDeploymentServesTLS(t *testing.T) {
+	l := newHubLLSD("app", withServerTLS("serving"))
+	for name, tc := range map[string]struct {
+		version string
+		uvicorn bool
+	}{
+		"llama-stack 0.7": {version: "0.7.1", uvicorn: true},
+		"OGX 1.3":         {version: "1.3.0"},
+		"unknown line":    {version: "", uvicorn: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := deploymentInputs{image: "img", userConfigMap: "cfg", serverVersion: tc.version, tls: &serverTLS{hash: "h1"}}
+			d := newDeployment(l, in)
+			ctr := serverContainerOf(t, d)
+			for _, p := range []*corev1.Probe{ctr.StartupProbe, ctr.ReadinessProbe, ctr.LivenessProbe} {
+				assert.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme)
+			}
+			assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: volumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true})
+			var vol *corev1.Volume
+			for i := range d.Spec.Template.Spec.Volumes {
+				if d.Spec.Template.Spec.Volumes[i].Name == volumeServerTLS {
+					vol = &d.Spec.Template.Spec.Volumes[i]
+				}
+			}
+			require.NotNil(t, vol)
+			require.NotNil(t, vol.Secret)
+			assert.Equal(t, "serving", vol.Secret.SecretName)
+			assert.Equal(t, "h1", d.Spec.Template.Annotations[annotationTLSHash], "a renewed certificate rolls the pods")
+			env := envMap(ctr.Env)
+			if tc.uvicorn {
+				assert.Equal(t, serverCertFile, env[envUvicornCertFile])
+				assert.Equal(t, serverKeyFile, env[envUvicornKeyFile])
+			} else {
+				assert.NotContains(t, env, envUvicornCertFile, "OGX reads its certificate from its config")
+			}
+			assert.True(t, servesTLS(d))
+		})
+	}
+	plain := newDeployment(l, deploymentInputs{image: "img"})
+	assert.False(t, servesTLS(plain))
+	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
+	assert.NotContains(t, plain.Spec.Template.Annotations, annotationTLSHash)
+}
+
+func TestServiceOfATLSServer(t *testing.T) {
+	svc := newService(newHubLLSD("app", withServerTLS("serving")))
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, "https", svc.Spec.Ports[0].Name)
+	require.NotNil(t, svc.Spec.Ports[0].AppProtocol)
+	assert.Equal(t, "https", *svc.Spec.Ports[0].AppProtocol)
+	plain := newService(newHubLLSD("app"))
+	assert.Equal(t, "http", plain.Spec.Ports[0].Name)
+	assert.Nil(t, plain.Spec.Ports[0].AppProtocol)
+}
+
+// A named distribution with TLS runs a generated config that names the certificate, the
+// Secret mounted where it says; the status URL is https.
+func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newHubLLSD("app", withServerTLS("serving")), serving.secret("serving"))
+	f.converge("app")
+	d := f.deployment("app")
+	name := mountedConfig(d)
+	require.True(t, strings.HasPrefix(name, "app-config-"), "a generated config is mounted: %q", name)
+	cm, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	var cfg struct {
+		Server map[string]any `json:"server"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[userConfigKey]), &cfg))
+	assert.Equal(t, serverCertFile, cfg.Server["tls_certfile"])
+	assert.Equal(t, serverKeyFile, cfg.Server["tls_keyfile"])
+	assert.NotContains(t, cfg.Server, "insecure", "a server with a certificate is not told to run without")
+	assert.True(t, servesTLS(d))
+	assert.Equal(t, "https://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
+
+	// An unchanged CR does not read the Secret again until it is due.
+	assert.Empty(t, f.sync("app"))
+}
+
+// A missing Secret is reported and rolls nothing: the running Deployment is kept, and
+// the Secret is looked for again on a back-off, not at every sync.
+func TestMissingTLSSecretRollsNothing(t *testing.T) {
+	f := newFixture(t, newHubLLSD("app"))
+	clk := testingclock.NewFakeClock(time.Now())
+	f.c.clock = clk
+	f.converge("app")
+	before := f.deployment("app")
+
+	f.updateHub("app", withServerTLS("serving"))
+	actions := f.sync("app")
+	assert.Equal(t, []string{"get secrets serving", "update llamastackdistributions/status app"}, describe(actions))
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonTLSSecretNotFound, c.Reason)
+	assert.Contains(t, c.Message, "Secret demo/serving was not found")
+	assert.Equal(t, before.Spec.Template, f.deployment("app").Spec.Template, "what runs is kept")
+	assert.Contains(t, strings.Join(f.events(), "\n"), "TLSSecretNotFound")
+	assert.Empty(t, f.sync("app"), "not read again before the back-off")
+
+	clk.Step(tlsSecretRetryMin)
+	assert.Equal(t, []string{"get secrets serving"}, describe(f.sync("app")), "read again after the back-off")
+
+	// The Secret appears: the server is rolled out serving HTTPS.
+	serving := newTestServing(t, "app-service.demo.svc")
+	_, err := f.kubeclient.CoreV1().Secrets(testNamespace).Create(f.ctx, serving.secret("serving"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	clk.Step(2 * tlsSecretRetryMin)
+	f.converge("app")
+	assert.True(t, servesTLS(f.deployment("app")))
+	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+
+	// A renewed certificate is read when due and rolls the pods.
+	hash := f.deployment("app").Spec.Template.Annotations[annotationTLSHash]
+	renewed := newTestServing(t, "app-service.demo.svc")
+	_, err = f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, f.sync("app"), "not before it is due")
+	clk.Step(tlsSecretRecheck)
+	f.converge("app")
+	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[annotationTLSHash])
+}
+
+// A user-written config on a server that reads its certificate only from its config
+// must name it; on llama-stack 0.3 to 0.7 the controller's script passes it.
+func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	withOverride := func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "cfg"}
+	}
+	plain := "version: 2\napis: [inference]\nproviders: {inference: []}\n"
+	named := plain + "server:\n  tls_certfile: " + serverCertFile + "\n  tls_keyfile: " + serverKeyFile + "\n"
+
+	f := newFixture(t, newHubLLSD("app", withServerTLS("serving"), withOverride),
+		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil))
+	f.converge("app")
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
+	assert.Contains(t, c.Message, "server 1.3.0 reads its certificate only from its config")
+	assert.Contains(t, c.Message, "server.tls_certfile: "+serverCertFile)
+	assert.Empty(t, f.sync("app"), "the file is not read again while it is unchanged")
+
+	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{userConfigKey: named}, nil))
+	f.converge("app")
+	assert.True(t, servesTLS(f.deployment("app")))
+	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+
+	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.
+	f2 := newFixture(t, newHubLLSD("app", withServerTLS("serving"), withOverride),
+		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil),
+		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+	f2.converge("app")
+	ctr := serverContainerOf(t, f2.deployment("app"))
+	assert.Equal(t, serverCertFile, envMap(ctr.Env)[envUvicornCertFile])
+}
+
+// The controller's probe verifies the server's certificate against the Secret's ca.crt,
+// for any of the Service's names, and refuses another CA or another name.
+func TestServiceEndpointsVerifyTheServerCertificate(t *testing.T) {
+	l := newHubLLSD("app", withServerTLS("serving"))
+	for name, tc := range map[string]struct {
+		names   []string
+		trusted bool
+		err     string
+	}{
+		"the short name":            {names: []string{"app-service.demo.svc"}, trusted: true},
+		"the cluster-domain name":   {names: []string{"app-service.demo.svc.cluster.local"}, trusted: true},
+		"another cluster domain":    {names: []string{"app-service.demo.svc.corp.example"}, trusted: true},
+		"another Service's name":    {names: []string{"other-service.demo.svc"}, trusted: true, err: "not for the Service"},
+		"a CA the controller lacks": {names: []string{"app-service.demo.svc"}, err: "unknown authority"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newTestServing(t, tc.names...)
+			pair, err := tls.X509KeyPair(s.cert, s.key)
+			require.NoError(t, err)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte(`{"status":"OK"}`))
+			}))
+			srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+			srv.StartTLS()
+			defer srv.Close()
+			addr := srv.Listener.Addr().String()
+			// Every name dials the test server.
+			base := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}}
+			trust := &ServerTLS{}
+			if tc.trusted {
+				trust.RootCAs = s.ca
+			}
+			ep := ServiceEndpoints(base)(l, trust)
+			assert.Equal(t, "https://app-service.demo.svc:8321", ep.(interface{ String() string }).String())
+			code, _, err := ep.Get(t.Context(), "/v1/health")
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, code)
+		})
+	}
+}
+
+func TestProxyEndpointOfATLSServer(t *testing.T) {
+	proxied, err := ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
+	require.NoError(t, err)
+	l := newHubLLSD("app")
+	assert.Equal(t, "/api/v1/namespaces/demo/services/https:app-service:8321/proxy",
+		proxied(l, &ServerTLS{}).(interface{ String() string }).String())
+	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy",
+		proxied(l, nil).(interface{ String() string }).String())
+}
