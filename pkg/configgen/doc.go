@@ -88,6 +88,13 @@
 //     config (replaced or disabled) are dropped: the server would refuse
 //     them. A reference to ${env.X:+id} is judged by id; other ${env...}
 //     references are kept.
+//   - A ${env.X} without a default (envrefs.go) that the server would
+//     expand with X unset stops it at start: the config is refused at
+//     spec.workload.overrides.env, naming X and where the config uses it.
+//     The container's variables are the config's LLSD_* and that list (it
+//     has no envFrom); what the server skips (a provider whose id resolves
+//     to __disabled__, a resource whose id resolves empty, auth switched
+//     off by its type) is not looked at.
 //   - The distribution name is the base's (the registry is keyed by it),
 //     written as distro_name from 0.5. networking is not written: the
 //     Deployment passes port, TLS and workers to uvicorn, which ignores the

@@ -171,7 +171,7 @@ func Generate(in Input) (*Output, error) {
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
-	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.server, g.checkProviders}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.server, g.checkProviders, g.checkEnv}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
