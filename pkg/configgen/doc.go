@@ -87,7 +87,10 @@
 //     safety.default_shield_id that point at a provider no longer in the
 //     config (replaced or disabled) are dropped: the server would refuse
 //     them. A reference to ${env.X:+id} is judged by id; other ${env...}
-//     references are kept.
+//     references are kept. safety.default_shield_id also goes when the
+//     server, with the container's variables, registers other shields but
+//     not it (a base shield switched on by ${env.X:+id} with X unset): its
+//     start-up check refuses that.
 //   - A ${env.X} without a default (envrefs.go) that the server would
 //     expand with X unset stops it at start: the config is refused at
 //     spec.workload.overrides.env, naming X and where the config uses it.
