@@ -24,7 +24,8 @@
 // storage backends and stores, the resource inputs) as Go structs decoded
 // strictly, plus the keys each version reads: distro_name from 0.5 (before,
 // image_name), telemetry only in 0.3, safety from 0.4, connectors at the top
-// from 0.5, stores.prompts from 0.4, the 0.7 pool settings, the APIs of each
+// from 0.5, stores.prompts from 0.4, storage and its backends required
+// before 0.4 (no defaults there), the 0.7 pool settings, the APIs of each
 // version (agents until 0.6, responses from 0.7; telemetry takes providers at
 // no supported version: 0.3 builds it in, 0.4 removed it). The base is
 // checked before use and the result before it is returned; the server itself
