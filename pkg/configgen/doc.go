@@ -24,7 +24,8 @@
 // storage backends and stores, the resource inputs) as Go structs decoded
 // strictly, plus the keys each version reads: distro_name from 0.5 (before,
 // image_name), telemetry only in 0.3, safety from 0.4, connectors at the top
-// from 0.5, stores.prompts from 0.4, the 0.7 pool settings, the APIs of each
+// from 0.5, stores.prompts from 0.4, storage and its backends required
+// before 0.4 (no defaults there), the 0.7 pool settings, the APIs of each
 // version (agents until 0.6, responses from 0.7; telemetry takes providers at
 // no supported version: 0.3 builds it in, 0.4 removed it). The base is
 // checked before use and the result before it is returned; the server itself
@@ -87,7 +88,17 @@
 //     safety.default_shield_id that point at a provider no longer in the
 //     config (replaced or disabled) are dropped: the server would refuse
 //     them. A reference to ${env.X:+id} is judged by id; other ${env...}
-//     references are kept.
+//     references are kept. safety.default_shield_id also goes when the
+//     server, with the container's variables, registers other shields but
+//     not it (a base shield switched on by ${env.X:+id} with X unset): its
+//     start-up check refuses that.
+//   - A ${env.X} without a default (envrefs.go) that the server would
+//     expand with X unset stops it at start: the config is refused at
+//     spec.workload.overrides.env, naming X and where the config uses it.
+//     The container's variables are the config's LLSD_* and that list (it
+//     has no envFrom); what the server skips (a provider whose id resolves
+//     to __disabled__, a resource whose id resolves empty, auth switched
+//     off by its type) is not looked at.
 //   - The distribution name is the base's (the registry is keyed by it),
 //     written as distro_name from 0.5. networking is not written: the
 //     Deployment passes port, TLS and workers to uvicorn, which ignores the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -189,6 +190,11 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 			continue
 		}
 		spec.Disabled = append(spec.Disabled, a.crd)
+	}
+	// The bases of postgres-demo and meta-reference-gpu register a model
+	// ${env.INFERENCE_MODEL}, which has no default.
+	if r.Intn(8) != 0 {
+		spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "INFERENCE_MODEL", Value: "m"}}}
 	}
 }
 

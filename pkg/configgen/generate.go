@@ -180,7 +180,7 @@ func Generate(in Input) (*Output, error) {
 	if err := g.loadBase(in.Base, in.Name, baseField); err != nil {
 		return nil, err
 	}
-	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.server, g.checkProviders}
+	steps := []func() error{g.checkAPIs, g.providers, g.disable, g.storage, g.pruneResources, g.resources, g.pruneReferences, g.syncAPIs, g.server, g.checkProviders, g.checkEnv}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -832,7 +832,8 @@ func upsert(rr map[string]any, list, key, id string, e map[string]any) {
 }
 
 // pruneReferences drops the settings that point at a provider or shield no
-// longer in the config: vector_stores defaults and safety.default_shield_id.
+// longer in the config: vector_stores defaults and safety.default_shield_id
+// (also when the server would not register its shield: defaultShieldHolds).
 func (g *gen) pruneReferences() error {
 	prov := g.providersMap()
 	if vs, ok := g.cfg["vector_stores"].(map[string]any); ok {
@@ -863,7 +864,7 @@ func (g *gen) pruneReferences() error {
 	if s, ok := g.cfg["safety"].(map[string]any); ok {
 		if _, live := prov["safety"]; !live {
 			delete(g.cfg, "safety")
-		} else if id, ok := s["default_shield_id"].(string); ok && !g.hasShield(id) {
+		} else if id, ok := s["default_shield_id"].(string); ok && !g.defaultShieldHolds(id) {
 			delete(s, "default_shield_id")
 		}
 	}
@@ -876,15 +877,44 @@ func (g *gen) pruneReferences() error {
 	return nil
 }
 
-func (g *gen) hasShield(id string) bool {
+// defaultShieldHolds reports whether safety.default_shield_id id can stay:
+// its shield is listed, and the server's start-up check
+// (validate_safety_config) passes, which wants it among the shields the
+// server registers whenever it registers any. With the container's
+// variables (podEnv), a base shield switched on by ${env.X:+id} is not
+// registered while X is unset, and a shield of the CR then stops the
+// server; a default that no shield registered needs is kept, as the base has it.
+func (g *gen) defaultShieldHolds(id string) bool {
 	rr, _ := g.cfg["registered_resources"].(map[string]any)
 	l, _ := rr["shields"].([]any)
+	env := g.podEnv()
+	listed, registered, others := false, false, false
 	for _, e := range l {
-		if m, ok := e.(map[string]any); ok && m["shield_id"] == id {
-			return true
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if m["shield_id"] == id {
+			listed = true
+			registered = registered || shieldRegistered(m, env)
+		} else {
+			others = others || shieldRegistered(m, env)
 		}
 	}
-	return false
+	return listed && (registered || !others)
+}
+
+// shieldRegistered reports whether the server registers a shield entry at
+// start: not when its provider_id resolves empty or to __disabled__
+// (register_resources), nor when its shield_id resolves empty (the entry
+// is skipped). A value from a Secret is taken as one that registers.
+func shieldRegistered(m map[string]any, env map[string]podVar) bool {
+	pid, _ := m["provider_id"].(string)
+	if p, known, missing := expand(pid, env); missing == "" && known && (p == "" || p == "__disabled__") {
+		return false
+	}
+	sid, _ := m["shield_id"].(string)
+	return !resolvesEmpty(sid, env)
 }
 
 // marshal writes the tree as YAML with sorted keys.

@@ -365,6 +365,15 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 	if c.Storage != nil {
 		errs = append(errs, c.Storage.validate(v)...)
 	}
+	// Before 0.4 StackRunConfig.storage and StorageConfig.backends have no
+	// default (core/datatypes.py, core/storage/datatypes.py at 0.3.x).
+	if !v.atLeast(4) {
+		if c.Storage == nil {
+			bad("storage is required before 0.4")
+		} else if c.Storage.Backends == nil {
+			bad("storage.backends is required before 0.4")
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config does not match the server %s schema: %s", v, strings.Join(errs, "; "))
 	}

@@ -70,6 +70,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"no image_name at 0.3", "0.3.4", "distro_name: null\n", `image_name is required`},
 		{"prompts store at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nstorage: {backends: {kv_default: {type: kv_sqlite}}, stores: {prompts: {backend: kv_default}}}\n", `prompts is read from 0.4`},
 		{"pool_size at 0.6", "0.6.0", "storage: {backends: {sql_default: {type: sql_postgres, user: u, pool_size: 3}}}\n", `pool_size is read from 0.7`},
+		{"no storage at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nstorage: null\n", `storage is required before 0.4`},
+		{"no storage backends at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nstorage: {stores: {}}\n", `storage.backends is required before 0.4`},
 		{"rerank at 0.3", "0.3.4", "image_name: x\ndistro_name: null\nregistered_resources: {models: [{model_id: m, model_type: rerank}]}\n", `model_type "rerank"`},
 		{"version 3", "0.7.1", "version: 3\n", `version must be 2`},
 		{"kv store without namespace", "0.7.1", "storage: {backends: {kv_default: {type: kv_sqlite}}, stores: {metadata: {backend: kv_default}}}\n", `stores.metadata.namespace is required`},
