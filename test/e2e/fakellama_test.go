@@ -5,6 +5,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ import (
 //     port fails (ogxPort). Any other command is the user's, and started as a
 //     llama-stack one.
 //
-// The file is read from the ConfigMap volume mounted there (items and subPath
+// The file is read from the ConfigMap (or Secret) volume mounted there (items and subPath
 // honoured), its ${env...} expressions resolved as llama-stack's replace_env_vars does
 // (unchanged in OGX). Without a file (no $LLAMA_STACK_CONFIG, or the entrypoint without
 // the file at $RUN_CONFIG_PATH) the server runs the config bundled in the image, which
@@ -89,6 +90,10 @@ type llamaServer struct {
 	config    map[string]any
 	providers []llamaProvider
 	handler   http.Handler
+	// tls is the server's TLS when it serves HTTPS (serverTLS); nil for plain HTTP.
+	tls *tls.Config
+	// certFile is where it read its certificate from ("" for plain HTTP).
+	certFile string
 }
 
 // bundled reports whether the server runs the config bundled in its image, not a file
@@ -166,20 +171,25 @@ func (s *llamaServers) dial(ctx context.Context, pod *corev1.Pod, port string) (
 		}
 		s.mu.Unlock()
 	}
-	return serveOneConnection(ctx, srv.handler)
+	return serveOneConnection(ctx, srv.handler, srv.tls)
 }
 
 // serveOneConnection serves h on a loopback listener that accepts one connection, and
-// returns the client end of that connection. Keep-alives are off: each request is a
-// new dial, so a pod replaced under the same IP is never answered by its predecessor.
-func serveOneConnection(ctx context.Context, h http.Handler) (net.Conn, error) {
+// returns the client end of that connection; over TLS when tlsConfig is set. Keep-alives
+// are off: each request is a new dial, so a pod replaced under the same IP is never
+// answered by its predecessor.
+func serveOneConnection(ctx context.Context, h http.Handler, tlsConfig *tls.Config) (net.Conn, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	srv.SetKeepAlivesEnabled(false)
-	go func() { _ = srv.Serve(oneAccept{ln}) }()
+	var served net.Listener = oneAccept{ln}
+	if tlsConfig != nil {
+		served = tls.NewListener(served, tlsConfig)
+	}
+	go func() { _ = srv.Serve(served) }()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", ln.Addr().String())
 	if err != nil {
@@ -233,6 +243,9 @@ func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer
 			return nil, fmt.Errorf("fake llama-stack server: %s: %w", start.path, err)
 		}
 	}
+	if err := srv.serverTLS(ctx, pod, ctr, start, environ); err != nil {
+		return nil, err
+	}
 	if start.ogx {
 		if srv.port, err = ogxPort(version, start.port, environ, srv.config); err != nil {
 			return nil, err
@@ -242,6 +255,40 @@ func startLlama(ctx context.Context, pod *corev1.Pod, port string) (*llamaServer
 		}
 	}
 	return srv, nil
+}
+
+// serverTLS loads the certificate the server serves HTTPS with, as each start reads it:
+// the uvicorn the controller's script starts for llama-stack 0.3 to 0.7 from
+// UVICORN_SSL_CERTFILE and _KEYFILE (uvicorn's own variables; the config's keys are not
+// read there), every server its CLI starts (OGX, llama-stack's image entrypoint and
+// the older starts) from the config's server.tls_certfile and tls_keyfile. A named file
+// the container does not have, or a pair that does not load, stops the server.
+func (s *llamaServer) serverTLS(ctx context.Context, pod *corev1.Pod, c *corev1.Container, start serverStart, environ map[string]string) error {
+	var cert, key string
+	script := strings.Join(slices.Concat(c.Command, c.Args), " ")
+	if !start.ogx && atLeast(s.version, 0, 3) && strings.Contains(script, "exec uvicorn ") {
+		cert, key = environ["UVICORN_SSL_CERTFILE"], environ["UVICORN_SSL_KEYFILE"]
+	} else if srvCfg, ok := s.config["server"].(map[string]any); ok {
+		cert, _ = srvCfg["tls_certfile"].(string)
+		key, _ = srvCfg["tls_keyfile"].(string)
+	}
+	if cert == "" || key == "" {
+		return nil
+	}
+	certPEM, err := mountedFile(ctx, pod, c, cert)
+	if err != nil {
+		return fmt.Errorf("fake llama-stack server: the certificate: %w", err)
+	}
+	keyPEM, err := mountedFile(ctx, pod, c, key)
+	if err != nil {
+		return fmt.Errorf("fake llama-stack server: the key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("fake llama-stack server: ssl.SSLError loading %s and %s: %w", cert, key, err)
+	}
+	s.tls, s.certFile = &tls.Config{Certificates: []tls.Certificate{pair}}, cert
+	return nil
 }
 
 // runConfig is the config file a server starts with after env substitution, and the
@@ -624,9 +671,9 @@ func containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (ma
 // or the volume has no such file.
 var errNoFile = errors.New("no such file")
 
-// mountedFile reads the file at file in container c of pod: the ConfigMap volume of
-// the innermost mount holding it, with the mount's subPath and the volume's items.
-// A file the container does not have is errNoFile.
+// mountedFile reads the file at file in container c of pod: the ConfigMap or Secret
+// volume of the innermost mount holding it, with the mount's subPath and the volume's
+// items. A file the container does not have is errNoFile.
 func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file string) ([]byte, error) {
 	file = path.Clean(file)
 	var mount *corev1.VolumeMount
@@ -651,35 +698,58 @@ func mountedFile(ctx context.Context, pod *corev1.Pod, c *corev1.Container, file
 			vol = &pod.Spec.Volumes[i]
 		}
 	}
-	if vol == nil || vol.ConfigMap == nil {
-		return nil, fmt.Errorf("fake llama-stack server: %s: volume %s is not a ConfigMap volume, which the fake does not read", file, mount.Name)
-	}
-	src := vol.ConfigMap
-	optional := src.Optional != nil && *src.Optional
-	cm, err := env.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	var (
+		kind, name string
+		items      []corev1.KeyToPath
+		optional   bool
+		data       map[string][]byte
+	)
 	switch {
-	case apierrors.IsNotFound(err) && optional:
-		cm = &corev1.ConfigMap{}
-	case err != nil:
-		return nil, fmt.Errorf("fake llama-stack server: volume %s: configmap %q not found", mount.Name, src.Name)
+	case vol != nil && vol.ConfigMap != nil:
+		src := vol.ConfigMap
+		kind, name, items, optional = "configmap", src.Name, src.Items, src.Optional != nil && *src.Optional
+		cm, err := env.kube.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && optional:
+		case err != nil:
+			return nil, fmt.Errorf("fake llama-stack server: volume %s: configmap %q not found", mount.Name, src.Name)
+		default:
+			data = map[string][]byte{}
+			for k, v := range cm.Data {
+				data[k] = []byte(v)
+			}
+		}
+	case vol != nil && vol.Secret != nil:
+		src := vol.Secret
+		kind, name, items, optional = "secret", src.SecretName, src.Items, src.Optional != nil && *src.Optional
+		s, err := env.kube.CoreV1().Secrets(pod.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) && optional:
+		case err != nil:
+			return nil, fmt.Errorf("fake llama-stack server: volume %s: secret %q not found", mount.Name, src.SecretName)
+		default:
+			data = s.Data
+		}
+	default:
+		return nil, fmt.Errorf("fake llama-stack server: %s: volume %s is neither a ConfigMap nor a Secret volume, which the fake does not read", file, mount.Name)
 	}
 	files := map[string]string{} // path in the volume -> key
-	if len(src.Items) == 0 {
-		for k := range cm.Data {
+	if len(items) == 0 {
+		for k := range data {
 			files[k] = k
 		}
 	}
-	for _, item := range src.Items {
-		if _, ok := cm.Data[item.Key]; !ok && !optional {
-			return nil, fmt.Errorf("fake llama-stack server: volume %s: configmap %s has no key %s", mount.Name, src.Name, item.Key)
+	for _, item := range items {
+		if _, ok := data[item.Key]; !ok && !optional {
+			return nil, fmt.Errorf("fake llama-stack server: volume %s: %s %s has no key %s", mount.Name, kind, name, item.Key)
 		}
 		files[path.Clean(item.Path)] = item.Key
 	}
 	key, ok := files[inVolume]
 	if !ok {
-		return nil, fmt.Errorf("fake llama-stack server: %s: %w (volume %s, ConfigMap %s)", file, errNoFile, mount.Name, src.Name)
+		return nil, fmt.Errorf("fake llama-stack server: %s: %w (volume %s, %s %s)", file, errNoFile, mount.Name, kind, name)
 	}
-	return []byte(cm.Data[key]), nil
+	return data[key], nil
 }
 
 // imageVersion is the server version of an image whose tag is one (0.7.1 or v0.7.1):
@@ -1012,7 +1082,7 @@ func TestFakeLlamaReadsTheMountedFile(t *testing.T) {
 		{mounts: []corev1.VolumeMount{{Name: "items", MountPath: "/etc/x", SubPath: "run"}}, file: "/etc/x/config.yaml", want: "two"},
 		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}, {Name: "whole", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
 		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stack"}, {Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", want: "one"},
-		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", err: "not a ConfigMap volume"},
+		{mounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc"}}, file: "/etc/llama-stack/config.yaml", err: "neither a ConfigMap nor a Secret volume"},
 		{mounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/etc/llama-stacks"}}, file: "/etc/llama-stack/config.yaml", err: "no volume is mounted there"},
 		{mounts: []corev1.VolumeMount{{Name: "absent", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: `configmap "absent" not found`},
 		{mounts: []corev1.VolumeMount{{Name: "optional", MountPath: "/etc/llama-stack"}}, file: "/etc/llama-stack/config.yaml", err: "no such file"},
