@@ -372,7 +372,11 @@ func TestUnknownDistributionIsReportedOnce(t *testing.T) {
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
 	assert.Nil(t, f.stored(kindDeployment, "app"))
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonDistributionNotSupported,
-		`"nope"`, "starter", "remote-vllm", "meta-reference-gpu", "postgres-demo")
+		`"nope"`, "supported distributions: postgres-demo, starter (or set")
+	// Names without a published image are not offered.
+	msg := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Message
+	assert.NotContains(t, msg, "remote-vllm")
+	assert.NotContains(t, msg, "meta-reference-gpu")
 	events := f.events()
 	assert.Equal(t, 1, countEvents(events, "Warning DistributionNotSupported"), "events: %v", events)
 	assert.True(t, hasEvent(events, "nope"))

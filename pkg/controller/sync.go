@@ -400,9 +400,13 @@ func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operat
 	}
 	image, ok := c.distributions[dist.Name]
 	if !ok {
+		// Only the names with a published image are offered; the others are known but
+		// report DistributionNotPublished.
 		names := make([]string, 0, len(c.distributions))
-		for n := range c.distributions {
-			names = append(names, n)
+		for n, img := range c.distributions {
+			if img != "" {
+				names = append(names, n)
+			}
 		}
 		slices.Sort(names)
 		return "", &userError{v1alpha2.ReasonDistributionNotSupported, fmt.Sprintf(
