@@ -114,6 +114,7 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 		p.Files, p.Agents, p.Responses, p.Batches = lists["files"], lists["agents"], lists["responses"], lists["batches"]
 		p.DatasetIO, p.Eval, p.Scoring, p.PostTraining = lists["datasetio"], lists["eval"], lists["scoring"], lists["postTraining"]
 		p.FileProcessors, p.Telemetry = lists["fileProcessors"], lists["telemetry"]
+		p.Interactions, p.Messages, p.Skills = lists["interactions"], lists["messages"], lists["skills"]
 		spec.Providers = p
 	}
 	refTo := func(api v1alpha2.APIName) string {

@@ -81,6 +81,9 @@ var apiNames = []api{
 	{v1alpha2.APIPostTraining, "post_training"},
 	{v1alpha2.APIFileProcessors, "file_processors"},
 	{v1alpha2.APITelemetry, "telemetry"},
+	{v1alpha2.APIInteractions, "interactions"},
+	{v1alpha2.APIMessages, "messages"},
+	{v1alpha2.APISkills, "skills"},
 }
 
 func serverAPIName(n v1alpha2.APIName) string {
@@ -106,6 +109,7 @@ func specProviders(p *v1alpha2.ProvidersSpec) []struct {
 		v1alpha2.APIResponses: p.Responses, v1alpha2.APIBatches: p.Batches, v1alpha2.APIDatasetIO: p.DatasetIO,
 		v1alpha2.APIEval: p.Eval, v1alpha2.APIScoring: p.Scoring, v1alpha2.APIPostTraining: p.PostTraining,
 		v1alpha2.APIFileProcessors: p.FileProcessors, v1alpha2.APITelemetry: p.Telemetry,
+		v1alpha2.APIInteractions: p.Interactions, v1alpha2.APIMessages: p.Messages, v1alpha2.APISkills: p.Skills,
 	}
 	var out []struct {
 		api  api
@@ -328,6 +332,10 @@ func renameHint(server string, v Version) string {
 		return " (removed in 0.7)"
 	case server == "file_processors" && !v.atLeast(4):
 		return " (added in 0.4)"
+	case (server == "interactions" || server == "messages") && !v.OGX():
+		return " (added in 0.8, the first OGX release)"
+	case server == "skills" && !v.from(1, 1):
+		return " (added in 1.1)"
 	}
 	return ""
 }
