@@ -361,7 +361,7 @@ func (g *gen) providers() error {
 				return invalid(field+".id", "provider id %q is also the id of %s: ids are unique across APIs", id, prev)
 			}
 			seen[id] = field
-			entry, err := g.provider(p.api.server, field, id, pc)
+			entry, err := g.provider(p.api.server, field, id, pc, len(p.list) > 1)
 			if err != nil {
 				return err
 			}
@@ -372,7 +372,9 @@ func (g *gen) providers() error {
 	return nil
 }
 
-func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (map[string]any, error) {
+// provider writes one provider of the CR; shared tells that its list has
+// others, whose stores it must not share.
+func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig, shared bool) (map[string]any, error) {
 	ptype := ProviderType(pc.Provider)
 	if _, ok := lookupProvider(apiName, ptype, g.v); !ok && !g.externalProviders() {
 		return nil, invalid(field+".provider", "server %s has no %s provider of type %s (it would refuse to start); its types are: %s",
@@ -431,11 +433,34 @@ func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (m
 			cfg["persistence"] = map[string]any{"backend": g.kvBackendName(), "namespace": "vector_io::" + id}
 		}
 	}
+	// The rest of what the type's config class requires at this version
+	// (required.go): the stores and paths are written, the rest is the user's.
+	g.fillRequired(apiName, ptype, cfg, storeNames{kv: g.kvBackendName(), sql: g.sqlBackendName(), id: id, shared: shared})
+	if miss := checkRequired(apiName, ptype, cfg, g.v); len(miss) > 0 {
+		return nil, g.missingError(apiName, ptype, field, miss[0])
+	}
 	entry := map[string]any{"provider_id": id, "provider_type": ptype}
 	if len(cfg) > 0 {
 		entry["config"] = cfg
 	}
 	return entry, nil
+}
+
+// missingError is the error for a CR provider whose config lacks a field
+// its type requires at this version, or writes it in the wrong shape. It
+// names the CR field that sets it: endpoint or apiKey when those go to it,
+// else settings.
+func (g *gen) missingError(apiName, ptype, field string, m missingField) *Error {
+	if m.why != "" {
+		return invalid(field+".settings", "the %s provider %s at server %s: %s %s (the server refuses to start on it)", apiName, ptype, g.v, m.field, m.why)
+	}
+	switch m.field {
+	case endpointField(apiName, ptype, g.v):
+		return invalid(field+".endpoint", "the %s provider %s requires %s at server %s, with no default: set endpoint", apiName, ptype, m.field, g.v)
+	case keyField(apiName, ptype, g.v):
+		return invalid(field+".apiKey", "the %s provider %s requires %s at server %s, with no default: set apiKey", apiName, ptype, m.field, g.v)
+	}
+	return invalid(field+".settings", "the %s provider %s requires %s at server %s, with no default: set it in settings, or in secretRefs when it is a secret", apiName, ptype, m.field, g.v)
 }
 
 // externalProviders reports whether the base loads provider types from
@@ -467,6 +492,12 @@ func (g *gen) checkProviders() error {
 		u := unknown[0]
 		return invalid(g.baseField, "the base's %s provider type %s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
 			u.api, u.ptype, g.v, u.api, crdAPIName(u.api))
+	}
+	if req := checkRequiredAll(g.cfg, g.v); len(req) > 0 {
+		// The CR's providers are checked where they are written: this is the base's.
+		r := req[0]
+		return invalid(g.baseField, "the base's %s provider %s (%s) is not one server %s accepts: %s, so it would refuse to start: fix the base, or replace the %s providers in spec.providers.%s",
+			r.api, r.id, r.ptype, g.v, r.miss[0], r.api, crdAPIName(r.api))
 	}
 	if len(deps) == 0 {
 		return nil
