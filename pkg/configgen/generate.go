@@ -377,8 +377,8 @@ func (g *gen) providers() error {
 func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig, shared bool) (map[string]any, error) {
 	ptype := ProviderType(pc.Provider)
 	if _, ok := lookupProvider(apiName, ptype, g.v); !ok && !g.externalProviders() {
-		return nil, invalid(field+".provider", "server %s has no %s provider of type %s (it would refuse to start); its types are: %s",
-			g.v, apiName, ptype, strings.Join(providerTypes(apiName, g.v), ", "))
+		return nil, invalid(field+".provider", "server %s has no %s provider of type %s%s (it would refuse to start); its types are: %s",
+			g.v, apiName, ptype, typeHistory(apiName, ptype, g.v), strings.Join(providerTypes(apiName, g.v), ", "))
 	}
 	cfg := map[string]any{}
 	if pc.Settings != nil && len(pc.Settings.Raw) > 0 {
@@ -490,8 +490,8 @@ func (g *gen) checkProviders() error {
 	unknown, deps := checkRegistry(g.cfg, g.v)
 	if len(unknown) > 0 {
 		u := unknown[0]
-		return invalid(g.baseField, "the base's %s provider type %s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
-			u.api, u.ptype, g.v, u.api, crdAPIName(u.api))
+		return invalid(g.baseField, "the base's %s provider type %s%s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
+			u.api, u.ptype, typeHistory(u.api, u.ptype, g.v), g.v, u.api, crdAPIName(u.api))
 	}
 	if req := checkRequiredAll(g.cfg, g.v); len(req) > 0 {
 		// The CR's providers are checked where they are written: this is the base's.
