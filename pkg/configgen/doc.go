@@ -56,7 +56,14 @@
 //     without a known field is an error that points to settings or
 //     secretRefs. settings are merged into the config as given; setting a
 //     field twice is an error. A vector_io provider without persistence gets
-//     the kv backend's. Ids are unique across APIs.
+//     the kv backend's. A field the type's config class requires at that
+//     version without a default (required.go) is written when it is a store
+//     reference or a data path (batches kvstore to 0.8 and sqlstore from
+//     1.0, messages kvstore from 1.1, skills persistence, localfs
+//     storage_dir and metadata_store, ...), on the registry's kv and the
+//     inference store's sql backend, and refused when only the user knows
+//     it; a base provider missing one is refused too. Ids are unique across
+//     APIs.
 //   - Secrets: apiKey and each secretRefs entry become an environment
 //     variable from the Secret key, LLSD_<ID>_<FIELD> (EnvName), written in
 //     the config as ${env.NAME}; two entries with one name are an error.

@@ -2,6 +2,7 @@ package configgen
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -92,6 +93,9 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 			} else if r.Intn(2) == 0 {
 				p.Settings = &runtime.RawExtension{Raw: []byte(pick([]string{fuzzSettings[0], fuzzSettings[3]}))}
 			}
+			if fits {
+				fillUserFields(a.server, v, &p)
+			}
 			if n > 1 && p.ID == "" {
 				continue
 			}
@@ -115,6 +119,7 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 		p.Files, p.Agents, p.Responses, p.Batches = lists["files"], lists["agents"], lists["responses"], lists["batches"]
 		p.DatasetIO, p.Eval, p.Scoring, p.PostTraining = lists["datasetio"], lists["eval"], lists["scoring"], lists["postTraining"]
 		p.FileProcessors, p.Telemetry = lists["fileProcessors"], lists["telemetry"]
+		p.Interactions, p.Messages, p.Skills = lists["interactions"], lists["messages"], lists["skills"]
 		spec.Providers = p
 	}
 	refTo := func(api v1alpha2.APIName) string {
@@ -198,6 +203,36 @@ func fuzzSpec(r *rand.Rand, v Version, spec *v1alpha2.LlamaStackDistributionSpec
 	}
 }
 
+// fillUserFields gives a provider, in settings, the fields its type requires
+// at v that only a user knows and that endpoint, apiKey and secretRefs do not
+// set, so that a fitting spec generates.
+func fillUserFields(api string, v Version, p *v1alpha2.ProviderConfig) {
+	ptype := ProviderType(p.Provider)
+	settings := map[string]any{}
+	if p.Settings != nil {
+		_ = json.Unmarshal(p.Settings.Raw, &settings)
+	}
+	added := false
+	for _, f := range requiredAt(api, ptype, v) {
+		_, secret := p.SecretRefs[f.field]
+		_, set := settings[f.field]
+		switch {
+		case f.kind != userField || secret || set:
+		case f.field == endpointField(api, ptype, v):
+			p.Endpoint = "http://required:80/v1"
+		case f.field == keyField(api, ptype, v):
+			p.APIKey = &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "s", Key: "k"}}
+		default:
+			settings[f.field] = "value-of-" + f.field
+			added = true
+		}
+	}
+	if added {
+		raw, _ := json.Marshal(settings)
+		p.Settings = &runtime.RawExtension{Raw: raw}
+	}
+}
+
 func checkGenerate(t *testing.T, in Input) {
 	out, err := Generate(in)
 	if err != nil {
@@ -213,6 +248,9 @@ func checkGenerate(t *testing.T, in Input) {
 	}
 	if err := registryErrors(out.Config, v); err != nil {
 		t.Fatalf("output is one the server refuses at start: %v\n%s", err, out.Config)
+	}
+	if err := requiredErrors(out.Config, v); err != nil {
+		t.Fatalf("output lacks a field the server requires: %v\n%s", err, out.Config)
 	}
 	again, err := Generate(in)
 	if err != nil || !bytes.Equal(again.Config, out.Config) || again.Hash != out.Hash {

@@ -90,6 +90,9 @@ var apiNames = []api{
 	{v1alpha2.APIPostTraining, "post_training"},
 	{v1alpha2.APIFileProcessors, "file_processors"},
 	{v1alpha2.APITelemetry, "telemetry"},
+	{v1alpha2.APIInteractions, "interactions"},
+	{v1alpha2.APIMessages, "messages"},
+	{v1alpha2.APISkills, "skills"},
 }
 
 func serverAPIName(n v1alpha2.APIName) string {
@@ -115,6 +118,7 @@ func specProviders(p *v1alpha2.ProvidersSpec) []struct {
 		v1alpha2.APIResponses: p.Responses, v1alpha2.APIBatches: p.Batches, v1alpha2.APIDatasetIO: p.DatasetIO,
 		v1alpha2.APIEval: p.Eval, v1alpha2.APIScoring: p.Scoring, v1alpha2.APIPostTraining: p.PostTraining,
 		v1alpha2.APIFileProcessors: p.FileProcessors, v1alpha2.APITelemetry: p.Telemetry,
+		v1alpha2.APIInteractions: p.Interactions, v1alpha2.APIMessages: p.Messages, v1alpha2.APISkills: p.Skills,
 	}
 	var out []struct {
 		api  api
@@ -339,6 +343,10 @@ func renameHint(server string, v Version) string {
 		return " (removed in 0.7)"
 	case server == "file_processors" && !v.atLeast(4):
 		return " (added in 0.4)"
+	case (server == "interactions" || server == "messages") && !v.OGX():
+		return " (added in 0.8, the first OGX release)"
+	case server == "skills" && !v.from(1, 1):
+		return " (added in 1.1)"
 	}
 	return ""
 }
@@ -364,7 +372,7 @@ func (g *gen) providers() error {
 				return invalid(field+".id", "provider id %q is also the id of %s: ids are unique across APIs", id, prev)
 			}
 			seen[id] = field
-			entry, err := g.provider(p.api.server, field, id, pc)
+			entry, err := g.provider(p.api.server, field, id, pc, len(p.list) > 1)
 			if err != nil {
 				return err
 			}
@@ -375,11 +383,13 @@ func (g *gen) providers() error {
 	return nil
 }
 
-func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (map[string]any, error) {
+// provider writes one provider of the CR; shared tells that its list has
+// others, whose stores it must not share.
+func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig, shared bool) (map[string]any, error) {
 	ptype := ProviderType(pc.Provider)
 	if _, ok := lookupProvider(apiName, ptype, g.v); !ok && !g.externalProviders() {
-		return nil, invalid(field+".provider", "server %s has no %s provider of type %s (it would refuse to start); its types are: %s",
-			g.v, apiName, ptype, strings.Join(providerTypes(apiName, g.v), ", "))
+		return nil, invalid(field+".provider", "server %s has no %s provider of type %s%s (it would refuse to start); its types are: %s",
+			g.v, apiName, ptype, typeHistory(apiName, ptype, g.v), strings.Join(providerTypes(apiName, g.v), ", "))
 	}
 	cfg := map[string]any{}
 	if pc.Settings != nil && len(pc.Settings.Raw) > 0 {
@@ -434,11 +444,34 @@ func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig) (m
 			cfg["persistence"] = map[string]any{"backend": g.kvBackendName(), "namespace": "vector_io::" + id}
 		}
 	}
+	// The rest of what the type's config class requires at this version
+	// (required.go): the stores and paths are written, the rest is the user's.
+	g.fillRequired(apiName, ptype, cfg, storeNames{kv: g.kvBackendName(), sql: g.sqlBackendName(), id: id, shared: shared})
+	if miss := checkRequired(apiName, ptype, cfg, g.v); len(miss) > 0 {
+		return nil, g.missingError(apiName, ptype, field, miss[0])
+	}
 	entry := map[string]any{"provider_id": id, "provider_type": ptype}
 	if len(cfg) > 0 {
 		entry["config"] = cfg
 	}
 	return entry, nil
+}
+
+// missingError is the error for a CR provider whose config lacks a field
+// its type requires at this version, or writes it in the wrong shape. It
+// names the CR field that sets it: endpoint or apiKey when those go to it,
+// else settings.
+func (g *gen) missingError(apiName, ptype, field string, m missingField) *Error {
+	if m.why != "" {
+		return invalid(field+".settings", "the %s provider %s at server %s: %s %s (the server refuses to start on it)", apiName, ptype, g.v, m.field, m.why)
+	}
+	switch m.field {
+	case endpointField(apiName, ptype, g.v):
+		return invalid(field+".endpoint", "the %s provider %s requires %s at server %s, with no default: set endpoint", apiName, ptype, m.field, g.v)
+	case keyField(apiName, ptype, g.v):
+		return invalid(field+".apiKey", "the %s provider %s requires %s at server %s, with no default: set apiKey", apiName, ptype, m.field, g.v)
+	}
+	return invalid(field+".settings", "the %s provider %s requires %s at server %s, with no default: set it in settings, or in secretRefs when it is a secret", apiName, ptype, m.field, g.v)
 }
 
 // externalProviders reports whether the base loads provider types from
@@ -468,8 +501,14 @@ func (g *gen) checkProviders() error {
 	unknown, deps := checkRegistry(g.cfg, g.v)
 	if len(unknown) > 0 {
 		u := unknown[0]
-		return invalid(g.baseField, "the base's %s provider type %s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
-			u.api, u.ptype, g.v, u.api, crdAPIName(u.api))
+		return invalid(g.baseField, "the base's %s provider type %s%s is not one server %s has, so it would refuse to start: replace the %s providers in spec.providers.%s",
+			u.api, u.ptype, typeHistory(u.api, u.ptype, g.v), g.v, u.api, crdAPIName(u.api))
+	}
+	if req := checkRequiredAll(g.cfg, g.v); len(req) > 0 {
+		// The CR's providers are checked where they are written: this is the base's.
+		r := req[0]
+		return invalid(g.baseField, "the base's %s provider %s (%s) is not one server %s accepts: %s, so it would refuse to start: fix the base, or replace the %s providers in spec.providers.%s",
+			r.api, r.id, r.ptype, g.v, r.miss[0], r.api, crdAPIName(r.api))
 	}
 	if len(deps) == 0 {
 		return nil

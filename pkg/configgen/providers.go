@@ -29,11 +29,14 @@ var providerFields = map[string]map[string]fieldNames{
 		"remote::bedrock":             {key: "api_key", keyFrom: 4},
 		"remote::cerebras":            {endpointOld: "base_url", endpoint: "base_url", key: "api_key"},
 		"remote::databricks":          {endpointOld: "url", endpoint: "base_url", key: "api_token"},
+		"remote::deepseek":            {endpoint: "base_url", key: "api_key"},
 		"remote::fireworks":           {endpointOld: "url", endpoint: "base_url", key: "api_key"},
 		"remote::gemini":              {key: "api_key"},
 		"remote::groq":                {endpointOld: "url", endpoint: "base_url", key: "api_key"},
 		"remote::llama-cpp-server":    {endpoint: "base_url", key: "api_key"},
 		"remote::llama-openai-compat": {endpointOld: "openai_compat_api_base", endpoint: "base_url", key: "api_key"},
+		"remote::meta":                {endpoint: "base_url", key: "api_key"},
+		"remote::mistral":             {endpoint: "base_url", key: "api_key"},
 		"remote::nvidia":              {endpointOld: "url", endpoint: "base_url", key: "api_key"},
 		"remote::ollama":              {endpointOld: "url", endpoint: "base_url"},
 		"remote::openai":              {endpointOld: "base_url", endpoint: "base_url", key: "api_key"},
@@ -55,6 +58,7 @@ var providerFields = map[string]map[string]fieldNames{
 		"remote::elasticsearch": {endpointOld: "elasticsearch_url", endpoint: "elasticsearch_url", key: "elasticsearch_api_key"},
 		"remote::infinispan":    {endpointOld: "url", endpoint: "url"},
 		"remote::milvus":        {endpointOld: "uri", endpoint: "uri", key: "token"},
+		"remote::neo4j":         {endpoint: "uri"},
 		"remote::qdrant":        {endpointOld: "url", endpoint: "url", key: "api_key"},
 		"remote::weaviate":      {endpointOld: "weaviate_cluster_url", endpoint: "weaviate_cluster_url", key: "weaviate_api_key"},
 	},
@@ -66,6 +70,10 @@ var providerFields = map[string]map[string]fieldNames{
 	},
 	"files": {
 		"remote::openai": {key: "api_key", keyFrom: 4},
+	},
+	"file_processors": {
+		"remote::docling-serve":    {endpoint: "base_url", key: "api_key"},
+		"remote::unstructured-api": {key: "api_key"},
 	},
 }
 

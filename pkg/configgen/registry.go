@@ -39,10 +39,15 @@ const ogxLast = 104
 // and added interactions and messages (inline::builtin, needing inference)
 // and file_processors remote::docling-serve; 1.0 added file_processors
 // inline::auto and inline::markitdown and removed every safety provider
-// (#5291); 1.1 added skills inline::builtin and tool_runtime
-// remote::nimble-search; 1.2 removed inference inline::transformers; 1.3
-// removed inference remote::passthrough. Types added in 1.2 and 1.3 that are
-// not listed here are refused (the safe side). 1.4 is taken to be 1.3.
+// (#5291); 1.1 added skills inline::builtin (needing files) and tool_runtime
+// remote::nimble-search; 1.2 added file_processors inline::unstructured and
+// remote::unstructured-api (needing files) and removed inference
+// inline::transformers; 1.3 added inference remote::deepseek, remote::meta
+// and remote::mistral and vector_io remote::neo4j (needing inference), and
+// removed inference remote::passthrough. 1.2 also has a container_runtime
+// API whose registry is empty. The patch tags (v1.0.1, v1.0.2, v1.1.1 to
+// v1.1.3, v1.2.1, v1.2.2) list the same types as their minor's first. 1.4
+// is taken to be 1.3.
 var providerRegistry = []providerSpec{
 	{"agents", "inline::meta-reference", 3, 3, []string{"inference", "safety", "vector_io", "tool_runtime", "tool_groups", "conversations"}},
 	{"agents", "inline::meta-reference", 4, 4, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files"}},
@@ -59,7 +64,9 @@ var providerRegistry = []providerSpec{
 	{"file_processors", "inline::docling", 7, ogxLast, []string{"files"}},
 	{"file_processors", "inline::markitdown", 100, ogxLast, []string{"files"}},
 	{"file_processors", "inline::pypdf", 6, ogxLast, []string{"files"}},
+	{"file_processors", "inline::unstructured", 102, ogxLast, []string{"files"}},
 	{"file_processors", "remote::docling-serve", 8, ogxLast, []string{"files"}},
+	{"file_processors", "remote::unstructured-api", 102, ogxLast, []string{"files"}},
 	{"files", "inline::localfs", 3, ogxLast, nil},
 	{"files", "remote::openai", 4, ogxLast, nil},
 	{"files", "remote::s3", 3, ogxLast, nil},
@@ -71,6 +78,7 @@ var providerRegistry = []providerSpec{
 	{"inference", "remote::bedrock", 3, ogxLast, nil},
 	{"inference", "remote::cerebras", 3, ogxLast, nil},
 	{"inference", "remote::databricks", 3, ogxLast, nil},
+	{"inference", "remote::deepseek", 103, ogxLast, nil},
 	{"inference", "remote::fireworks", 3, ogxLast, nil},
 	{"inference", "remote::gemini", 3, ogxLast, nil},
 	{"inference", "remote::groq", 3, ogxLast, nil},
@@ -78,6 +86,8 @@ var providerRegistry = []providerSpec{
 	{"inference", "remote::hf::serverless", 3, 6, nil},
 	{"inference", "remote::llama-cpp-server", 6, ogxLast, nil},
 	{"inference", "remote::llama-openai-compat", 3, ogxLast, nil},
+	{"inference", "remote::meta", 103, ogxLast, nil},
+	{"inference", "remote::mistral", 103, ogxLast, nil},
 	{"inference", "remote::nvidia", 3, ogxLast, nil},
 	{"inference", "remote::oci", 4, ogxLast, nil},
 	{"inference", "remote::ollama", 3, ogxLast, nil},
@@ -107,7 +117,7 @@ var providerRegistry = []providerSpec{
 	{"scoring", "inline::basic", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::braintrust", 3, 7, []string{"datasetio", "datasets"}},
 	{"scoring", "inline::llm-as-judge", 3, 7, []string{"datasetio", "datasets", "inference"}},
-	{"skills", "inline::builtin", 101, ogxLast, nil},
+	{"skills", "inline::builtin", 101, ogxLast, []string{"files"}},
 	{"tool_runtime", "inline::file-search", 7, ogxLast, []string{"vector_io", "inference", "files"}},
 	{"tool_runtime", "inline::rag-runtime", 3, 6, []string{"vector_io", "inference", "files"}},
 	{"tool_runtime", "remote::bing-search", 3, ogxLast, nil},
@@ -128,6 +138,7 @@ var providerRegistry = []providerSpec{
 	{"vector_io", "remote::elasticsearch", 5, ogxLast, []string{"inference"}},
 	{"vector_io", "remote::infinispan", 7, ogxLast, []string{"inference"}},
 	{"vector_io", "remote::milvus", 3, ogxLast, []string{"inference"}},
+	{"vector_io", "remote::neo4j", 103, ogxLast, []string{"inference"}},
 	{"vector_io", "remote::oci", 5, ogxLast, []string{"inference"}},
 	{"vector_io", "remote::pgvector", 3, ogxLast, []string{"inference"}},
 	{"vector_io", "remote::qdrant", 3, ogxLast, []string{"inference"}},
@@ -142,6 +153,34 @@ func lookupProvider(api, ptype string, v Version) (providerSpec, bool) {
 		}
 	}
 	return providerSpec{}, false
+}
+
+// lineName is a registry line as a version: 7 is 0.7, 103 is 1.3.
+func lineName(l int) string { return fmt.Sprintf("%d.%d", l/100, l%100) }
+
+// typeHistory says, for a provider type v does not have, when the server
+// has it: ", which came in 1.3" or ", which ended with 1.1"; "" for a type no
+// known version has.
+func typeHistory(api, ptype string, v Version) string {
+	first, last := 0, 0
+	for _, p := range providerRegistry {
+		if p.api != api || p.ptype != ptype {
+			continue
+		}
+		if p.from > v.line() && (first == 0 || p.from < first) {
+			first = p.from
+		}
+		if p.to < v.line() && p.to > last {
+			last = p.to
+		}
+	}
+	switch {
+	case first > 0:
+		return ", which came in " + lineName(first)
+	case last > 0:
+		return ", which ended with " + lineName(last)
+	}
+	return ""
 }
 
 // providerTypes lists the provider types of an API at v, sorted.

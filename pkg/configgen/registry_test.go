@@ -38,6 +38,20 @@ func TestProviderFieldsFollowRegistry(t *testing.T) {
 			t.Errorf("endpointField(%s, %s, %s) = %q, want %q", c.api, c.ptype, c.version, got, c.endpoint)
 		}
 	}
+	for _, c := range []struct{ api, ptype, from, before string }{
+		{"inference", "remote::meta", "1.3.0", "1.2.2"},
+		{"inference", "remote::mistral", "1.3.0", "1.2.2"},
+		{"inference", "remote::deepseek", "1.3.0", "1.2.2"},
+		{"vector_io", "remote::neo4j", "1.3.0", "1.2.2"},
+		{"file_processors", "remote::unstructured-api", "1.2.0", "1.1.3"},
+	} {
+		if got := endpointField(c.api, c.ptype, mustVersion(t, c.before)) + keyField(c.api, c.ptype, mustVersion(t, c.before)); got != "" {
+			t.Errorf("%s %s has fields at %s, before the type came: %q", c.api, c.ptype, c.before, got)
+		}
+		if got := endpointField(c.api, c.ptype, mustVersion(t, c.from)) + keyField(c.api, c.ptype, mustVersion(t, c.from)); got == "" {
+			t.Errorf("%s %s has no endpoint or key field at %s", c.api, c.ptype, c.from)
+		}
+	}
 	if got := keyField("safety", "remote::passthrough", mustVersion(t, "0.5.0")); got != "" {
 		t.Errorf("keyField of safety remote::passthrough at 0.5 = %q, want none", got)
 	}
@@ -75,6 +89,14 @@ func TestRegistryDependencies(t *testing.T) {
 			map[string]string{"vector_io": "inline::faiss"}, "inference"},
 		{"eval 0.7 needs responses", "0.7.1", "eval datasetio scoring inference",
 			map[string]string{"eval": "inline::builtin"}, "responses"},
+		{"skills 1.1 needs files", "1.1.2", "skills",
+			map[string]string{"skills": "inline::builtin"}, "files"},
+		{"unstructured 1.2 needs files", "1.2.1", "file_processors",
+			map[string]string{"file_processors": "inline::unstructured"}, "files"},
+		{"neo4j 1.3 needs inference", "1.3.0", "vector_io",
+			map[string]string{"vector_io": "remote::neo4j"}, "inference"},
+		{"messages 1.3 needs inference", "1.3.0", "messages inference",
+			map[string]string{"messages": "inline::builtin"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,5 +136,22 @@ func TestBaseVersionString(t *testing.T) {
 	}
 	if !strings.Contains(string(out.Config), "\nversion: 2\n") {
 		t.Fatalf("version not written as 2:\n%s", out.Config)
+	}
+}
+
+// A type a version lacks is described by when the server has it.
+func TestTypeHistory(t *testing.T) {
+	cases := []struct{ api, ptype, version, want string }{
+		{"inference", "remote::meta", "1.2.1", ", which came in 1.3"},
+		{"file_processors", "inline::unstructured", "1.1.0", ", which came in 1.2"},
+		{"inference", "inline::transformers", "1.3.0", ", which ended with 1.1"},
+		{"inference", "remote::passthrough", "1.3.0", ", which ended with 1.2"},
+		{"vector_io", "inline::builtin", "0.6.0", ", which came in 0.7"},
+		{"inference", "remote::my-gateway", "1.3.0", ""},
+	}
+	for _, c := range cases {
+		if got := typeHistory(c.api, c.ptype, mustVersion(t, c.version)); got != c.want {
+			t.Errorf("typeHistory(%s, %s, %s) = %q, want %q", c.api, c.ptype, c.version, got, c.want)
+		}
 	}
 }

@@ -49,15 +49,21 @@ func (g *gen) kvBackendName() string { return g.backendName("metadata", "kv_defa
 
 func (g *gen) sqlBackendName() string { return g.backendName("inference", "sql_default") }
 
-// sqlitePath is where a sqlite backend keeps file: the distributions'
-// own default, ~/.llama before 0.8 and ~/.ogx from it (the controller sets
-// SQLITE_STORE_DIR on the storage volume for OGX servers).
-func (g *gen) sqlitePath(file string) string {
+// distroDir is the distribution's data directory as its configs write it,
+// ~/.llama/distributions/<name> before 0.8 and ~/.ogx/... from it (the
+// controller sets SQLITE_STORE_DIR on the storage volume for OGX servers).
+func (g *gen) distroDir() string {
 	home := "~/.llama"
 	if g.v.OGX() {
 		home = "~/.ogx"
 	}
-	return "${env.SQLITE_STORE_DIR:=" + home + "/distributions/" + g.distro + "}/" + file
+	return home + "/distributions/" + g.distro
+}
+
+// sqlitePath is where a sqlite backend, or a provider, keeps file: under
+// SQLITE_STORE_DIR, by default the distribution's data directory.
+func (g *gen) sqlitePath(file string) string {
+	return "${env.SQLITE_STORE_DIR:=" + g.distroDir() + "}/" + file
 }
 
 func (g *gen) storage() error {

@@ -452,6 +452,17 @@ workload:
 			spec: validV2 + "providers:\n  agents: [{provider: inline::meta-reference}]\n  eval: [{provider: inline::meta-reference}]\n",
 			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
 		},
+		"defaulted ids that collide across the OGX APIs": {
+			spec: validV2 + "providers:\n  messages: [{provider: inline::builtin}]\n  skills: [{provider: inline::builtin}]\n",
+			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
+		},
+		"OGX APIs with distinct ids": {
+			spec: validV2 + "providers:\n  interactions: [{id: interactions, provider: inline::builtin}]\n  messages: [{id: messages, provider: inline::builtin}]\n  skills: [{id: skills, provider: inline::builtin}]\n",
+		},
+		"two skills providers, one without id": {
+			spec: validV2 + "providers:\n  skills: [{id: a, provider: inline::builtin}, {provider: inline::builtin}]\n",
+			want: []string{"spec.providers.skills", "every provider of a list of two or more needs an id"},
+		},
 		"defaulted id colliding with an explicit one": {
 			spec: validV2 + "providers:\n  inference: [{provider: remote::vllm}]\n  files: [{id: vllm, provider: inline::localfs}]\n",
 			want: []string{"spec.providers", "provider ids must be unique across all APIs"},
@@ -505,6 +516,13 @@ providers:
 			want: []string{"spec.disabled", "an API in disabled cannot also have providers"},
 		},
 		"disabled API, providers of another": {spec: validV2 + "disabled: [safety]\nproviders:\n  inference: [{provider: vllm}]\n"},
+		"disabled OGX APIs":                  {spec: validV2 + "disabled: [interactions, messages, skills]\n"},
+		"disabled messages with providers": {
+			spec: validV2 + "disabled: [messages]\nproviders:\n  messages: [{provider: inline::builtin}]\n",
+			want: []string{"spec.disabled", "an API in disabled cannot also have providers"},
+		},
+		"disabled skills, providers of interactions": {spec: validV2 + "disabled: [skills]\nproviders:\n  interactions: [{provider: inline::builtin}]\n"},
+		"every API disabled":                         {spec: validV2 + "disabled: [inference, safety, vectorIo, toolRuntime, files, agents, responses, batches, datasetio, eval, scoring, postTraining, fileProcessors, telemetry, interactions, messages, skills]\n"},
 		"disabled unknown API": {
 			spec: validV2 + "disabled: [vector_io]\n",
 			want: []string{"spec.disabled[0]", "Unsupported value"},

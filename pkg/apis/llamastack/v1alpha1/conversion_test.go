@@ -188,6 +188,32 @@ func TestV1alpha1EditsKeepV1alpha2Fields(t *testing.T) {
 	assert.NotContains(t, out.Annotations, ConversionDataAnnotation, "the annotation is consumed")
 }
 
+// TestOGXAPIsKeptThroughV1alpha1: the providers and disabled entries of the APIs
+// OGX added (interactions, messages, skills), which v1alpha1 has no field for, come
+// back from a v1alpha1 read and write, with the client's edit applied.
+func TestOGXAPIsKeptThroughV1alpha1(t *testing.T) {
+	hub := hubWithEverything()
+	hub.Spec.Providers.Interactions = []v1alpha2.ProviderConfig{{ID: "interactions", Provider: "inline::builtin"}}
+	hub.Spec.Providers.Messages = []v1alpha2.ProviderConfig{{
+		ID: "messages", Provider: "inline::builtin",
+		Settings: &runtime.RawExtension{Raw: []byte(`{"kvstore":{"backend":"kv_default","namespace":"message_batches"}}`)},
+	}}
+	hub.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APIPostTraining, v1alpha2.APISkills}
+	hub = viaJSON(t, hub)
+	want := hub.DeepCopy()
+
+	spoke := &LlamaStackDistribution{}
+	require.NoError(t, spoke.ConvertFrom(hub))
+	assert.Contains(t, spoke.Annotations[ConversionDataAnnotation], `"messages"`)
+	spoke = viaJSON(t, spoke)
+	spoke.Spec.Replicas = 5
+
+	out := &v1alpha2.LlamaStackDistribution{}
+	require.NoError(t, spoke.ConvertTo(out))
+	want.Spec.Workload.Replicas = ptr.To[int32](5)
+	assertSame(t, want, viaJSON(t, out), "OGX APIs after a v1alpha1 edit")
+}
+
 // TestV1alpha1EditOfASharedFieldWins: a field both versions have that the v1alpha1
 // client changed takes the client's value, not the kept one.
 func TestV1alpha1EditOfASharedFieldWins(t *testing.T) {

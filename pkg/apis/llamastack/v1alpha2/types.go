@@ -45,7 +45,7 @@ type LlamaStackDistribution struct {
 // LlamaStackDistributionSpec defines the desired state of LlamaStackDistribution.
 // +kubebuilder:validation:XValidation:rule="!has(self.overrideConfig) || !(has(self.providers) || has(self.resources) || has(self.storage) || has(self.disabled))",message="overrideConfig is the whole config.yaml as given: it cannot be combined with providers, resources, storage or disabled"
 // +kubebuilder:validation:XValidation:rule="!(has(self.overrideConfig) && has(self.baseConfig))",message="overrideConfig is the whole config.yaml as given: it cannot be combined with baseConfig"
-// +kubebuilder:validation:XValidation:rule="!has(self.disabled) || !has(self.providers) || (!(has(self.providers.inference) && 'inference' in self.disabled) && !(has(self.providers.safety) && 'safety' in self.disabled) && !(has(self.providers.vectorIo) && 'vectorIo' in self.disabled) && !(has(self.providers.toolRuntime) && 'toolRuntime' in self.disabled) && !(has(self.providers.files) && 'files' in self.disabled) && !(has(self.providers.agents) && 'agents' in self.disabled) && !(has(self.providers.responses) && 'responses' in self.disabled) && !(has(self.providers.batches) && 'batches' in self.disabled) && !(has(self.providers.datasetio) && 'datasetio' in self.disabled) && !(has(self.providers.eval) && 'eval' in self.disabled) && !(has(self.providers.scoring) && 'scoring' in self.disabled) && !(has(self.providers.postTraining) && 'postTraining' in self.disabled) && !(has(self.providers.fileProcessors) && 'fileProcessors' in self.disabled) && !(has(self.providers.telemetry) && 'telemetry' in self.disabled))",message="an API in disabled cannot also have providers",fieldPath=".disabled"
+// +kubebuilder:validation:XValidation:rule="!has(self.disabled) || !has(self.providers) || (!(has(self.providers.inference) && 'inference' in self.disabled) && !(has(self.providers.safety) && 'safety' in self.disabled) && !(has(self.providers.vectorIo) && 'vectorIo' in self.disabled) && !(has(self.providers.toolRuntime) && 'toolRuntime' in self.disabled) && !(has(self.providers.files) && 'files' in self.disabled) && !(has(self.providers.agents) && 'agents' in self.disabled) && !(has(self.providers.responses) && 'responses' in self.disabled) && !(has(self.providers.batches) && 'batches' in self.disabled) && !(has(self.providers.datasetio) && 'datasetio' in self.disabled) && !(has(self.providers.eval) && 'eval' in self.disabled) && !(has(self.providers.scoring) && 'scoring' in self.disabled) && !(has(self.providers.postTraining) && 'postTraining' in self.disabled) && !(has(self.providers.fileProcessors) && 'fileProcessors' in self.disabled) && !(has(self.providers.telemetry) && 'telemetry' in self.disabled) && !(has(self.providers.interactions) && 'interactions' in self.disabled) && !(has(self.providers.messages) && 'messages' in self.disabled) && !(has(self.providers.skills) && 'skills' in self.disabled))",message="an API in disabled cannot also have providers",fieldPath=".disabled"
 // +kubebuilder:validation:XValidation:rule="!has(self.disabled) || !has(self.resources) || ((!has(self.resources.models) || !('inference' in self.disabled)) && (!has(self.resources.shields) || !('safety' in self.disabled)) && (!has(self.resources.tools) || !('toolRuntime' in self.disabled)))",fieldPath=".resources",message="resources need their API: models cannot be registered with inference disabled, shields with safety disabled, tools with toolRuntime disabled"
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.models) || !has(self.providers) || !has(self.providers.inference) || self.resources.models.all(m, !has(m.provider) || self.providers.inference.exists(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider)) == m.provider))",fieldPath=".resources.models",message="resources.models[].provider must be the id of one of providers.inference, which replace the base config's inference providers"
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.shields) || !has(self.providers) || !has(self.providers.safety) || self.resources.shields.all(m, !has(m.provider) || self.providers.safety.exists(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider)) == m.provider))",fieldPath=".resources.shields",message="resources.shields[].provider must be the id of one of providers.safety, which replace the base config's safety providers"
@@ -86,7 +86,7 @@ type LlamaStackDistributionSpec struct {
 
 	// Disabled lists APIs removed from the generated config, from both its apis
 	// and its providers. An API listed here cannot also have providers.
-	// +kubebuilder:validation:MaxItems=14
+	// +kubebuilder:validation:MaxItems=17
 	// +listType=set
 	// +optional
 	Disabled []APIName `json:"disabled,omitempty"`
@@ -105,7 +105,7 @@ type LlamaStackDistributionSpec struct {
 
 // APIName names an API of the server, in the camelCase of the providers field
 // that configures it (vectorIo for the server's vector_io).
-// +kubebuilder:validation:Enum=inference;safety;vectorIo;toolRuntime;files;agents;responses;batches;datasetio;eval;scoring;postTraining;fileProcessors;telemetry
+// +kubebuilder:validation:Enum=inference;safety;vectorIo;toolRuntime;files;agents;responses;batches;datasetio;eval;scoring;postTraining;fileProcessors;telemetry;interactions;messages;skills
 type APIName string
 
 // The APIs, with the server's name of each.
@@ -124,6 +124,9 @@ const (
 	APIPostTraining   APIName = "postTraining"   // post_training
 	APIFileProcessors APIName = "fileProcessors" // file_processors
 	APITelemetry      APIName = "telemetry"      // telemetry
+	APIInteractions   APIName = "interactions"   // interactions
+	APIMessages       APIName = "messages"       // messages
+	APISkills         APIName = "skills"         // skills
 )
 
 // DistributionSpec defines the distribution configuration for llama-stack.
@@ -180,7 +183,7 @@ type OverrideConfigSpec struct {
 // replaces that API's providers in the base config. Ids are needed in a list of
 // two or more, and are unique across all APIs; an id left out is the provider's
 // name without remote:: or inline::.
-// +kubebuilder:validation:XValidation:rule="[(has(self.inference) ? self.inference.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.safety) ? self.safety.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.vectorIo) ? self.vectorIo.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.toolRuntime) ? self.toolRuntime.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.files) ? self.files.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.agents) ? self.agents.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.responses) ? self.responses.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.batches) ? self.batches.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.datasetio) ? self.datasetio.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.eval) ? self.eval.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.scoring) ? self.scoring.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.postTraining) ? self.postTraining.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.fileProcessors) ? self.fileProcessors.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.telemetry) ? self.telemetry.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : [])].all(ids, ids.all(i, ids.exists_one(k, k == i)))",message="provider ids must be unique across all APIs (an id left out is the provider's name without remote:: or inline::)"
+// +kubebuilder:validation:XValidation:rule="[(has(self.inference) ? self.inference.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.safety) ? self.safety.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.vectorIo) ? self.vectorIo.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.toolRuntime) ? self.toolRuntime.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.files) ? self.files.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.agents) ? self.agents.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.responses) ? self.responses.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.batches) ? self.batches.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.datasetio) ? self.datasetio.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.eval) ? self.eval.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.scoring) ? self.scoring.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.postTraining) ? self.postTraining.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.fileProcessors) ? self.fileProcessors.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.telemetry) ? self.telemetry.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.interactions) ? self.interactions.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.messages) ? self.messages.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : []) + (has(self.skills) ? self.skills.map(p, (has(p.id) ? p.id : (p.provider.contains('::') ? p.provider.substring(8) : p.provider))) : [])].all(ids, ids.all(i, ids.exists_one(k, k == i)))",message="provider ids must be unique across all APIs (an id left out is the provider's name without remote:: or inline::)"
 type ProvidersSpec struct {
 	// Inference lists the providers of the inference API models of the CR's resources default to its first entry.
 	// +kubebuilder:validation:MaxItems=16
@@ -279,6 +282,27 @@ type ProvidersSpec struct {
 	// +listType=atomic
 	// +optional
 	Telemetry []ProviderConfig `json:"telemetry,omitempty"`
+
+	// Interactions lists the providers of the interactions API (servers from 0.8).
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +listType=atomic
+	// +optional
+	Interactions []ProviderConfig `json:"interactions,omitempty"`
+
+	// Messages lists the providers of the messages API (servers from 0.8).
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +listType=atomic
+	// +optional
+	Messages []ProviderConfig `json:"messages,omitempty"`
+
+	// Skills lists the providers of the skills API (servers from 1.1).
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +listType=atomic
+	// +optional
+	Skills []ProviderConfig `json:"skills,omitempty"`
 }
 
 // ProviderConfig is one provider of the generated config.

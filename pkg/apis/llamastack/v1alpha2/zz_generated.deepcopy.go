@@ -695,6 +695,27 @@ func (in *ProvidersSpec) DeepCopyInto(out *ProvidersSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Interactions != nil {
+		in, out := &in.Interactions, &out.Interactions
+		*out = make([]ProviderConfig, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.Messages != nil {
+		in, out := &in.Messages, &out.Messages
+		*out = make([]ProviderConfig, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.Skills != nil {
+		in, out := &in.Skills, &out.Skills
+		*out = make([]ProviderConfig, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	return
 }
 

@@ -54,6 +54,12 @@ type ProvidersSpecApplyConfiguration struct {
 	FileProcessors []ProviderConfigApplyConfiguration `json:"fileProcessors,omitempty"`
 	// Telemetry lists the providers of the telemetry API (servers before 0.3).
 	Telemetry []ProviderConfigApplyConfiguration `json:"telemetry,omitempty"`
+	// Interactions lists the providers of the interactions API (servers from 0.8).
+	Interactions []ProviderConfigApplyConfiguration `json:"interactions,omitempty"`
+	// Messages lists the providers of the messages API (servers from 0.8).
+	Messages []ProviderConfigApplyConfiguration `json:"messages,omitempty"`
+	// Skills lists the providers of the skills API (servers from 1.1).
+	Skills []ProviderConfigApplyConfiguration `json:"skills,omitempty"`
 }
 
 // ProvidersSpecApplyConfiguration constructs a declarative configuration of the ProvidersSpec type for use with
@@ -240,6 +246,45 @@ func (b *ProvidersSpecApplyConfiguration) WithTelemetry(values ...*ProviderConfi
 			panic("nil value passed to WithTelemetry")
 		}
 		b.Telemetry = append(b.Telemetry, *values[i])
+	}
+	return b
+}
+
+// WithInteractions adds the given value to the Interactions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Interactions field.
+func (b *ProvidersSpecApplyConfiguration) WithInteractions(values ...*ProviderConfigApplyConfiguration) *ProvidersSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithInteractions")
+		}
+		b.Interactions = append(b.Interactions, *values[i])
+	}
+	return b
+}
+
+// WithMessages adds the given value to the Messages field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Messages field.
+func (b *ProvidersSpecApplyConfiguration) WithMessages(values ...*ProviderConfigApplyConfiguration) *ProvidersSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMessages")
+		}
+		b.Messages = append(b.Messages, *values[i])
+	}
+	return b
+}
+
+// WithSkills adds the given value to the Skills field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Skills field.
+func (b *ProvidersSpecApplyConfiguration) WithSkills(values ...*ProviderConfigApplyConfiguration) *ProvidersSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithSkills")
+		}
+		b.Skills = append(b.Skills, *values[i])
 	}
 	return b
 }
