@@ -147,7 +147,7 @@ func TestParseVersion(t *testing.T) {
 			t.Errorf("ParseVersion(%q) should fail", in)
 		}
 	}
-	for in, want := range map[string]bool{"0.2.23": false, "0.3.0": true, "0.4.2": true, "0.7.1": true, "0.8.0": true, "1.0.0": true, "1.4.2": true, "1.5.0": false, "2.0.0": false} {
+	for in, want := range map[string]bool{"0.2.23": false, "0.3.0": true, "0.4.2": true, "0.7.1": true, "0.8.0": true, "1.0.0": true, "1.4.2": true, "1.5.0": true, "1.5.3": true, "1.6.0": false, "2.0.0": false} {
 		v, _ := ParseVersion(in)
 		if got, _ := v.supported(); got != want {
 			t.Errorf("%s supported = %v, want %v", in, got, want)

@@ -44,7 +44,7 @@ some_key_no_server_reads: true
 	if err == nil || !strings.Contains(err.Error(), "no provider type inline::transformers") {
 		t.Errorf("a removed provider type: %v", err)
 	}
-	if err := Fits([]byte("version: 2\n"), mustVersion(t, "1.5.0")); err == nil {
+	if err := Fits([]byte("version: 2\n"), mustVersion(t, "2.0.0")); err == nil {
 		t.Error("a version whose shape is not known fits nothing")
 	}
 	base, _ := LookupDistribution("starter")

@@ -27,9 +27,10 @@ type providerSpec struct {
 	deps []string
 }
 
-// ogxLast is the newest release whose registry is known: entries that
-// reach it have not been seen removed.
-const ogxLast = 104
+// ogxLast is the newest release whose registry is taken as known: entries
+// that reach it have not been seen removed. Read to 1.3; 1.4 and 1.5 are
+// taken to be 1.3 (inferred, see newestSupported).
+const ogxLast = 105
 
 // From 0.8 (OGX): read at L v0.8.0, L main d1b6632 (2026-05-07) and the
 // upstream release tags v1.0.0 to v1.3.0 as a fork of the server carries
@@ -47,7 +48,7 @@ const ogxLast = 104
 // removed inference remote::passthrough. 1.2 also has a container_runtime
 // API whose registry is empty. The patch tags (v1.0.1, v1.0.2, v1.1.1 to
 // v1.1.3, v1.2.1, v1.2.2) list the same types as their minor's first. 1.4
-// is taken to be 1.3.
+// and 1.5 are taken to be 1.3.
 var providerRegistry = []providerSpec{
 	{"agents", "inline::meta-reference", 3, 3, []string{"inference", "safety", "vector_io", "tool_runtime", "tool_groups", "conversations"}},
 	{"agents", "inline::meta-reference", 4, 4, []string{"inference", "vector_io", "tool_runtime", "tool_groups", "conversations", "prompts", "files"}},

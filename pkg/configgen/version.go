@@ -16,15 +16,20 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Min
 // Oldest and newest server versions whose config.yaml shape this package
 // knows. 0.2.x kept storage inside each provider and resources at the top
 // level: reported, never guessed. From 0.8 the server is OGX (the same
-// project renamed): its shapes are known to 1.4 (1.5 made apis
-// authoritative, 2.0 retired tool_runtime).
+// project renamed): its shapes are read at its tags to 1.3; 1.4 and 1.5 are
+// taken to be 1.3 (inferred from their release notes: 1.5's breaking changes,
+// an authoritative apis list and conversations and prompts served only with
+// responses or when listed, change nothing the controller writes, as it always
+// writes apis). 2.0 retired the tool_runtime API, on which the responses
+// provider depended up to 1.x; no source of 2.0's config could be read, so it
+// is reported, not guessed.
 var (
 	oldestSupported = Version{0, 3, 0}
-	newestSupported = Version{1, 4, 99}
+	newestSupported = Version{1, 5, 99}
 )
 
 // knownShapes names the supported range for messages.
-const knownShapes = "0.3 to 0.7, and OGX 0.8 to 1.4"
+const knownShapes = "0.3 to 0.7, and OGX 0.8 to 1.5"
 
 // ParseVersion reads "0.7.1" (a leading "v" is allowed). A pre-release or
 // build suffix is not: an image tag such as 0.7.1rc2 is a different server.
@@ -75,6 +80,8 @@ func (v Version) supported() (bool, string) {
 	switch {
 	case v.less(oldestSupported):
 		return false, fmt.Sprintf("server version %s reads the older (0.2.x) config shape, which the controller does not generate; use overrideConfig with a complete config.yaml", v)
+	case v.Major == 2 && v.Minor == 0:
+		return false, fmt.Sprintf("server version %s retired the tool_runtime API (and tool_groups), which 1.x providers depend on, and the controller knows no source of its config shape (it knows %s), so it does not generate one; use overrideConfig with a complete config.yaml for %s, or run a 1.x image (image-overrides, or distribution.image)", v, knownShapes, v)
 	case newestSupported.less(v):
 		return false, fmt.Sprintf("server version %s is newer than the config shapes the controller knows (%s); use overrideConfig with a complete config.yaml", v, knownShapes)
 	}
