@@ -55,7 +55,10 @@ const (
 	livenessSuccessThreshold = int32(1) // the API requires 1 for liveness
 )
 
-// Default spreading of more than one replica, as upstream.
+// Default spreading of the replicas, upstream's terms. Unlike upstream they are in the
+// pod template whatever the replica count (soft: one pod schedules as before), so that
+// scaling, by spec.replicas, kubectl scale or an HPA, never changes the template and
+// never rolls the pods; with storage (Recreate) a roll would be an outage.
 const (
 	antiAffinityWeight           = int32(100)
 	topologyKeyHostname          = "kubernetes.io/hostname"
@@ -429,8 +432,8 @@ func instanceSelector(l *v1alpha2.LlamaStackDistribution) *metav1.LabelSelector 
 	return &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: l.Name}}
 }
 
-// topologySpreadConstraints are the user's, or with more than one replica a soft
-// spread over regions, zones and hosts.
+// topologySpreadConstraints are the user's, or a soft spread over regions, zones and
+// hosts, at any replica count.
 func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.TopologySpreadConstraint {
 	if user := l.Spec.Workload.TopologySpreadConstraints; len(user) > 0 {
 		out := make([]corev1.TopologySpreadConstraint, len(user))
@@ -438,9 +441,6 @@ func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.Topo
 			out[i] = *user[i].DeepCopy()
 		}
 		return out
-	}
-	if specReplicas(l) <= 1 {
-		return nil
 	}
 	keys := []string{topologyKeyRegion, topologyKeyZone, topologyKeyHostname}
 	out := make([]corev1.TopologySpreadConstraint, 0, len(keys))
@@ -455,11 +455,8 @@ func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.Topo
 	return out
 }
 
-// podAffinity prefers one pod per host when there is more than one replica.
+// podAffinity prefers one pod per host, at any replica count.
 func podAffinity(l *v1alpha2.LlamaStackDistribution) *corev1.Affinity {
-	if specReplicas(l) <= 1 {
-		return nil
-	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 			Weight: antiAffinityWeight,

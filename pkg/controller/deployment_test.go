@@ -156,6 +156,9 @@ func wantDeployment(edits ...func(d *appsv1.Deployment, c *corev1.Container)) *a
 				},
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: ptr.To(false),
+					// Spread at any replica count: scaling never changes the template.
+					TopologySpreadConstraints: defaultSpread(),
+					Affinity:                  defaultAntiAffinity(),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						RunAsUser:      ptr.To(int64(1001)),
@@ -522,7 +525,7 @@ func TestNewDeployment(t *testing.T) {
 				d.Spec.Template.Spec.Affinity = defaultAntiAffinity()
 			}),
 		},
-		"one replica is not spread": {
+		"one replica is spread as more would be": {
 			in:   defaultInputs(),
 			want: wantDeployment(),
 		},
@@ -870,6 +873,33 @@ func TestPodSecurityContextOnOpenShift(t *testing.T) {
 				AllowPrivilegeEscalation: ptr.To(false),
 				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			}, serverOf(t, d).SecurityContext)
+		})
+	}
+}
+
+// Scaling never changes the pod template, so it never rolls the pods: 1 -> 3 -> 1 by
+// spec.replicas, with and without storage (whose Recreate strategy would make a roll an
+// outage), changes spec.replicas alone.
+func TestScalingKeepsThePodTemplate(t *testing.T) {
+	for name, mutate := range map[string]func(*v1alpha1.LlamaStackDistribution){
+		"without storage": nil,
+		"with storage":    func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = &v1alpha1.StorageSpec{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+				if mutate != nil {
+					mutate(l)
+				}
+			}))
+			f.converge("app")
+			template := f.deployment("app").Spec.Template
+			for _, n := range []int32{3, 1} {
+				f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = n })
+				f.converge("app")
+				d := f.deployment("app")
+				assert.Equal(t, n, ptr.Deref(d.Spec.Replicas, 0))
+				assert.Equal(t, template, d.Spec.Template, "scaling to %d changes the pod template", n)
+			}
 		})
 	}
 }

@@ -52,25 +52,53 @@ func TestUpstreamSampleConverges(t *testing.T) {
 }
 
 // Upstream's scaling scenario: replicas 2 gives 2 available pods, spread by default.
+// Unlike upstream the spreading is in the template at one replica too, so scaling
+// 1 -> 3 -> 1, with and without storage (Recreate), keeps one ReplicaSet: no pod is
+// restarted by a scale.
 func TestScaleToTwo(t *testing.T) {
-	ns := newNamespace(t)
-	create(t, llsd(ns, "app"))
-	waitReady(t, ns, "app")
-	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 2 })
-	l := waitReady(t, ns, "app")
-	assert.Equal(t, int32(2), l.Status.AvailableReplicas)
-	d := deployment(t, ns, "app")
-	assert.Len(t, d.Spec.Template.Spec.TopologySpreadConstraints, 3)
-	assert.NotNil(t, d.Spec.Template.Spec.Affinity)
-	_, err := env.kube.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "app-pdb", metav1.GetOptions{})
-	assert.NoError(t, err, "replicas > 1 creates the default PDB")
+	for name, storage := range map[string]bool{"emptydir": false, "pvc": true} {
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+				if storage {
+					l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+				}
+			}))
+			if storage {
+				createPV(t, ns+"-pv", "10Gi")
+			}
+			waitReady(t, ns, "app")
+			d := deployment(t, ns, "app")
+			assert.Len(t, d.Spec.Template.Spec.TopologySpreadConstraints, 3, "spread at one replica too")
+			assert.NotNil(t, d.Spec.Template.Spec.Affinity)
+			replicaSets := func() []string {
+				list, err := env.kube.AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+				require.NoError(t, err)
+				var names []string
+				for _, rs := range list.Items {
+					names = append(names, rs.Name)
+				}
+				return names
+			}
+			first := replicaSets()
+			require.Len(t, first, 1)
 
-	// Back to one: the spreading goes away (it was only ours).
-	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 1 })
-	waitDeployment(t, ns, "app", "no spreading and no affinity", func(d *appsv1.Deployment) bool {
-		return len(d.Spec.Template.Spec.TopologySpreadConstraints) == 0 && d.Spec.Template.Spec.Affinity == nil
-	})
-	waitReady(t, ns, "app")
+			edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 })
+			l := waitReady(t, ns, "app")
+			assert.Equal(t, int32(3), l.Status.AvailableReplicas)
+			_, err := env.kube.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "app-pdb", metav1.GetOptions{})
+			assert.NoError(t, err, "replicas > 1 creates the default PDB")
+			assert.Equal(t, first, replicaSets(), "scaling up rolls nothing")
+
+			edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 1 })
+			waitDeployment(t, ns, "app", "one replica", func(d *appsv1.Deployment) bool {
+				return d.Spec.Replicas != nil && *d.Spec.Replicas == 1
+			})
+			waitReady(t, ns, "app")
+			assert.Equal(t, first, replicaSets(), "scaling down rolls nothing")
+			assert.Equal(t, d.Spec.Template, deployment(t, ns, "app").Spec.Template)
+		})
+	}
 }
 
 // Upstream's ServiceAccount scenario: podOverrides.serviceAccountName reaches the pod
