@@ -105,14 +105,9 @@ func serverAPIName(n v1alpha2.APIName) string {
 }
 
 // specProviders lists the CR's provider lists in a fixed order.
-func specProviders(p *v1alpha2.ProvidersSpec) []struct {
-	api  api
-	list []v1alpha2.ProviderConfig
-} {
-	if p == nil {
-		return nil
-	}
-	lists := map[v1alpha2.APIName][]v1alpha2.ProviderConfig{
+// providerLists are the CR's provider lists by API (nil for one not set).
+func providerLists(p *v1alpha2.ProvidersSpec) map[v1alpha2.APIName][]v1alpha2.ProviderConfig {
+	return map[v1alpha2.APIName][]v1alpha2.ProviderConfig{
 		v1alpha2.APIInference: p.Inference, v1alpha2.APISafety: p.Safety, v1alpha2.APIVectorIO: p.VectorIO,
 		v1alpha2.APIToolRuntime: p.ToolRuntime, v1alpha2.APIFiles: p.Files, v1alpha2.APIAgents: p.Agents,
 		v1alpha2.APIResponses: p.Responses, v1alpha2.APIBatches: p.Batches, v1alpha2.APIDatasetIO: p.DatasetIO,
@@ -120,6 +115,16 @@ func specProviders(p *v1alpha2.ProvidersSpec) []struct {
 		v1alpha2.APIFileProcessors: p.FileProcessors, v1alpha2.APITelemetry: p.Telemetry,
 		v1alpha2.APIInteractions: p.Interactions, v1alpha2.APIMessages: p.Messages, v1alpha2.APISkills: p.Skills,
 	}
+}
+
+func specProviders(p *v1alpha2.ProvidersSpec) []struct {
+	api  api
+	list []v1alpha2.ProviderConfig
+} {
+	if p == nil {
+		return nil
+	}
+	lists := providerLists(p)
 	var out []struct {
 		api  api
 		list []v1alpha2.ProviderConfig
@@ -362,6 +367,17 @@ func (g *gen) providersMap() map[string]any {
 
 // providers replaces, per API, the base's providers with the CR's.
 func (g *gen) providers() error {
+	// An empty list is no way to say anything: it would keep the base's providers
+	// (a list replaces them, and none is no replacement). The CRD refuses one; an
+	// object stored before that rule is refused here.
+	if p := g.spec.Providers; p != nil {
+		lists := providerLists(p)
+		for _, a := range apiNames {
+			if l := lists[a.crd]; l != nil && len(l) == 0 {
+				return invalid("spec.providers."+string(a.crd), "an empty list would keep the base config's %s providers: leave the field out to keep them, or list %s in spec.disabled to turn the API off", a.server, a.crd)
+			}
+		}
+	}
 	seen := map[string]string{}
 	for _, p := range specProviders(g.spec.Providers) {
 		var list []any

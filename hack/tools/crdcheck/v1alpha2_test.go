@@ -429,6 +429,26 @@ workload:
 			want: []string{"overrideConfig is the whole config.yaml as given: it cannot be combined with baseConfig"},
 		},
 
+		// An empty provider list says nothing (it would keep the base's providers).
+		"an empty provider list": {
+			spec: validV2 + "providers:\n  inference: []\n",
+			want: []string{"spec.providers.inference", "an empty list would keep the base config's providers", "disabled"},
+		},
+		"an empty skills list": {
+			spec: validV2 + "providers:\n  skills: []\n",
+			want: []string{"spec.providers.skills", "an empty list would keep the base config's providers"},
+		},
+		// Resource names the server registers as given.
+		"a model name with a newline": {
+			spec: validV2 + "resources:\n  models: [{name: \"llama\\nx\"}]\n",
+			want: []string{"spec.resources.models[0].name", "must not contain a control character"},
+		},
+		"a provider model id with a tab": {
+			spec: validV2 + "resources:\n  models: [{name: llama, providerModelId: \"meta\\tx\"}]\n",
+			want: []string{"spec.resources.models[0].providerModelId", "must not contain a control character"},
+		},
+		"a model name with spaces and slashes": {spec: validV2 + "resources:\n  models: [{name: \"meta-llama/Llama 3\"}]\n"},
+
 		// Provider ids.
 		"one provider without id": {spec: validV2 + "providers:\n  inference: [{provider: vllm, endpoint: \"http://vllm:8000/v1\"}]\n"},
 		"two providers with ids":  {spec: validV2 + "providers:\n  inference: [{id: a, provider: vllm}, {id: b, provider: ollama}]\n"},

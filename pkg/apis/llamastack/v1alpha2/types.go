@@ -188,6 +188,7 @@ type ProvidersSpec struct {
 	// Inference lists the providers of the inference API models of the CR's resources default to its first entry.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Inference []ProviderConfig `json:"inference,omitempty"`
@@ -195,6 +196,7 @@ type ProvidersSpec struct {
 	// Safety lists the providers of the safety API (servers before 1.0).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Safety []ProviderConfig `json:"safety,omitempty"`
@@ -202,6 +204,7 @@ type ProvidersSpec struct {
 	// VectorIO lists the providers of the vector_io API.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	VectorIO []ProviderConfig `json:"vectorIo,omitempty"`
@@ -209,6 +212,7 @@ type ProvidersSpec struct {
 	// ToolRuntime lists the providers of the tool_runtime API.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	ToolRuntime []ProviderConfig `json:"toolRuntime,omitempty"`
@@ -216,6 +220,7 @@ type ProvidersSpec struct {
 	// Files lists the providers of the files API.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Files []ProviderConfig `json:"files,omitempty"`
@@ -223,6 +228,7 @@ type ProvidersSpec struct {
 	// Agents lists the providers of the agents API (servers before 0.7; renamed responses in 0.7).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Agents []ProviderConfig `json:"agents,omitempty"`
@@ -230,6 +236,7 @@ type ProvidersSpec struct {
 	// Responses lists the providers of the responses API (servers from 0.7).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Responses []ProviderConfig `json:"responses,omitempty"`
@@ -237,6 +244,7 @@ type ProvidersSpec struct {
 	// Batches lists the providers of the batches API.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Batches []ProviderConfig `json:"batches,omitempty"`
@@ -244,6 +252,7 @@ type ProvidersSpec struct {
 	// DatasetIO lists the providers of the datasetio API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	DatasetIO []ProviderConfig `json:"datasetio,omitempty"`
@@ -251,6 +260,7 @@ type ProvidersSpec struct {
 	// Eval lists the providers of the eval API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Eval []ProviderConfig `json:"eval,omitempty"`
@@ -258,6 +268,7 @@ type ProvidersSpec struct {
 	// Scoring lists the providers of the scoring API (servers before 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Scoring []ProviderConfig `json:"scoring,omitempty"`
@@ -265,6 +276,7 @@ type ProvidersSpec struct {
 	// PostTraining lists the providers of the post_training API (servers before 0.7).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	PostTraining []ProviderConfig `json:"postTraining,omitempty"`
@@ -272,6 +284,7 @@ type ProvidersSpec struct {
 	// FileProcessors lists the providers of the file_processors API (servers from 0.4).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	FileProcessors []ProviderConfig `json:"fileProcessors,omitempty"`
@@ -279,6 +292,7 @@ type ProvidersSpec struct {
 	// Telemetry lists the providers of the telemetry API (servers before 0.3).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Telemetry []ProviderConfig `json:"telemetry,omitempty"`
@@ -286,6 +300,7 @@ type ProvidersSpec struct {
 	// Interactions lists the providers of the interactions API (servers from 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Interactions []ProviderConfig `json:"interactions,omitempty"`
@@ -293,6 +308,7 @@ type ProvidersSpec struct {
 	// Messages lists the providers of the messages API (servers from 0.8).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Messages []ProviderConfig `json:"messages,omitempty"`
@@ -300,6 +316,7 @@ type ProvidersSpec struct {
 	// Skills lists the providers of the skills API (servers from 1.1).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self.all(p, has(p.id))",message="every provider of a list of two or more needs an id"
+	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="an empty list would keep the base config's providers: leave the field out to keep them, or list the API in disabled to turn it off"
 	// +listType=atomic
 	// +optional
 	Skills []ProviderConfig `json:"skills,omitempty"`
@@ -413,6 +430,7 @@ type ModelConfig struct {
 	// Name is the model_id clients use.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="must not contain a control character such as a newline: the server would register a name no client can send"
 	// +required
 	Name string `json:"name"`
 
@@ -427,6 +445,7 @@ type ModelConfig struct {
 	// ProviderModelID is the model's name at the provider; default the name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="must not contain a control character such as a newline: the server would register a name no client can send"
 	// +optional
 	ProviderModelID string `json:"providerModelId,omitempty"`
 
@@ -452,6 +471,7 @@ type ShieldConfig struct {
 	// Name is the shield_id clients use.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="must not contain a control character such as a newline: the server would register a name no client can send"
 	// +required
 	Name string `json:"name"`
 
@@ -475,6 +495,7 @@ type ToolGroupConfig struct {
 	// Name is the toolgroup_id, such as builtin::websearch.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:cntrl:]]')",message="must not contain a control character such as a newline: the server would register a name no client can send"
 	// +required
 	Name string `json:"name"`
 
