@@ -485,5 +485,8 @@ func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *us
 		}
 		volumes[v.Name] = true
 	}
+	if p := envConflict(l, in); p != nil {
+		return p
+	}
 	return mountPathConflict(serverMounts(l, in))
 }
