@@ -1,9 +1,11 @@
 package configgen
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -69,5 +71,38 @@ func TestUnsetRef(t *testing.T) {
 				t.Errorf("got %q at %q, want %q at %q", missing, at, c.missing, c.at)
 			}
 		})
+	}
+}
+
+// A settings key that names a credential, given as a literal, is written as given but
+// warned about; one taken from the environment is not.
+func TestSecretLikeSettingsAreWarnedAbout(t *testing.T) {
+	d, _ := LookupDistribution("starter")
+	base, err := d.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := v1alpha2.LlamaStackDistributionSpec{
+		Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+		Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+			Provider: "vllm", Endpoint: "http://vllm:8000/v1",
+			Settings: &runtime.RawExtension{Raw: []byte(`{"api_token":"sk-123","max_tokens":4096,"network":{"headers":{"X-Secret":"s"}},"refresh_models":false,"password":"${env.FROM_POD:=}"}`)},
+		}}},
+	}
+	out, err := Generate(Input{Name: "demo", Spec: spec, ServerVersion: d.ServerVersion, Base: base, BaseField: "spec.distribution.name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"spec.providers.inference[0].settings.api_token looks like a credential",
+		"spec.providers.inference[0].settings.network.headers.X-Secret looks like a credential",
+	}
+	if len(out.Warnings) != len(want) {
+		t.Fatalf("warnings = %q, want %d", out.Warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(out.Warnings[i], w) {
+			t.Errorf("warning %d = %q, want prefix %q", i, out.Warnings[i], w)
+		}
 	}
 }

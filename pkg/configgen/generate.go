@@ -59,6 +59,10 @@ type Output struct {
 	// Distro is the config's distribution name (distro_name, or image_name
 	// before 0.5), which the default sqlite paths are named after.
 	Distro string
+	// Warnings are what the CR says that works but should not be said so: a
+	// settings key that looks like a secret, written into the ConfigMap as a
+	// literal value.
+	Warnings []string
 }
 
 // ResolvedProvider is one provider of the generated config. ID is as
@@ -203,7 +207,7 @@ func Generate(in Input) (*Output, error) {
 		return nil, invalid("spec", "the generated config is not one server %s reads: %v", v, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved(), Distro: g.distro}, nil
+	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved(), Distro: g.distro, Warnings: g.warnings}, nil
 }
 
 // gen holds one generation: the config as a generic tree (so the parts the
@@ -221,6 +225,8 @@ type gen struct {
 	baseField string
 	// tls is where the server finds its certificate and key; nil without TLS.
 	tls *TLSFiles
+	// warnings are Output.Warnings.
+	warnings []string
 }
 
 func decodeJSON(raw []byte, out any) error {
@@ -412,6 +418,7 @@ func (g *gen) provider(apiName, field, id string, pc v1alpha2.ProviderConfig, sh
 		if err := decodeJSON(pc.Settings.Raw, &cfg); err != nil || cfg == nil {
 			return nil, invalid(field+".settings", "settings must be a mapping of config fields")
 		}
+		g.warnSecretSettings(field+".settings", cfg)
 	}
 	set := func(f, key, value string) error {
 		if _, taken := cfg[key]; taken {
@@ -979,4 +986,25 @@ func marshal(cfg map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.JSONToYAML(j)
+}
+
+// secretLikeKey matches config field names that hold credentials.
+var secretLikeKey = regexp.MustCompile(`(?i)(^|[_-])(api_?key|token|password|passwd|secret|credentials?|private_key|access_key)($|[_-])`)
+
+// warnSecretSettings notes every key of settings (at any depth) whose name says it
+// holds a credential and whose value is a literal string: it ends up in a ConfigMap,
+// readable by whoever reads ConfigMaps. A ${env.X} reference is not a literal.
+func (g *gen) warnSecretSettings(field string, m map[string]any) {
+	for _, k := range sortedKeys(m) {
+		switch v := m[k].(type) {
+		case map[string]any:
+			g.warnSecretSettings(field+"."+k, v)
+		case string:
+			if v != "" && secretLikeKey.MatchString(k) && !strings.Contains(v, "${env.") {
+				g.warnings = append(g.warnings, fmt.Sprintf(
+					"%s.%s looks like a credential and is written into the generated ConfigMap as given, readable by whoever reads ConfigMaps; take it from a Secret with the provider's apiKey or secretRefs",
+					field, k))
+			}
+		}
+	}
 }

@@ -49,6 +49,9 @@ func isGeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, name string) b
 	return ok && generatedHash.MatchString(hash)
 }
 
+// reasonSecretInSettings is the Event of a provider setting that looks like a credential.
+const reasonSecretInSettings = "SecretInSettings"
+
 // generatesConfig is the gate: the CR sets one of the v1alpha2 fields that only
 // generation reads, or serves TLS without a config of its own (the server has to be
 // told where its certificate is, which only a config tells every version).
@@ -283,7 +286,14 @@ func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.L
 	_, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
 		name:     desired.Name,
 		upToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
-		build:    fixed[*corev1.ConfigMap](desired),
+		// The ConfigMap is named by its content, so this runs once per new config: its
+		// warnings are told once, not at every sync.
+		build: func(context.Context, *corev1.ConfigMap, bool) (metav1.Object, error) {
+			for _, w := range g.out.Warnings {
+				c.recorder.Event(l, corev1.EventTypeWarning, reasonSecretInSettings, w)
+			}
+			return desired, nil
+		},
 	})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -377,4 +378,22 @@ func TestGeneratedConfigSecretRotation(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	assert.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "vllm-creds-2"}, Key: "token"}, ctr.Env[i].ValueFrom.SecretKeyRef)
 	assert.Equal(t, "2026-01-01T00:00:00Z", d.Spec.Template.Annotations[restartedAt], "kubectl's annotation survives the controller's apply")
+}
+
+// A provider setting that looks like a credential is written as given, and told once in
+// a Warning Event, not at every sync.
+func TestSecretLikeSettingIsWarnedOnce(t *testing.T) {
+	l := newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+			Provider: "vllm", Endpoint: "http://vllm:8000/v1",
+			Settings: &runtime.RawExtension{Raw: []byte(`{"api_token":"sk-123"}`)},
+		}}}
+	})
+	f := newFixture(t, l)
+	f.converge("app")
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+reasonSecretInSettings), "events: %v", events)
+	assert.True(t, hasEvent(events, "settings.api_token looks like a credential"))
+	f.sync("app")
+	assert.Zero(t, countEvents(f.events(), "Warning "+reasonSecretInSettings))
 }

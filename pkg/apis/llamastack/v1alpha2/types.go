@@ -364,8 +364,10 @@ type ProviderConfig struct {
 	// +optional
 	SecretRefs map[string]SecretValue `json:"secretRefs,omitempty"`
 
-	// Settings are merged into the provider's config as given (free-form; no
-	// secret detection: use apiKey or secretRefs for secrets).
+	// Settings are merged into the provider's config as given (free-form), into a
+	// ConfigMap: use apiKey or secretRefs for secrets. A key that names a credential
+	// (api_key, token, password, secret, ...) given as a literal gets a Warning Event
+	// (SecretInSettings).
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional

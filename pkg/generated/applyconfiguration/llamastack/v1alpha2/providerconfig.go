@@ -46,8 +46,10 @@ type ProviderConfigApplyConfiguration struct {
 	// key is a config field (snake_case), set to ${env.LLSD_<ID>_<FIELD>}, the
 	// variable coming from the Secret.
 	SecretRefs map[string]SecretValueApplyConfiguration `json:"secretRefs,omitempty"`
-	// Settings are merged into the provider's config as given (free-form; no
-	// secret detection: use apiKey or secretRefs for secrets).
+	// Settings are merged into the provider's config as given (free-form), into a
+	// ConfigMap: use apiKey or secretRefs for secrets. A key that names a credential
+	// (api_key, token, password, secret, ...) given as a literal gets a Warning Event
+	// (SecretInSettings).
 	Settings *runtime.RawExtension `json:"settings,omitempty"`
 }
 
