@@ -54,3 +54,48 @@ func TestExamplesGenerate(t *testing.T) {
 		t.Fatalf("only %d examples generate a config", checked)
 	}
 }
+
+// TestExampleUserConfigsStart: the config.yaml of every ConfigMap in the examples (v1alpha1
+// and v1alpha2) passes the pre-flight check at the pinned starter version, which the
+// examples' CRs run: the controller would otherwise refuse to roll them out.
+func TestExampleUserConfigsStart(t *testing.T) {
+	d, ok := LookupDistribution("starter")
+	if !ok {
+		t.Fatal("no starter")
+	}
+	v, err := ParseVersion(d.ServerVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, g := range []string{"../../artifacts/examples/*.yaml", "../../artifacts/examples/v1alpha2/*.yaml"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	checked := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(raw, []byte("\n---")) {
+			var cm struct {
+				Kind string            `json:"kind"`
+				Data map[string]string `json:"data"`
+			}
+			if err := yaml.Unmarshal(doc, &cm); err != nil || cm.Kind != "ConfigMap" || cm.Data["config.yaml"] == "" {
+				continue
+			}
+			if filepath.Base(f) == "base-config.yaml" {
+				continue // a base, checked by TestExamplesGenerate through the CR that names it
+			}
+			if err := Preflight([]byte(cm.Data["config.yaml"]), v); err != nil {
+				t.Errorf("%s#%d: %v", filepath.Base(f), i, err)
+			}
+			checked++
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("only %d example configs checked", checked)
+	}
+}

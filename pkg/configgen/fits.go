@@ -80,3 +80,31 @@ func ServerTLS(configYAML []byte) (certFile, keyFile string, err error) {
 	keyFile, _ = cfg.Server.KeyFile.(string)
 	return strings.TrimSpace(certFile), strings.TrimSpace(keyFile), nil
 }
+
+// Preflight reports what in a config the user wrote server version v would refuse at
+// start-up, as far as the file alone tells: what Fits finds (an API, provider type or
+// key the version lacks), a provider whose API dependency the config does not provide
+// ("required dependency ... is not available"), and a provider config without a field
+// the version requires. It does not look at ${env.X} references: the image may set
+// variables the controller does not know.
+func Preflight(configYAML []byte, v Version) error {
+	if err := Fits(configYAML, v); err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
+		return fmt.Errorf("the config does not parse: %w", err)
+	}
+	var errs []string
+	_, deps := checkRegistry(cfg, v)
+	for _, d := range deps {
+		errs = append(errs, d.String())
+	}
+	for _, p := range checkRequiredAll(cfg, v) {
+		errs = append(errs, p.String())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}

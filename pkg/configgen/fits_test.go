@@ -53,3 +53,37 @@ some_key_no_server_reads: true
 		t.Errorf("the starter base: %v", err)
 	}
 }
+
+func TestPreflight(t *testing.T) {
+	v := mustVersion(t, "1.3.0")
+	for name, tc := range map[string]struct {
+		config, want string
+	}{
+		"a config that starts": {config: "version: 2\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n"},
+		"an API the version lacks": {
+			config: "version: 2\napis: [inference, safety]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n  safety: [{provider_id: g, provider_type: inline::llama-guard}]\n",
+			want:   "no safety API",
+		},
+		"a provider whose dependency the config lacks": {
+			config: "version: 2\napis: [files, skills]\nproviders:\n  skills: [{provider_id: skills, provider_type: inline::builtin, config: {persistence: {backend: sql_default, table_name: skills}}}]\n",
+			want:   "needs the files API",
+		},
+		"a provider without a required field": {
+			config: "version: 2\napis: [files]\nproviders:\n  files: [{provider_id: fs, provider_type: inline::localfs, config: {}}]\n",
+			want:   "providers.files[0] (fs, inline::localfs)",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Preflight([]byte(tc.config), v)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Preflight: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Preflight = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}

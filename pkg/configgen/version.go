@@ -74,6 +74,12 @@ func (v Version) line() int { return v.Major*100 + v.Minor }
 // ogx, OGX_* variables, data under ~/.ogx).
 func (v Version) OGX() bool { return v.from(0, 8) }
 
+// Known reports whether the package knows the config shape of v.
+func Known(v Version) bool {
+	ok, _ := v.supported()
+	return ok
+}
+
 // supported reports whether this package knows the config shape of v, and
 // why not when it does not.
 func (v Version) supported() (bool, string) {

@@ -144,6 +144,9 @@ type Controller struct {
 	// userConfigs remembers, per CR, the user config last read live, for the check
 	// before a move to another server version.
 	userConfigs baseConfigMemos
+	// skippedChecks remembers, per CR, the user config (hash@version) whose skipped
+	// check was last told in an Event.
+	skippedChecks sync.Map
 	// tlsSecrets remembers, per CR, the last read of its TLS Secret (tlsSecretMemo).
 	tlsSecrets tlsSecretMemos
 	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.

@@ -4,54 +4,80 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 )
 
-// A CR that runs a config its user wrote (overrideConfig, v1alpha1 userConfig) keeps
-// that file when its image changes server version: when a new pin (or image-overrides)
-// moves the distribution from one version to another, the file is checked against the
-// version it would meet (configgen.Fits: the APIs, provider types and keys that
-// version lacks). A file that does not fit is never rolled onto it: the CR keeps what
-// runs and says which line fails on which version and how to keep the old line. The
-// file is read live only when such a move is due, and remembered by its content hash.
+// A config its user wrote (overrideConfig, v1alpha1 userConfig) is checked before it
+// is rolled out, against the server version that will read it (the image's, when its
+// pin or tag tells it): configgen.Preflight finds what that server refuses at start-up
+// as far as the file tells (an API, provider type or key it lacks, a provider whose
+// dependency is missing or without a field it requires). A file that would not start
+// is never rolled out: the CR keeps what runs and says which line fails on which
+// version. When the image changes version under an unchanged file (a new pin, or
+// image-overrides), the message also says how to keep the old line. The file is read
+// live only when its content (or the image) changes, and remembered by its content
+// hash. The annotation llamastack.io/skip-config-check: "true" on the CR skips the
+// check (an Event says so, once per file content), for a file the check is wrong about.
 
-// checkUserConfigMove returns a problem when the CR's user config does not fit the
-// server version of image, which replaces the one running. A transient error reading
-// the file is returned as such.
-func (c *Controller) checkUserConfigMove(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*userError, error) {
-	if uc == nil || l.Spec.Distribution.Name == "" {
+// annotationSkipConfigCheck on a CR skips the pre-flight check of its user config.
+const annotationSkipConfigCheck = "llamastack.io/skip-config-check"
+
+// reasonConfigCheckSkipped is the Event of a user config rolled out unchecked.
+const reasonConfigCheckSkipped = "ConfigCheckSkipped"
+
+// userConfigField names the user config in both versions.
+const userConfigField = "spec.overrideConfig (v1alpha1 spec.server.userConfig)"
+
+// checkUserConfig returns a problem when the CR's user config would not start the
+// server version of image. A transient error reading the file is returned as such.
+func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*userError, error) {
+	if uc == nil {
 		return nil, nil
 	}
-	running := c.runningImage(l)
-	if running == "" || running == image {
-		return nil, nil
-	}
-	to, from := imageServerVersion(image), imageServerVersion(running)
-	if to == "" || from == "" || to == from {
-		return nil, nil
-	}
+	to := imageServerVersion(image)
 	v, err := configgen.ParseVersion(to)
-	if err != nil {
+	if err != nil || !configgen.Known(v) {
+		// No version, or one whose shape the controller does not know (overrideConfig
+		// is the way to run those): nothing to check against.
 		return nil, nil
 	}
+	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	if l.Annotations[annotationSkipConfigCheck] == "true" {
+		if prev, ok := c.skippedChecks.Load(key); !ok || prev.(string) != uc.hash+"@"+to {
+			c.skippedChecks.Store(key, uc.hash+"@"+to)
+			c.recorder.Eventf(l, corev1.EventTypeWarning, reasonConfigCheckSkipped,
+				"%s: the check of the user config against server %s is skipped (annotation %s); the file is rolled out as it is", userConfigField, to, annotationSkipConfigCheck)
+		}
+		return nil, nil
+	}
+	c.skippedChecks.Delete(key)
 	ns, name := l.Namespace, uc.mountName
 	if uc.source != nil {
 		ns, name = uc.source.Namespace, uc.source.Name
 	}
-	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), key, ns, name, userConfigKey, uc.hash)
 	if err != nil || !found {
 		return nil, err
 	}
-	if err := configgen.Fits(content, v); err != nil {
+	perr := configgen.Preflight(content, v)
+	if perr == nil {
+		return nil, nil
+	}
+	running := c.runningImage(l)
+	from := imageServerVersion(running)
+	if l.Spec.Distribution.Name != "" && running != "" && running != image && from != "" && from != to {
 		return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
 			"spec.server.userConfig (ConfigMap %s/%s) does not fit server %s, which distribution %s now runs (%s): %v. "+
 				"It keeps running %s (server %s). Update the config for server %s, or hold the old line with image-overrides in the operator ConfigMap "+
 				"(for example %s: docker.io/ogxai/distribution-%s:0.6.1, a published pre-rename image)",
-			ns, name, to, l.Spec.Distribution.Name, image, err, running, from, to,
+			ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
 			l.Spec.Distribution.Name, l.Spec.Distribution.Name)}, nil
 	}
-	return nil, nil
+	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+		"%s (ConfigMap %s/%s) would stop server %s (image %s) at start-up: %v. Nothing is rolled out; fix the file, or set the annotation %s: \"true\" on the CR to roll it out unchecked",
+		userConfigField, ns, name, to, image, perr, annotationSkipConfigCheck)}, nil
 }

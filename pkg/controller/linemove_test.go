@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
@@ -62,4 +63,36 @@ func TestUserConfigThatFitsMovesWithThePin(t *testing.T) {
 	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff})
 	f.converge("app")
 	assert.Equal(t, testImage, f.image("app"))
+}
+
+// A user config the server of its image would refuse is not rolled out, for a new CR
+// as for an edit; the skip annotation rolls it out unchecked, told once.
+func TestUserConfigPreflight(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+		configMap(testNamespace, "cfg", map[string]string{"config.yaml": config07}, nil))
+	f.converge("app")
+	assert.Nil(t, f.stored(kindDeployment, "app"), "nothing is rolled out")
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
+	for _, want := range []string{"spec.overrideConfig (v1alpha1 spec.server.userConfig)", "would stop server 1.3.0", "no safety API", annotationSkipConfigCheck} {
+		assert.Contains(t, c.Message, want)
+	}
+	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigInvalid"))
+	assert.Empty(t, f.sync("app"), "the file is not read again while unchanged")
+
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Annotations = map[string]string{annotationSkipConfigCheck: "true"}
+	})
+	f.converge("app")
+	require.NotNil(t, f.stored(kindDeployment, "app"), "rolled out unchecked")
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+reasonConfigCheckSkipped), "events: %v", events)
+	f.sync("app")
+	assert.Zero(t, countEvents(f.events(), "Warning "+reasonConfigCheckSkipped), "told once")
+
+	// A file that fits needs no annotation.
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Annotations = nil })
+	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{"config.yaml": configBoth}, nil))
+	f.converge("app")
+	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 }

@@ -145,6 +145,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.baseConfigs.forget(key)
 	c.userConfigs.forget(key)
 	c.tlsSecrets.forget(key)
+	c.skippedChecks.Delete(key)
 	c.caTrust.forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
@@ -219,7 +220,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	// A user-written config is not rolled onto a server version it does not fit.
 	if imgProblem == nil && ucProblem == nil {
 		var err error
-		imgProblem, err = c.checkUserConfigMove(ctx, l, image, uc)
+		imgProblem, err = c.checkUserConfig(ctx, l, image, uc)
 		report(err)
 	}
 	if imgProblem == nil && ucProblem == nil && tlsProblem == nil && serverTLS != nil {
