@@ -54,7 +54,7 @@ func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRe
 		if err := validateCAKeys(keys); err != nil {
 			return nil, &userError{v1alpha2.ReasonCABundleInvalid, err.Error()}
 		}
-		cm, problem := c.referencedConfigMap(l, "spec.server.tlsConfig.caBundle", "CA bundle ConfigMap", ns, name)
+		cm, problem := c.referencedConfigMap(l, "spec.networking.tls.caBundle (v1alpha1 spec.server.tlsConfig.caBundle)", "CA bundle ConfigMap", ns, name)
 		if problem != nil {
 			return nil, problem
 		}

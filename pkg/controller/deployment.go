@@ -481,7 +481,7 @@ func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *us
 	for _, v := range podVolumes(l, in) {
 		if volumes[v.Name] {
 			return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
-				"spec.server.podOverrides.volumes: the volume name %q is used by the controller; choose another name", v.Name)}
+				"spec.workload.overrides.volumes (v1alpha1 spec.server.podOverrides.volumes): the volume name %q is used by the controller; choose another name", v.Name)}
 		}
 		volumes[v.Name] = true
 	}

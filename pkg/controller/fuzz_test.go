@@ -68,7 +68,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
 			obs.problems = append(obs.problems, userError{v1alpha2.ReasonConfigMapNotFound,
-				fmt.Sprintf("ConfigMap %s/%s referenced by spec.server.userConfig was not found", source.Namespace, source.Name)})
+				fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)

@@ -71,10 +71,10 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 	from := imageServerVersion(running)
 	if l.Spec.Distribution.Name != "" && running != "" && running != image && from != "" && from != to {
 		return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
-			"spec.server.userConfig (ConfigMap %s/%s) does not fit server %s, which distribution %s now runs (%s): %v. "+
+			"%s (ConfigMap %s/%s) does not fit server %s, which distribution %s now runs (%s): %v. "+
 				"It keeps running %s (server %s). Update the config for server %s, or hold the old line with image-overrides in the operator ConfigMap "+
 				"(for example %s: docker.io/ogxai/distribution-%s:0.6.1, a published pre-rename image)",
-			ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
+			userConfigField, ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
 			l.Spec.Distribution.Name, l.Spec.Distribution.Name)}, nil
 	}
 	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(

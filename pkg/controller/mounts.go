@@ -14,8 +14,9 @@ import (
 type serverMount struct {
 	corev1.VolumeMount
 	// what is the controller's name for one of its own mounts ("the storage volume");
-	// field, when set, is the spec field that gave the path.
-	what, field string
+	// field, when set, is the spec field that gave the path, and field1 the same field
+	// in v1alpha1.
+	what, field, field1 string
 	// user is true for a mount of spec.workload.overrides.volumeMounts.
 	user bool
 }
@@ -24,7 +25,9 @@ type serverMount struct {
 func (m serverMount) String() string {
 	switch {
 	case m.user:
-		return fmt.Sprintf("%s (volume %q) at %q", m.field, m.Name, m.MountPath)
+		return fmt.Sprintf("%s (volume %q; v1alpha1 %s) at %q", m.field, m.Name, m.field1, m.MountPath)
+	case m.field1 != "":
+		return fmt.Sprintf("%s %q at %q (%s; v1alpha1 %s)", m.what, m.Name, m.MountPath, m.field, m.field1)
 	case m.field != "":
 		return fmt.Sprintf("%s %q at %q (%s)", m.what, m.Name, m.MountPath, m.field)
 	}
@@ -36,7 +39,7 @@ func (m serverMount) String() string {
 func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []serverMount {
 	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: volumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
-		storage.field = "spec.server.storage.mountPath"
+		storage.field, storage.field1 = "spec.workload.storage.mountPath", "spec.server.storage.mountPath"
 	}
 	mounts := []serverMount{storage}
 	if in.userConfigMap != "" {
@@ -61,7 +64,8 @@ func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []ser
 	for i, m := range overrides(l).VolumeMounts {
 		mounts = append(mounts, serverMount{
 			VolumeMount: *m.DeepCopy(),
-			field:       fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
+			field:       fmt.Sprintf("spec.workload.overrides.volumeMounts[%d]", i),
+			field1:      fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
 			user:        true,
 		})
 	}
@@ -145,7 +149,7 @@ func mountPathConflict(mounts []serverMount) *userError {
 		return nil
 	}
 	return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
-		"two volumes would be mounted at one directory, %s, of the server container: %s and %s; mount one of them elsewhere (spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts)",
+		"two volumes would be mounted at one directory, %s, of the server container: %s and %s; mount one of them elsewhere (spec.workload.storage.mountPath or spec.workload.overrides.volumeMounts; v1alpha1 spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts)",
 		path.Clean(second.MountPath), first, second)}
 }
 

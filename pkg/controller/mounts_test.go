@@ -46,21 +46,21 @@ func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
 	}{
 		"the same string": {edits: fns(withMounts("/.llama")), want: []string{
 			"one directory, /.llama,", `the storage volume "lls-storage" at "/.llama"`,
-			`spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama"`}},
+			`spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama"`}},
 		"a trailing slash": {edits: fns(withMounts("/.llama/")), want: []string{
-			"one directory, /.llama,", `the storage volume "lls-storage" at "/.llama" and spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama/"`}},
+			"one directory, /.llama,", `the storage volume "lls-storage" at "/.llama" and spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/"`}},
 		"a dot segment in the storage path": {edits: fns(withStorageAt("/.llama/./"), withMounts("/.llama")), want: []string{
-			"one directory, /.llama,", `the storage volume "lls-storage" at "/.llama/./" (spec.server.storage.mountPath)`,
-			`spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama"`}},
+			"one directory, /.llama,", `the storage volume "lls-storage" at "/.llama/./" (spec.workload.storage.mountPath; v1alpha1 spec.server.storage.mountPath)`,
+			`spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama"`}},
 		"a double slash at the user config": {edits: fns(withMounts("//etc//llama-stack")), in: withUserConfig, want: []string{
 			"one directory, /etc/llama-stack,", `the user config volume "user-config" at "/etc/llama-stack/"`,
-			`(volume "v0") at "//etc//llama-stack"`}},
+			`(volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "//etc//llama-stack"`}},
 		"a parent segment at the CA bundle": {edits: fns(withMounts("/etc/ssl/certs/x/../ca-bundle/")), in: withCA, want: []string{
 			"one directory, /etc/ssl/certs/ca-bundle,", `the CA bundle volume "ca-bundle" at "/etc/ssl/certs/ca-bundle"`}},
 		"storage at the user config": {edits: fns(withStorageAt("/etc/llama-stack")), in: withUserConfig, want: []string{
-			`the storage volume "lls-storage" at "/etc/llama-stack" (spec.server.storage.mountPath) and the user config volume "user-config" at "/etc/llama-stack/"`}},
+			`the storage volume "lls-storage" at "/etc/llama-stack" (spec.workload.storage.mountPath; v1alpha1 spec.server.storage.mountPath) and the user config volume "user-config" at "/etc/llama-stack/"`}},
 		"two of the user's": {edits: fns(withMounts("/models", "/models/")), want: []string{
-			"one directory, /models,", `volumeMounts[0] (volume "v0") at "/models" and spec.server.podOverrides.volumeMounts[1] (volume "v1") at "/models/"`}},
+			"one directory, /models,", `volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/models" and spec.workload.overrides.volumeMounts[1] (volume "v1"; v1alpha1 spec.server.podOverrides.volumeMounts[1]) at "/models/"`}},
 		"the user config path without user config": {edits: fns(withMounts("/etc/llama-stack"))},
 		"the CA path without a CA bundle":          {edits: fns(withMounts("/etc/ssl/certs/ca-bundle/"))},
 		"nested is no conflict":                    {edits: fns(withMounts("/.llama/data", "/etc"))},
@@ -96,7 +96,7 @@ func ctrlMount(name, p string) serverMount {
 
 func userMount(i int, name, p string) serverMount {
 	return serverMount{VolumeMount: corev1.VolumeMount{Name: name, MountPath: p},
-		field: fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i), user: true}
+		field: fmt.Sprintf("spec.workload.overrides.volumeMounts[%d]", i), field1: fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i), user: true}
 }
 
 func TestNestedMounts(t *testing.T) {
@@ -190,8 +190,8 @@ func TestNestedMountsMessage(t *testing.T) {
 	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"})))
 	// In the order of the inner mounts: the controller's come first.
 	assert.Equal(t,
-		`the user config volume "user-config" at "/etc/llama-stack/" hides the path "llama-stack" inside spec.server.podOverrides.volumeMounts[1] (volume "v1") at "/etc"; `+
-			`spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama/" (spec.server.storage.mountPath). `+
+		`the user config volume "user-config" at "/etc/llama-stack/" hides the path "llama-stack" inside spec.workload.overrides.volumeMounts[1] (volume "v1"; v1alpha1 spec.server.podOverrides.volumeMounts[1]) at "/etc"; `+
+			`spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama/" (spec.workload.storage.mountPath; v1alpha1 spec.server.storage.mountPath). `+
 			"The pod runs, but the server does not see what the outer volume holds at that path; mount the inner volume elsewhere if those files are needed",
 		msg)
 }
@@ -220,7 +220,7 @@ func TestNestedMountIsAWarning(t *testing.T) {
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 	assert.Equal(t, v1alpha2.ReasonNestedMountPaths, cond.Reason)
-	assert.Contains(t, cond.Message, `spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`)
+	assert.Contains(t, cond.Message, `spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
 
 	// Nothing changed: no write, no second Event.

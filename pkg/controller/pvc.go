@@ -69,7 +69,7 @@ type storageSync struct {
 // previous is the CR's current StorageInSync condition: an expansion the API server
 // refused is not tried again until the CR's spec changes.
 func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
-	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
+	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
 	state := ok
 	refused, existed := false, false
 	pvc, err := c.pvcs.ensureWith(ctx, c, l, ensureOptions[*corev1.PersistentVolumeClaim]{
@@ -124,7 +124,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 // StorageInSync state: what of the spec could not be applied.
 func fitPVC(l *v1alpha2.LlamaStackDistribution, desired, cur *corev1.PersistentVolumeClaim, ownClass bool) storageSync {
 	name := cur.Name
-	state := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.server.storage"}
+	state := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
 	// Compared with the claim itself, not with what our manager owns: a claim made by
 	// another manager (the upstream operator) with the same class and modes is in sync.
 	if !slices.Equal(cur.Spec.AccessModes, desired.Spec.AccessModes) ||

@@ -397,7 +397,7 @@ func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operat
 	}
 	if dist.Name == "" {
 		return "", &userError{v1alpha2.ReasonDistributionNotSupported,
-			"spec.server.distribution needs a name or an image"}
+			"spec.distribution (v1alpha1 spec.server.distribution) needs a name or an image"}
 	}
 	image, ok := c.distributions[dist.Name]
 	if !ok {
@@ -411,7 +411,7 @@ func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operat
 		}
 		slices.Sort(names)
 		return "", &userError{v1alpha2.ReasonDistributionNotSupported, fmt.Sprintf(
-			"distribution %q is not supported; supported distributions: %s (or set spec.server.distribution.image)",
+			"distribution %q is not supported; supported distributions: %s (or set spec.distribution.image; v1alpha1 spec.server.distribution.image)",
 			dist.Name, strings.Join(names, ", "))}
 	}
 	if override, ok := cfg.imageOverrides[dist.Name]; ok {

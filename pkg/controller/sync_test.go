@@ -70,19 +70,19 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 				Volumes:      []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/.llama"}},
 			}
-		}, `two volumes would be mounted at one directory, /.llama, of the server container: the storage volume "lls-storage" at "/.llama" and spec.server.podOverrides.volumeMounts[0] (volume "v") at "/.llama"`},
+		}, `two volumes would be mounted at one directory, /.llama, of the server container: the storage volume "lls-storage" at "/.llama" and spec.workload.overrides.volumeMounts[0] (volume "v"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama"`},
 		// The API server compares mount paths as strings and would accept these: the CR
 		// would go Ready with one volume hiding the other.
 		"mount at the storage path with a trailing slash": {withMounts("/.llama/"),
-			`the storage volume "lls-storage" at "/.llama" and spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama/"`},
+			`the storage volume "lls-storage" at "/.llama" and spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/"`},
 		"storage path with a dot segment at a mount's path": {func(l *v1alpha1.LlamaStackDistribution) {
 			withStorageAt("/.llama/./")(l)
 			withMounts("/.llama")(l)
-		}, `the storage volume "lls-storage" at "/.llama/./" (spec.server.storage.mountPath) and spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/.llama"`},
+		}, `the storage volume "lls-storage" at "/.llama/./" (spec.workload.storage.mountPath; v1alpha1 spec.server.storage.mountPath) and spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama"`},
 		"mount at the user config path with a double slash": {func(l *v1alpha1.LlamaStackDistribution) {
 			l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "cfg"}
 			withMounts("/etc//llama-stack")(l)
-		}, `the user config volume "user-config" at "/etc/llama-stack/" and spec.server.podOverrides.volumeMounts[0] (volume "v0") at "/etc//llama-stack"`},
+		}, `the user config volume "user-config" at "/etc/llama-stack/" and spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/etc//llama-stack"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -47,14 +47,14 @@ func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*use
 		return nil, nil
 	}
 	ns, name := userConfigNamespace(l), uc.ConfigMapName
-	cm, problem := c.referencedConfigMap(l, "spec.server.userConfig", "ConfigMap", ns, name)
+	cm, problem := c.referencedConfigMap(l, userConfigField, "ConfigMap", ns, name)
 	if problem != nil {
 		return nil, problem
 	}
 	if _, ok := cm.Data[userConfigKey]; !ok {
 		if _, ok := cm.BinaryData[userConfigKey]; !ok {
 			return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
-				"ConfigMap %s/%s referenced by spec.server.userConfig has no key %s", ns, name, userConfigKey)}
+				"ConfigMap %s/%s referenced by "+userConfigField+" has no key %s", ns, name, userConfigKey)}
 		}
 	}
 	out := &userConfig{mountName: name, hash: configMapHash(cm)}

@@ -87,8 +87,8 @@ func TestSameMountDirectoryIsReported(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseFailed, l.Status.Phase)
 	assert.False(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady))
 	want := `two volumes would be mounted at one directory, /.llama, of the server container: ` +
-		`the storage volume "lls-storage" at "/.llama/" (spec.server.storage.mountPath) and ` +
-		`spec.server.podOverrides.volumeMounts[0] (volume "scratch") at "/.llama"`
+		`the storage volume "lls-storage" at "/.llama/" (spec.workload.storage.mountPath; v1alpha1 spec.server.storage.mountPath) and ` +
+		`spec.workload.overrides.volumeMounts[0] (volume "scratch"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama"`
 	assert.Contains(t, findCondition(l, v1alpha1.ConditionDeploymentReady).Message, want)
 	assert.Contains(t, warningEvent(t, ns, "app", v1alpha1.ReasonResourceInvalid).Message, want)
 	_, err = env.kube.AppsV1().Deployments(ns).Get(ctx, "app", metav1.GetOptions{})
@@ -103,7 +103,7 @@ func TestNestedMountIsAWarning(t *testing.T) {
 
 	waitReady(t, ns, "app")
 	l := waitCondition(t, ns, "app", v1alpha1.ConditionVolumeMountWarning, metav1.ConditionTrue, v1alpha1.ReasonNestedMountPaths)
-	want := `spec.server.podOverrides.volumeMounts[0] (volume "data") at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`
+	want := `spec.workload.overrides.volumeMounts[0] (volume "data"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`
 	assert.Contains(t, findCondition(l, v1alpha1.ConditionVolumeMountWarning).Message, want)
 	assert.Contains(t, warningEvent(t, ns, "app", v1alpha1.ReasonNestedMountPaths).Message, want)
 	var paths []string
