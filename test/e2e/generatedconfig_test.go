@@ -102,6 +102,12 @@ func TestGeneratedConfigRollsAndKeepsWhatRuns(t *testing.T) {
 		assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
 		assert.Equal(t, cond.Message, p.Message)
 	}
+	// kubectl get llsd shows it; v1alpha1 keeps upstream's columns.
+	printed := printedColumns(t, ns, "gen", "v1alpha2")
+	assert.Equal(t, "Ready", printed["Phase"])
+	assert.Equal(t, "True", printed["Ready"])
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, printed["Progressing"])
+	assert.NotContains(t, printedColumns(t, ns, "gen", "v1alpha1"), "Progressing")
 	after := deployment(t, ns, "gen")
 	assert.Equal(t, before.Generation, after.Generation, "the Deployment is not written")
 	assert.Equal(t, before.Spec.Template, after.Spec.Template)
