@@ -305,10 +305,16 @@ var readinessConditions = []string{v1alpha2.ConditionReady, v1alpha2.ConditionDe
 // changes nothing else but what follows from its Deployment becoming available: the
 // phase, the replica counts and readinessConditions. Such a write can wait for the
 // server's first answer; anything else (a problem, a warning, a new generation, a
-// Service URL) is written at once.
+// Service URL) is written at once. A problem the CR reported already may move from
+// DeploymentReady to Progressing, as the Deployment serving makes it a change refused.
 func onlyTurnsReady(old, st v1alpha2.LlamaStackDistributionStatus) bool {
 	if st.Phase != v1alpha2.PhaseReady || old.Phase == v1alpha2.PhaseReady {
 		return false
+	}
+	if p := reportedProblem(st.Conditions); p != nil {
+		if was := reportedProblem(old.Conditions); was == nil || was.Message != p.Message {
+			return false
+		}
 	}
 	masked := *st.DeepCopy()
 	masked.Phase, masked.Replicas, masked.AvailableReplicas = old.Phase, old.Replicas, old.AvailableReplicas

@@ -441,6 +441,12 @@ func TestOnlyTurnsReady(t *testing.T) {
 		"and a Service condition": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.Conditions[3].Message = "changed" }, want: false},
 		"and a route":             {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) { st.RouteURL = ptr.To("http://x") }, want: false},
 		"first status":            {old: v1alpha2.LlamaStackDistributionStatus{}, want: false},
+		"and a problem": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Conditions[1] = c(v1alpha2.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonTLSSecretNotFound, later)
+		}, want: false},
+		"with the problem it reported": {old: problem(initializing, v1alpha2.ReasonTLSSecretNotFound), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Conditions[1] = c(v1alpha2.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonTLSSecretNotFound, later)
+		}, want: true},
 		"and its storage bound": {old: storageCondition(initializing, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, at), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
 			*st = storageCondition(*st, metav1.ConditionTrue, v1alpha2.ReasonStorageReady, later)
 		}, want: true},
@@ -776,5 +782,18 @@ func storageCondition(st v1alpha2.LlamaStackDistributionStatus, status metav1.Co
 	out := *st.DeepCopy()
 	out.Conditions = append(slices.DeleteFunc(out.Conditions, func(c metav1.Condition) bool { return c.Type == v1alpha2.ConditionStorageReady }),
 		metav1.Condition{Type: v1alpha2.ConditionStorageReady, Status: status, Reason: reason, Message: reason, ObservedGeneration: 1, LastTransitionTime: at})
+	return out
+}
+
+// problem is st with a user error of that reason reported as nothing serves: the CR
+// Failed, DeploymentReady and Ready False with the reason (as their message).
+func problem(st v1alpha2.LlamaStackDistributionStatus, reason string) v1alpha2.LlamaStackDistributionStatus {
+	out := *st.DeepCopy()
+	out.Phase = v1alpha2.PhaseFailed
+	for i, c := range out.Conditions {
+		if c.Type == v1alpha2.ConditionDeploymentReady || c.Type == v1alpha2.ConditionReady {
+			out.Conditions[i].Status, out.Conditions[i].Reason, out.Conditions[i].Message = metav1.ConditionFalse, reason, reason
+		}
+	}
 	return out
 }

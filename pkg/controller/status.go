@@ -96,21 +96,27 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 			"Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource))
 	}
 
-	// Deployment.
-	deploymentIsReady := false
-	if len(obs.problems) > 0 {
+	// Deployment. A problem keeps the Deployment as it runs: while it serves as asked
+	// (with the Service, and the storage if any), the CR stays Ready and the problem is
+	// a change refused, in Progressing; while nothing serves, it is why the CR is not.
+	deploymentIsReady, reason, message := deploymentReady(l, obs.deployment, obs.pod)
+	servesAsAsked := deploymentIsReady && obs.service != nil && storageBound(l, obs.pvc)
+	refused := len(obs.problems) > 0 && servesAsAsked
+	if len(obs.problems) > 0 && !servesAsAsked {
 		set(v1alpha2.ConditionDeploymentReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	} else {
-		ready, reason, message := deploymentReady(l, obs.deployment, obs.pod)
 		status := metav1.ConditionFalse
-		if ready {
-			deploymentIsReady, status = true, metav1.ConditionTrue
+		if deploymentIsReady {
+			status = metav1.ConditionTrue
 		}
 		set(v1alpha2.ConditionDeploymentReady, status, reason, message)
 	}
-	if obs.deployment == nil {
+	switch {
+	case obs.deployment == nil:
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionProgressing)
-	} else {
+	case refused:
+		set(v1alpha2.ConditionProgressing, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	default:
 		status, reason, message := rolloutProgress(obs.deployment, obs.pod)
 		set(v1alpha2.ConditionProgressing, status, reason, message)
 	}
@@ -161,7 +167,6 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	}
 
 	// Storage.
-	storageReady := true
 	if l.Spec.Workload.Storage == nil {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageReady)
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageInSync)
@@ -182,15 +187,12 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		}
 		switch p := obs.pvc; {
 		case p == nil:
-			storageReady = false
 			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed,
 				fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
 		case p.DeletionTimestamp != nil:
-			storageReady = false
 			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf(
 				"PersistentVolumeClaim %s is being deleted: it goes once no pod mounts it, then a new one is made", p.Name))
 		case p.Status.Phase != corev1.ClaimBound:
-			storageReady = false
 			phase := string(p.Status.Phase)
 			if phase == "" {
 				phase = string(corev1.ClaimPending)
@@ -223,16 +225,16 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	// Aggregate.
 	stuck := deploymentStuck(st.Conditions)
 	switch {
-	case len(obs.problems) > 0:
+	case len(obs.problems) > 0 && !refused:
 		st.Phase = v1alpha2.PhaseFailed
 		set(v1alpha2.ConditionReady, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
 	case obs.deployment == nil:
 		st.Phase = v1alpha2.PhasePending
 		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending")
-	case deploymentIsReady && obs.service != nil && storageReady && scaledToZero(l):
+	case servesAsAsked && scaledToZero(l):
 		st.Phase = v1alpha2.PhaseReady
 		set(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage)
-	case deploymentIsReady && obs.service != nil && storageReady:
+	case servesAsAsked:
 		st.Phase = v1alpha2.PhaseReady
 		set(v1alpha2.ConditionReady, metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready")
 	case stuck != nil:
@@ -244,6 +246,12 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		set(v1alpha2.ConditionReady, metav1.ConditionFalse, v1alpha2.ReasonNotReady, firstFalseMessage(st.Conditions))
 	}
 	return st
+}
+
+// storageBound tells whether the CR's storage, if it asks for any, is ready: its claim
+// exists, is not being deleted, and is Bound (StorageReady True).
+func storageBound(l *v1alpha2.LlamaStackDistribution, p *corev1.PersistentVolumeClaim) bool {
+	return l.Spec.Workload.Storage == nil || (p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.ClaimBound)
 }
 
 // serving tells whether at least one replica of the Deployment is available to answer.
@@ -403,7 +411,7 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updated status", "phase", st.Phase)
 
-	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionDeploymentReady)
+	old := reportedProblem(l.Status.Conditions)
 	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
 		// One line per transition, at the default verbosity, for whoever reads the logs.
 		logger.Info("LlamaStackDistribution cannot converge until its spec or environment changes",
@@ -411,7 +419,7 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 		for _, p := range problems {
 			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
 		}
-	} else if len(problems) == 0 && old != nil && old.Status == metav1.ConditionFalse && isProblemReason(old.Reason) {
+	} else if len(problems) == 0 && old != nil {
 		logger.Info("LlamaStackDistribution's problem is resolved", "was", old.Reason)
 	}
 	// Warnings held in conditions: one Event (and log line) each time one appears or
@@ -497,6 +505,18 @@ func samePodReport(previous []metav1.Condition, now *metav1.Condition) bool {
 		}
 	}
 	return false
+}
+
+// reportedProblem is the condition that reports the CR's user errors, or nil when none
+// does: DeploymentReady while nothing serves, Progressing (a change refused) while the
+// Deployment serves as asked. A problem moving from one to the other is the same one.
+func reportedProblem(conds []metav1.Condition) *metav1.Condition {
+	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionProgressing} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse && isProblemReason(c.Reason) {
+			return c
+		}
+	}
+	return nil
 }
 
 // isProblemReason tells whether reason is one of a user error (userError.reason).

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -107,7 +108,12 @@ func TestCrossNamespaceUserConfig(t *testing.T) {
 	cm.Data["config.yaml"] = "version: '2'\nsecret: do-not-copy\n"
 	_, err = env.kube.CoreV1().ConfigMaps(shared).Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	waitCondition(t, ns, "app", v1alpha1.ConditionDeploymentReady, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotAllowed)
+	// The pods keep serving the copy they mount: the CR stays Ready, and the refusal is
+	// a change that does not go through, in Progressing.
+	l := waitCondition(t, ns, "app", v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotAllowed)
+	assert.Equal(t, v1alpha1.PhaseReady, l.Status.Phase)
+	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady))
+	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionDeploymentReady))
 	cp, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-user-config", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, src.Data, cp.Data, "the copy stopped following the source")

@@ -77,20 +77,37 @@ func TestGeneratedConfigRollsAndKeepsWhatRuns(t *testing.T) {
 	_, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gen-config-"+second, metav1.GetOptions{})
 	require.NoError(t, err, "the mounted one stays")
 
-	// ollama has no API key field: configgen refuses it (the CRD does not); what runs stays.
+	// ollama has no API key field: configgen refuses it (the CRD does not); what runs stays,
+	// and serves: the CR stays Ready, the refused change in Progressing.
 	before := deployment(t, ns, "gen")
 	editHub(t, ns, "gen", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers.Inference[0].Provider = "ollama" })
 	var cond *metav1.Condition
+	var refused *v1alpha2.LlamaStackDistribution
 	eventually(t, 30*time.Second, "ConfigGenerated=False", func(ctx context.Context) (bool, error) {
 		l, err := crs.Get(ctx, "gen", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
+		refused = l
 		cond = meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionConfigGenerated)
 		return l.Status.ObservedGeneration == l.Generation && cond != nil && cond.Status == metav1.ConditionFalse, nil
 	})
 	assert.Equal(t, v1alpha2.ReasonConfigInvalid, cond.Reason)
 	assert.Contains(t, cond.Message, "spec.providers.inference[0]")
+	assert.Equal(t, v1alpha2.PhaseReady, refused.Status.Phase)
+	assert.True(t, meta.IsStatusConditionTrue(refused.Status.Conditions, v1alpha2.ConditionReady))
+	assert.True(t, meta.IsStatusConditionTrue(refused.Status.Conditions, v1alpha2.ConditionDeploymentReady))
+	if p := meta.FindStatusCondition(refused.Status.Conditions, v1alpha2.ConditionProgressing); assert.NotNil(t, p) {
+		assert.Equal(t, metav1.ConditionFalse, p.Status)
+		assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
+		assert.Equal(t, cond.Message, p.Message)
+	}
+	// kubectl get llsd shows it; v1alpha1 keeps upstream's columns.
+	printed := printedColumns(t, ns, "gen", "v1alpha2")
+	assert.Equal(t, "Ready", printed["Phase"])
+	assert.Equal(t, "True", printed["Ready"])
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, printed["Progressing"])
+	assert.NotContains(t, printedColumns(t, ns, "gen", "v1alpha1"), "Progressing")
 	after := deployment(t, ns, "gen")
 	assert.Equal(t, before.Generation, after.Generation, "the Deployment is not written")
 	assert.Equal(t, before.Spec.Template, after.Spec.Template)

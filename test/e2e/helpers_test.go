@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -277,4 +278,26 @@ func hubOf(t *testing.T, l *v1alpha1.LlamaStackDistribution) *v1alpha2.LlamaStac
 	var out v1alpha2.LlamaStackDistribution
 	require.NoError(t, l.ConvertTo(&out))
 	return &out
+}
+
+// printedColumns is the CR as kubectl get prints it in version (v1alpha1 or v1alpha2):
+// the API server's Table of it, each cell by its column's name.
+func printedColumns(t *testing.T, ns, name, version string) map[string]string {
+	t.Helper()
+	rest := env.client.LlamastackV1alpha2().RESTClient()
+	if version == "v1alpha1" {
+		rest = env.client.LlamastackV1alpha1().RESTClient()
+	}
+	raw, err := rest.Get().Namespace(ns).Resource("llamastackdistributions").Name(name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	require.NoError(t, err)
+	var table metav1.Table
+	require.NoError(t, json.Unmarshal(raw, &table))
+	require.Len(t, table.Rows, 1)
+	require.Len(t, table.Rows[0].Cells, len(table.ColumnDefinitions))
+	out := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		out[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,7 +194,14 @@ func TestTwoVersionCRD(t *testing.T) {
 	assert.Equal(t, ".status.replicas", v2.Subresources.Scale.StatusReplicasPath)
 	require.NotNil(t, v2.Subresources.Scale.LabelSelectorPath)
 	assert.Equal(t, ".status.selector", *v2.Subresources.Scale.LabelSelectorPath)
-	assert.Equal(t, v1.AdditionalPrinterColumns, v2.AdditionalPrinterColumns)
+	// v1alpha2 has v1alpha1's columns and, after Ready, Progressing's reason: a change
+	// rolling out, refused (a user error, the CR staying Ready while it serves) or stuck.
+	require.GreaterOrEqual(t, len(v1.AdditionalPrinterColumns), 2)
+	wantColumns := slices.Concat(v1.AdditionalPrinterColumns[:2], []apiextensionsv1.CustomResourceColumnDefinition{{
+		Name: "Progressing", Type: "string", JSONPath: `.status.conditions[?(@.type=="Progressing")].reason`,
+	}}, v1.AdditionalPrinterColumns[2:])
+	assert.Equal(t, "Ready", v1.AdditionalPrinterColumns[1].Name)
+	assert.Equal(t, wantColumns, v2.AdditionalPrinterColumns)
 
 	// v1alpha1 as the CRD served it alone, but for the storage flag.
 	alone := v1alpha1OnlyCRD(t)

@@ -2,13 +2,16 @@ package v1alpha2
 
 // Condition types of a LlamaStackDistribution.
 const (
-	// ConditionReady is the aggregate: the server is running and reachable through its Service.
+	// ConditionReady is the aggregate: the server is running at the desired count,
+	// whatever spec it runs, and reachable through its Service.
 	ConditionReady = "Ready"
-	// ConditionDeploymentReady reports the server Deployment, and every user error that keeps it from converging.
+	// ConditionDeploymentReady reports the server Deployment and, while it does not serve
+	// as asked, every user error that keeps it from converging.
 	ConditionDeploymentReady = "DeploymentReady"
 	// ConditionProgressing reports a rollout of the server Deployment, as the Deployment's
 	// own condition of that name does: True while rolling out and once complete (by its
-	// reason), False when the rollout stopped making progress.
+	// reason), False when the rollout stopped making progress; and False with a user
+	// error's reason when a change is refused while the Deployment serves as asked.
 	ConditionProgressing = "Progressing"
 	// ConditionStorageReady reports the PersistentVolumeClaim (present only with spec.workload.storage).
 	ConditionStorageReady = "StorageReady"

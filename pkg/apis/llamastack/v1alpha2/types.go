@@ -17,6 +17,7 @@ import (
 // +kubebuilder:subresource:scale:specpath=.spec.workload.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Operator Version",type=string,JSONPath=`.status.version.operatorVersion`
 // +kubebuilder:printcolumn:name="Server Version",type=string,JSONPath=`.status.version.llamaStackServerVersion`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
