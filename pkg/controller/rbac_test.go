@@ -129,14 +129,11 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return configMap(testOperatorNamespace, OperatorConfigMapName,
 			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\n", enabled)}, nil)
 	}
-	// A server of its own certificate: its Secret is read.
-	serving := newHubLLSD("serving", withServerTLS("serving-cert"))
-	client := fake.NewClientset(hub(full), hub(broken), serving)
+	client := fake.NewClientset(hub(full), hub(broken))
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
-		newTestServing(t, "serving-service.demo.svc").secret("serving-cert"),
 	)
 	// No recorder: the controller records Events through the API, as in a cluster.
 	c, done := runController(ctx, t, client, kubeclient, nil)
@@ -179,9 +176,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	waitFor("the PVC is created", func() bool {
 		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
 	})
-	waitFor("the statuses are written", func() bool {
-		return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed && phase("serving") != ""
-	})
+	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed })
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
 		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")
@@ -226,6 +221,11 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	for what, o := range optional {
 		waitFor(what+" is deleted", func() bool { edit(); rollOut(); return !exists(o.gvr, o.name) })
 	}
+	// A server of its own certificate: its Secret is read. Made once the rest is done,
+	// so that its writes do not race the edits above.
+	require.NoError(t, kubeclient.Tracker().Add(newTestServing(t, "serving-service.demo.svc").secret("serving-cert")))
+	require.NoError(t, client.Tracker().Add(newHubLLSD("serving", withServerTLS("serving-cert"))))
+	waitFor("the TLS server's status is written", func() bool { return phase("serving") != "" })
 	waitFor("the repeated Event is patched", func() bool {
 		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {
 			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"
