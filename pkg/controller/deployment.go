@@ -118,6 +118,10 @@ type deploymentInputs struct {
 	distro string
 	// tls is the server's certificate when it serves HTTPS; nil for plain HTTP.
 	tls *serverTLS
+	// legacySpread leaves the default spreading out, as releases before this one did
+	// at one replica: for a running Deployment without it that nothing else changes
+	// (ensureDeployment), so that upgrading the controller rolls no pod.
+	legacySpread bool
 }
 
 // newDeployment builds the desired server Deployment of l. It makes no API
@@ -167,8 +171,8 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 		Containers:                []corev1.Container{serverContainer(l, in)},
 		Volumes:                   podVolumes(l, in),
 		SecurityContext:           podSecurityContext(overrides, in.openShift),
-		TopologySpreadConstraints: topologySpreadConstraints(l),
-		Affinity:                  podAffinity(l),
+		TopologySpreadConstraints: topologySpreadConstraints(l, in.legacySpread),
+		Affinity:                  podAffinity(l, in.legacySpread),
 	}
 	if overrides.ServiceAccountName != "" {
 		podSpec.ServiceAccountName = overrides.ServiceAccountName
@@ -434,13 +438,16 @@ func instanceSelector(l *v1alpha2.LlamaStackDistribution) *metav1.LabelSelector 
 
 // topologySpreadConstraints are the user's, or a soft spread over regions, zones and
 // hosts, at any replica count.
-func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.TopologySpreadConstraint {
+func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution, legacy bool) []corev1.TopologySpreadConstraint {
 	if user := l.Spec.Workload.TopologySpreadConstraints; len(user) > 0 {
 		out := make([]corev1.TopologySpreadConstraint, len(user))
 		for i := range user {
 			out[i] = *user[i].DeepCopy()
 		}
 		return out
+	}
+	if legacy {
+		return nil
 	}
 	keys := []string{topologyKeyRegion, topologyKeyZone, topologyKeyHostname}
 	out := make([]corev1.TopologySpreadConstraint, 0, len(keys))
@@ -456,7 +463,10 @@ func topologySpreadConstraints(l *v1alpha2.LlamaStackDistribution) []corev1.Topo
 }
 
 // podAffinity prefers one pod per host, at any replica count.
-func podAffinity(l *v1alpha2.LlamaStackDistribution) *corev1.Affinity {
+func podAffinity(l *v1alpha2.LlamaStackDistribution, legacy bool) *corev1.Affinity {
+	if legacy {
+		return nil
+	}
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 			Weight: antiAffinityWeight,

@@ -903,3 +903,29 @@ func TestScalingKeepsThePodTemplate(t *testing.T) {
 		})
 	}
 }
+
+// A Deployment an earlier release made at one replica has no default spreading: the
+// upgraded controller does not roll it for that alone, and adds the spreading with the
+// next change that rolls the pods anyway.
+func TestUpgradeDoesNotRollForTheSpreading(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	// As the earlier release applied it: no affinity, no spread constraints.
+	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Affinity = nil
+		d.Spec.Template.Spec.TopologySpreadConstraints = nil
+	})
+	before := f.deployment("app").Spec.Template
+	require.Nil(t, before.Spec.Affinity)
+	assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"), "no roll for the spreading alone")
+	assert.Equal(t, before, f.deployment("app").Spec.Template)
+
+	// A change that rolls the pods anyway brings it.
+	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}
+	})
+	f.converge("app")
+	after := f.deployment("app").Spec.Template.Spec
+	assert.NotNil(t, after.Affinity)
+	assert.Len(t, after.TopologySpreadConstraints, 3)
+}

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -492,8 +495,37 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStac
 			}
 		}
 	}
-	o.build = fixed[*appsv1.Deployment](newDeployment(l, in))
+	o.build = func(_ context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
+		desired := newDeployment(l, in)
+		if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
+			return desired, nil
+		}
+		// A Deployment made by an earlier release at one replica has no default
+		// spreading: adding it alone would roll every such server once, at the
+		// controller's upgrade (with storage, an outage). It is added with the next
+		// change of the pod template, which rolls the pods anyway; a write of the
+		// Deployment's own metadata or replicas rolls nothing and does not bring it.
+		in.legacySpread = true
+		legacy := newDeployment(l, in)
+		owned, err := c.deployments.extract(cur, FieldManager)
+		if err != nil {
+			return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+		}
+		ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
+		if err != nil {
+			return nil, err
+		}
+		if owned.Spec != nil && ac.Spec != nil && equality.Semantic.DeepEqual(owned.Spec.Template, ac.Spec.Template) {
+			return legacy, nil
+		}
+		return desired, nil
+	}
 	return c.deployments.ensureWith(ctx, c, l, o)
+}
+
+// hasSpreading tells whether a pod template spreads its pods (ours or the user's).
+func hasSpreading(spec *corev1.PodSpec) bool {
+	return spec.Affinity != nil || len(spec.TopologySpreadConstraints) > 0
 }
 
 // scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s

@@ -380,6 +380,17 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 			server["env"] = gotServer["env"]
 			delete(server, "command")
 			require.NoError(t, unstructured.SetNestedSlice(want, containers, "spec", "template", "spec", "containers"))
+			// The pods roll anyway: the default spreading, which this release puts in the
+			// template at every replica count, comes with the same rollout.
+			if _, had, _ := unstructured.NestedFieldNoCopy(want, "spec", "template", "spec", "affinity"); !had {
+				spread, _, _ := unstructured.NestedSlice(got, "spec", "template", "spec", "topologySpreadConstraints")
+				assert.Len(t, spread, 3, "%s: the default spreading comes with the rollout", key)
+				for _, f := range []string{"affinity", "topologySpreadConstraints"} {
+					if v, ok, _ := unstructured.NestedFieldCopy(got, "spec", "template", "spec", f); ok {
+						require.NoError(t, unstructured.SetNestedField(want, v, "spec", "template", "spec", f))
+					}
+				}
+			}
 			for _, o := range []map[string]any{want, got} {
 				unstructured.RemoveNestedField(o, "metadata", "annotations", "deployment.kubernetes.io/revision")
 				delete(o, "status")
