@@ -397,3 +397,19 @@ func TestSecretLikeSettingIsWarnedOnce(t *testing.T) {
 	f.sync("app")
 	assert.Zero(t, countEvents(f.events(), "Warning "+reasonSecretInSettings))
 }
+
+// ConfigGenerated never names a ConfigMap the CR does not own: with someone else's
+// object under the generated name nothing is applied, and the condition says so
+// without naming it.
+func TestConfigGeneratedDoesNotNameAForeignConfigMap(t *testing.T) {
+	l := newGenLLSD("app")
+	name := "app-config-" + expectedGeneration(t, l).Hash
+	f := newFixture(t, l, configMap(testNamespace, name, map[string]string{"config.yaml": "theirs"}, nil))
+	f.converge("app")
+	got := f.llsd("app")
+	c := cond(t, got, v1alpha2.ConditionConfigGenerated)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.NotContains(t, c.Message, name)
+	assert.Contains(t, c.Message, "not rolled out while the CR has a problem ("+v1alpha2.ReasonResourceNotOwned+")")
+	assert.Nil(t, f.stored(kindDeployment, "app"))
+}

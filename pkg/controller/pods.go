@@ -199,7 +199,7 @@ var podReasons = []string{v1alpha2.ReasonUnschedulable, v1alpha2.ReasonCreateCon
 var ownReasons = map[string]bool{
 	v1alpha2.ReasonDeploymentReady: true, v1alpha2.ReasonDeploymentPending: true, v1alpha2.ReasonDeploymentScaling: true,
 	v1alpha2.ReasonDeploymentFailed: true, v1alpha2.ReasonStorageReady: true, v1alpha2.ReasonStorageFailed: true,
-	v1alpha2.ReasonServiceReady: true, v1alpha2.ReasonServiceFailed: true, v1alpha2.ReasonReady: true,
+	v1alpha2.ReasonServiceReady: true, v1alpha2.ReasonServiceFailed: true, v1alpha2.ReasonNotAttempted: true, v1alpha2.ReasonReady: true,
 	v1alpha2.ReasonNotReady: true, v1alpha2.ReasonTerminating: true, v1alpha2.ReasonScaledToZero: true,
 	v1alpha2.ReasonReplicaFailure: true, v1alpha2.ReasonRollingOut: true, v1alpha2.ReasonRolloutComplete: true,
 	v1alpha2.ReasonProgressDeadlineExceeded: true, v1alpha2.ReasonHealthCheckPassed: true, v1alpha2.ReasonHealthCheckFailed: true,

@@ -92,8 +92,14 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		if len(obs.problems) == 0 {
 			st.ResolvedDistribution = g.resolved.DeepCopy()
 		}
-		set(v1alpha2.ConditionConfigGenerated, metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, fmt.Sprintf(
-			"Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource))
+		msg := fmt.Sprintf("Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource)
+		if len(obs.problems) > 0 {
+			// Nothing was applied: the ConfigMap may not exist, or be someone else's
+			// object of that name, so it is not named.
+			msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
+				g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].reason)
+		}
+		set(v1alpha2.ConditionConfigGenerated, metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, msg)
 	}
 
 	// Deployment. A problem keeps the Deployment as it runs: while it serves as asked
@@ -161,6 +167,10 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	if obs.service != nil {
 		set(v1alpha2.ConditionServiceReady, metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready")
 		st.ServiceURL = serviceURL(l, servesTLS(obs.deployment))
+	} else if len(obs.problems) > 0 {
+		// Not attempted: a problem stops the children where they are.
+		set(v1alpha2.ConditionServiceReady, metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", serviceName(l), obs.problems[0].reason))
 	} else {
 		set(v1alpha2.ConditionServiceReady, metav1.ConditionFalse, v1alpha2.ReasonServiceFailed,
 			fmt.Sprintf("Service %s is not created yet", serviceName(l)))
@@ -186,6 +196,9 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 			meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionStorageAccessWarning)
 		}
 		switch p := obs.pvc; {
+		case p == nil && len(obs.problems) > 0:
+			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+				fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", pvcName(l), obs.problems[0].reason))
 		case p == nil:
 			set(v1alpha2.ConditionStorageReady, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed,
 				fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))

@@ -490,3 +490,18 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 	f.sync("app")
 	assert.Equal(t, 0.0, gauge(t, name, labels))
 }
+
+// A child the controller did not try to make, because a problem stops the children, is
+// not reported as failed.
+func TestChildrenNotAttemptedAreNotFailed(t *testing.T) {
+	f := newFixture(t, newLLSD("app", withUserConfigMap("missing", ""), func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
+	}))
+	f.converge("app")
+	l := f.llsd("app")
+	for _, ct := range []string{v1alpha2.ConditionServiceReady, v1alpha2.ConditionStorageReady} {
+		c := cond(t, l, ct)
+		assert.Equal(t, v1alpha2.ReasonNotAttempted, c.Reason, ct)
+		assert.Contains(t, c.Message, "while the CR has a problem ("+v1alpha2.ReasonConfigMapNotFound+")", ct)
+	}
+}

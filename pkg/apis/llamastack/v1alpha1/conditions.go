@@ -62,6 +62,7 @@ const (
 	ReasonConfigMapNotAllowed        = v1alpha2.ReasonConfigMapNotAllowed
 	ReasonCABundleInvalid            = v1alpha2.ReasonCABundleInvalid
 	ReasonTLSSecretNotFound          = v1alpha2.ReasonTLSSecretNotFound
+	ReasonNotAttempted               = v1alpha2.ReasonNotAttempted
 	ReasonTLSSecretInvalid           = v1alpha2.ReasonTLSSecretInvalid
 	ReasonResourceNotOwned           = v1alpha2.ReasonResourceNotOwned
 	ReasonResourceInvalid            = v1alpha2.ReasonResourceInvalid

@@ -46,9 +46,12 @@ const (
 	ReasonStorageFailed     = "StorageFailed"
 	ReasonServiceReady      = "ServiceReady"
 	ReasonServiceFailed     = "ServiceFailed"
-	ReasonReady             = "Ready"
-	ReasonNotReady          = "NotReady"
-	ReasonTerminating       = "Terminating"
+	// ReasonNotAttempted: the child is not created while the CR has a problem, which
+	// stops the children where they are.
+	ReasonNotAttempted = "NotAttempted"
+	ReasonReady        = "Ready"
+	ReasonNotReady     = "NotReady"
+	ReasonTerminating  = "Terminating"
 
 	// ReasonScaledToZero: spec.replicas is 0 (without autoscaling): no server runs, and
 	// that is the state asked for, so the CR is Ready.

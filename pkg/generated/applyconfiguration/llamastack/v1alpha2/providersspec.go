@@ -26,7 +26,8 @@ package v1alpha2
 // two or more, and are unique across all APIs; an id left out is the provider's
 // name without remote:: or inline::.
 type ProvidersSpecApplyConfiguration struct {
-	// Inference lists the providers of the inference API models of the CR's resources default to its first entry.
+	// Inference lists the providers of the inference API; the models of spec.resources
+	// without a provider are served by its first entry.
 	Inference []ProviderConfigApplyConfiguration `json:"inference,omitempty"`
 	// Safety lists the providers of the safety API (servers before 1.0).
 	Safety []ProviderConfigApplyConfiguration `json:"safety,omitempty"`
