@@ -55,11 +55,8 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 		return nil, nil
 	}
 	c.skippedChecks.Delete(key)
-	ns, name := l.Namespace, uc.mountName
-	if uc.source != nil {
-		ns, name = uc.source.Namespace, uc.source.Name
-	}
-	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), key, ns, name, userConfigKey, uc.hash)
+	ns, name := uc.sourceName(l)
+	content, found, err := c.readUserConfig(ctx, l, uc)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -80,4 +77,21 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
 		"%s (ConfigMap %s/%s) would stop server %s (image %s) at start-up: %v. Nothing is rolled out; fix the file, or set the annotation %s: \"true\" on the CR to roll it out unchecked",
 		userConfigField, ns, name, to, image, perr, annotationSkipConfigCheck)}, nil
+}
+
+// sourceName is the namespace and name of the ConfigMap the user wrote uc in.
+func (uc *userConfig) sourceName(l *v1alpha2.LlamaStackDistribution) (ns, name string) {
+	if uc.source != nil {
+		return uc.source.Namespace, uc.source.Name
+	}
+	return l.Namespace, uc.mountName
+}
+
+// readUserConfig is the content of the CR's user config, read live only when its
+// content hash differs from the one last read for the CR (userConfigs); found is
+// false when the ConfigMap or its key is gone.
+func (c *Controller) readUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) ([]byte, bool, error) {
+	ns, name := uc.sourceName(l)
+	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	return content, found, err
 }

@@ -228,11 +228,8 @@ func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaSt
 	if v, err := configgen.ParseVersion(version); err == nil && !v.OGX() && v.Minor >= 3 {
 		return nil, nil
 	}
-	ns, name := l.Namespace, uc.mountName
-	if uc.source != nil {
-		ns, name = uc.source.Namespace, uc.source.Name
-	}
-	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	ns, name := uc.sourceName(l)
+	content, found, err := c.readUserConfig(ctx, l, uc)
 	if err != nil || !found {
 		return nil, err
 	}
