@@ -482,8 +482,19 @@ func (u *upgradeCluster) assertReadBack(t *testing.T, ns string, expected map[st
 	t.Helper()
 	ctx := context.Background()
 	for name, want := range expected {
-		v1, err := u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
+		// Right after a restart the API server may not reach the new process's
+		// conversion webhook yet (its listener comes up beside the informers): a read
+		// that fails for that is tried again, for a bounded time.
+		var v1 *v1alpha1.LlamaStackDistribution
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			v1, err = u.client.LlamastackV1alpha1().LlamaStackDistributions(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil && strings.Contains(err.Error(), "conversion webhook") {
+				t.Logf("reading %s in v1alpha1: %v (trying again)", name, err)
+				return false, nil
+			}
+			return err == nil, err
+		}), "reading %s in v1alpha1", name)
 		assert.Equal(t, want.v1, v1.Spec, "%s in v1alpha1", name)
 		annotations := maps.Clone(v1.Annotations)
 		_, kept := annotations[v1alpha1.ConversionDataAnnotation]
