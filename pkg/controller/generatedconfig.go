@@ -396,9 +396,10 @@ func ReplicaSetSelector() string {
 }
 
 // TransformReplicaSet is the informer transform of the ReplicaSet cache: it keeps of a
-// ReplicaSet its identity, labels, owner references, its revision and the ConfigMap
-// volumes of its pod template, the only things the controller reads (which generated
-// ConfigMaps are still in use, and which ReplicaSet is the current one: podProblemFor).
+// ReplicaSet its identity, labels, owner references, its revision, and the ConfigMap
+// volumes and config hash of its pod template, the only things the controller reads
+// (which generated ConfigMaps are still in use, which ReplicaSet is the current one:
+// podProblemFor, and whether going back to one restores its config: unrestorable).
 func TransformReplicaSet(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
@@ -410,6 +411,9 @@ func TransformReplicaSet(obj any) (any, error) {
 	}}
 	if rev, ok := rs.Annotations[revisionAnnotation]; ok {
 		out.Annotations = map[string]string{revisionAnnotation: rev}
+	}
+	if h, ok := rs.Spec.Template.Annotations[annotationUserConfigHash]; ok {
+		out.Spec.Template.Annotations = map[string]string{annotationUserConfigHash: h}
 	}
 	for _, v := range rs.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil || v.Projected != nil {

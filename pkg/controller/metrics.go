@@ -30,6 +30,10 @@ var (
 		Namespace: metricsNamespace, Name: "syncs_total",
 		Help: "Syncs of LlamaStackDistributions, by result (success, error, conflict).",
 	}, []string{"result"})
+	rollbacksTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "rollbacks_total",
+		Help: "Automatic rollbacks of a failed rollout to the last ReplicaSet that served.",
+	})
 	readyGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "llamastackdistribution_ready",
 		Help: "1 when the LlamaStackDistribution's Ready condition is True, else 0.",
@@ -85,7 +89,7 @@ var (
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		wq := workqueueMetrics
-		Registry.MustRegister(syncDuration, syncTotal, readyGauge, leaderGauge, restRequests, restLatency, restLimiterWait,
+		Registry.MustRegister(syncDuration, syncTotal, rollbacksTotal, readyGauge, leaderGauge, restRequests, restLatency, restLimiterWait,
 			wq.depth, wq.adds, wq.latency, wq.duration, wq.unfinished, wq.longest, wq.retries,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		workqueue.SetProvider(queueMetricsProvider{})

@@ -34,7 +34,7 @@ func PodSelector() string {
 // TransformPod is the informer transform of the Pod cache: it keeps of a pod its
 // identity, the CR's instance label, its controller reference, its creation and
 // deletion times, its phase, its PodScheduled condition, and of each (init) container
-// its name, readiness and the reasons and messages of its waiting and terminated
+// its name, readiness, restart count and the reasons and messages of its waiting and terminated
 // states: the only things podProblemOf reads. The spec is dropped whole.
 func TransformPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -68,7 +68,7 @@ func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
 		if w := s.State.Waiting; w != nil {
 			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 		}
@@ -201,7 +201,7 @@ var ownReasons = map[string]bool{
 	v1alpha2.ReasonDeploymentFailed: true, v1alpha2.ReasonStorageReady: true, v1alpha2.ReasonStorageFailed: true,
 	v1alpha2.ReasonServiceReady: true, v1alpha2.ReasonServiceFailed: true, v1alpha2.ReasonNotAttempted: true, v1alpha2.ReasonReady: true,
 	v1alpha2.ReasonNotReady: true, v1alpha2.ReasonTerminating: true, v1alpha2.ReasonScaledToZero: true,
-	v1alpha2.ReasonReplicaFailure: true, v1alpha2.ReasonRollingOut: true, v1alpha2.ReasonRolloutComplete: true,
+	v1alpha2.ReasonReplicaFailure: true, v1alpha2.ReasonRollingOut: true, v1alpha2.ReasonRolloutComplete: true, v1alpha2.ReasonRolledBack: true,
 	v1alpha2.ReasonProgressDeadlineExceeded: true, v1alpha2.ReasonHealthCheckPassed: true, v1alpha2.ReasonHealthCheckFailed: true,
 	v1alpha2.ReasonHealthCheckPending: true, v1alpha2.ReasonServerNotAvailable: true, v1alpha2.ReasonStorageInSync: true,
 	v1alpha2.ReasonShrinkRefused: true, v1alpha2.ReasonStorageFieldImmutable: true, v1alpha2.ReasonResizeRefused: true,
@@ -287,34 +287,12 @@ func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *apps
 	if dep == nil || c.pods == nil {
 		return nil
 	}
-	rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	owned := map[string]*appsv1.ReplicaSet{}
-	var current *appsv1.ReplicaSet
-	revision := dep.Annotations[revisionAnnotation]
-	for _, rs := range rss {
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
-			owned[rs.Name] = rs
-			if revision != "" && rs.Annotations[revisionAnnotation] == revision {
-				current = rs
-			}
-		}
-	}
+	owned, current := c.deploymentReplicaSets(l, dep)
 	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{labelInstance: l.Name}))
 	if err != nil {
 		return nil
 	}
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
-		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return strings.Compare(a.Name, b.Name)
-		}
-		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
-			return -1
-		}
-		return 1
-	})
+	sortOldestFirst(pods)
 	for _, p := range pods {
 		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil || ref.Kind != "ReplicaSet" {
@@ -376,7 +354,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			if o == nil || n == nil {
 				return
 			}
-			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) {
+			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) || crashLoopsOn(o) != crashLoopsOn(n) {
 				enqueue(n)
 			}
 		},
@@ -386,6 +364,17 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			}
 		},
 	}
+}
+
+// crashLoopsOn tells whether the pod crash-loops long enough for its rollout to be
+// taken for failed (failedRollout): the restart that crosses rollbackAfterRestarts is a
+// sync, the others are not.
+func crashLoopsOn(p *corev1.Pod) bool {
+	if restarts(p) < rollbackAfterRestarts {
+		return false
+	}
+	pr := podProblemOf(p)
+	return pr != nil && pr.reason == v1alpha2.ReasonCrashLoopBackOff
 }
 
 // samePodProblem compares what two problems say: a crash loop's container running

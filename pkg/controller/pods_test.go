@@ -194,7 +194,7 @@ func TestTransformPod(t *testing.T) {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", Ready: true,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: 4,
 				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}},
 			}},

@@ -17,6 +17,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -226,6 +227,57 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	require.NoError(t, kubeclient.Tracker().Add(newTestServing(t, "serving-service.demo.svc").secret("serving-cert")))
 	require.NoError(t, client.Tracker().Add(newHubLLSD("serving", withServerTLS("serving-cert"))))
 	waitFor("the TLS server's status is written", func() bool { return phase("serving") != "" })
+
+	// A failed rollout rolled back: the template of the ReplicaSet that served is read.
+	// The test plays the Deployment controller and the kubelet.
+	require.NoError(t, client.Tracker().Add(newHubLLSD("rb")))
+	rbDeployment := func() *appsv1.Deployment {
+		obj, err := kubeclient.Tracker().Get(deployments, ns, "rb")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		require.NoError(t, err)
+		return obj.(*appsv1.Deployment).DeepCopy()
+	}
+	rollOutRevision := func(rev string) *appsv1.ReplicaSet {
+		d := rbDeployment()
+		d.UID = "rb-uid"
+		d.Annotations[revisionAnnotation] = rev
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if rev != "1" {
+			d.Status.AvailableReplicas, d.Status.ReadyReplicas = 0, 0
+		}
+		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rb-" + rev, Namespace: ns, UID: types.UID("rb-" + rev + "-uid"),
+			Labels: d.Spec.Template.Labels, Annotations: map[string]string{revisionAnnotation: rev},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Template: *d.Spec.Template.DeepCopy()}}
+		require.NoError(t, kubeclient.Tracker().Add(rs))
+		return rs
+	}
+	waitFor("the Deployment is created", func() bool { return rbDeployment() != nil })
+	rollOutRevision("1")
+	waitFor("the ReplicaSet that serves is remembered", func() bool {
+		return cr("rb").Status.Rollback != nil && cr("rb").Status.Rollback.ServedReplicaSet == "rb-1"
+	})
+	changed := cr("rb")
+	changed.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}}
+	changed.Generation, changed.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano())
+	require.NoError(t, client.Tracker().Update(llsdGVR, changed, ns))
+	waitFor("the change is rolled out", func() bool {
+		return len(rbDeployment().Spec.Template.Spec.Containers[0].Env) > 0 &&
+			slices.ContainsFunc(rbDeployment().Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "LOG_LEVEL" })
+	})
+	rs2 := rollOutRevision("2")
+	require.NoError(t, kubeclient.Tracker().Add(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "rb-2-x", Namespace: ns, Labels: rs2.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs2, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: rollbackAfterRestarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: v1alpha2.ReasonCrashLoopBackOff}}}}},
+	}))
+	waitFor("the failed rollout is rolled back", func() bool { return rbDeployment().Annotations[annotationRolledBack] != "" })
 	waitFor("the repeated Event is patched", func() bool {
 		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {
 			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"

@@ -41,6 +41,9 @@ type observed struct {
 	// generation is the config generation of a CR that asks for one; nil when it
 	// did not run (the CR does not ask for one, or an earlier input failed).
 	generation *generation
+	// rollback is what the Deployment's ensure found and did about automatic
+	// rollback; nil when it did not run (status.rollback then stays as it is).
+	rollback *rollbackOutcome
 }
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
@@ -117,13 +120,22 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		}
 		set(v1alpha2.ConditionDeploymentReady, status, reason, message)
 	}
+	if rb := obs.rollback; rb != nil {
+		st.Rollback = rb.status.DeepCopy()
+	}
 	switch {
 	case obs.deployment == nil:
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha2.ConditionProgressing)
 	case refused:
 		set(v1alpha2.ConditionProgressing, metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	case obs.rollback != nil && obs.rollback.held:
+		// The failed inputs are held back: what runs is the last that served.
+		set(v1alpha2.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rolledBackMessage(obs.rollback.status))
 	default:
 		status, reason, message := rolloutProgress(obs.deployment, obs.pod)
+		if obs.rollback != nil && obs.rollback.note != "" {
+			message += "; " + obs.rollback.note
+		}
 		set(v1alpha2.ConditionProgressing, status, reason, message)
 	}
 

@@ -312,9 +312,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		// The API server would reject the Deployment: say why, and keep what runs.
 		obs.problems = append(obs.problems, *conflict)
 	} else if inputsReady {
-		dep, err := c.ensureDeployment(ctx, l, in, uc)
+		dep, rb, err := c.ensureDeployment(ctx, l, in, uc)
 		if !report(err) && err == nil {
-			obs.deployment = dep
+			obs.deployment, obs.rollback = dep, &rb
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
 			report(c.deleteUnneededConfigMaps(ctx, l, uc, caRefs, dep))
 			report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
@@ -464,7 +464,17 @@ func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
 // ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
 // over to the HPA without a dip: the controller keeps applying the live value for as
 // long as it still owns the field, and drops it once the HPA (or anyone) has written it.
-func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, error) {
+func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, rollbackOutcome, error) {
+	var rb rollbackOutcome
+	dep, err := c.ensureDeploymentWith(ctx, l, in, uc, &rb)
+	if err == nil && rb.rolledBack {
+		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(rb.status))
+		rollbacksTotal.Inc()
+	}
+	return dep, rb, err
+}
+
+func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig, rb *rollbackOutcome) (*appsv1.Deployment, error) {
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
@@ -495,32 +505,41 @@ func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStac
 			}
 		}
 	}
-	o.build = func(_ context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
-		desired := newDeployment(l, in)
-		if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
-			return desired, nil
-		}
-		// A Deployment made by an earlier release at one replica has no default
-		// spreading: adding it alone would roll every such server once, at the
-		// controller's upgrade (with storage, an outage). It is added with the next
-		// change of the pod template, which rolls the pods anyway; a write of the
-		// Deployment's own metadata or replicas rolls nothing and does not bring it.
-		in.legacySpread = true
-		legacy := newDeployment(l, in)
-		owned, err := c.deployments.extract(cur, FieldManager)
-		if err != nil {
-			return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
-		}
-		ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
+	o.build = func(ctx context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
+		desired, err := c.desiredDeployment(l, in, cur, found)
 		if err != nil {
 			return nil, err
 		}
-		if owned.Spec != nil && ac.Spec != nil && equality.Semantic.DeepEqual(owned.Spec.Template, ac.Spec.Template) {
-			return legacy, nil
-		}
-		return desired, nil
+		return c.applyRollback(ctx, l, cur, found, desired, rb)
 	}
 	return c.deployments.ensureWith(ctx, c, l, o)
+}
+
+// desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.
+func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
+	desired := newDeployment(l, in)
+	if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
+		return desired, nil
+	}
+	// A Deployment made by an earlier release at one replica has no default
+	// spreading: adding it alone would roll every such server once, at the
+	// controller's upgrade (with storage, an outage). It is added with the next
+	// change of the pod template, which rolls the pods anyway; a write of the
+	// Deployment's own metadata or replicas rolls nothing and does not bring it.
+	in.legacySpread = true
+	legacy := newDeployment(l, in)
+	owned, err := c.deployments.extract(cur, FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
+	if err != nil {
+		return nil, err
+	}
+	if owned.Spec != nil && ac.Spec != nil && equality.Semantic.DeepEqual(owned.Spec.Template, ac.Spec.Template) {
+		return legacy, nil
+	}
+	return desired, nil
 }
 
 // hasSpreading tells whether a pod template spreads its pods (ours or the user's).

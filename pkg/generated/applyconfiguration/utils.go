@@ -124,6 +124,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &llamastackv1alpha2.ResolvedDistributionStatusApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("ResourcesSpec"):
 		return &llamastackv1alpha2.ResourcesSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("RollbackSpec"):
+		return &llamastackv1alpha2.RollbackSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("RollbackStatus"):
+		return &llamastackv1alpha2.RollbackStatusApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("SecretKeyRef"):
 		return &llamastackv1alpha2.SecretKeyRefApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("SecretValue"):

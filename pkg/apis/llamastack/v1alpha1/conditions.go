@@ -36,6 +36,7 @@ const (
 	ReasonRollingOut                 = v1alpha2.ReasonRollingOut
 	ReasonRolloutComplete            = v1alpha2.ReasonRolloutComplete
 	ReasonProgressDeadlineExceeded   = v1alpha2.ReasonProgressDeadlineExceeded
+	ReasonRolledBack                 = v1alpha2.ReasonRolledBack
 	ReasonUnschedulable              = v1alpha2.ReasonUnschedulable
 	ReasonCreateContainerConfigError = v1alpha2.ReasonCreateContainerConfigError
 	ReasonImagePullBackOff           = v1alpha2.ReasonImagePullBackOff

@@ -23,6 +23,8 @@ type conversionData struct {
 	Spec *hubSpec `json:"spec,omitempty"`
 	// ResolvedDistribution is v1alpha2's status.resolvedDistribution.
 	ResolvedDistribution *v1alpha2.ResolvedDistributionStatus `json:"resolvedDistribution,omitempty"`
+	// Rollback is v1alpha2's status.rollback.
+	Rollback *v1alpha2.RollbackStatus `json:"rollback,omitempty"`
 
 	// EmptyIngress and EmptyPodOverrides record, on an object read as v1alpha2, a
 	// v1alpha1 network.ingress or server.podOverrides written as an empty object.
@@ -58,6 +60,9 @@ func (src *LlamaStackDistribution) ConvertTo(dst *v1alpha2.LlamaStackDistributio
 	}
 	if data.ResolvedDistribution != nil {
 		dst.Status.ResolvedDistribution = data.ResolvedDistribution
+	}
+	if data.Rollback != nil {
+		dst.Status.Rollback = data.Rollback
 	}
 
 	var hints conversionData
@@ -103,6 +108,7 @@ func (dst *LlamaStackDistribution) ConvertFrom(src *v1alpha2.LlamaStackDistribut
 		data.Spec = &kept
 	}
 	data.ResolvedDistribution = in.Status.ResolvedDistribution
+	data.Rollback = in.Status.Rollback
 	return writeConversionData(&dst.ObjectMeta.Annotations, data)
 }
 

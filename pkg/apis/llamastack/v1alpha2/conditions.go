@@ -63,6 +63,9 @@ const (
 	ReasonRollingOut               = "RollingOut"
 	ReasonRolloutComplete          = "RolloutComplete"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonRolledBack: the rollout of a new image, config or env failed and the
+	// controller put back the last that served (status.rollback says why).
+	ReasonRolledBack = "RolledBack"
 
 	// A server pod that does not start, in its own words: while the Deployment is not
 	// available, DeploymentReady and Ready carry the reason the scheduler or the

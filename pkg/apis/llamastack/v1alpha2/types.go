@@ -798,6 +798,23 @@ type WorkloadSpec struct {
 	// Overrides customise the server pod and container.
 	// +optional
 	Overrides *WorkloadOverrides `json:"overrides,omitempty"`
+
+	// Rollback is automatic rollback: when the rollout of a new image, config or env
+	// fails (a new pod crash-loops, or the rollout is not done within the Deployment's
+	// progress deadline), the controller puts back the image, config and env of the
+	// last ReplicaSet that served, and does not try the failed ones again until they
+	// change. On unless enabled is false.
+	// +optional
+	Rollback *RollbackSpec `json:"rollback,omitempty"`
+}
+
+// RollbackSpec turns automatic rollback on or off.
+type RollbackSpec struct {
+	// Enabled turns automatic rollback on (the default) or off. Off, a failed
+	// rollout stays rolled out, as a Deployment's does.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // WorkloadOverrides customise the server pod and its container.
@@ -991,6 +1008,42 @@ type LlamaStackDistributionStatus struct {
 	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled).
 	// +optional
 	RouteURL *string `json:"routeURL,omitempty"`
+
+	// Rollback is what automatic rollback knows: the ReplicaSet that last served,
+	// and the inputs whose rollout failed and was rolled back.
+	// +optional
+	Rollback *RollbackStatus `json:"rollback,omitempty"`
+}
+
+// RollbackStatus is what automatic rollback knows of the CR's rollouts.
+type RollbackStatus struct {
+	// ServedReplicaSet is the last ReplicaSet of the CR's Deployment whose pods all
+	// served: the one a failed rollout is rolled back to.
+	// +optional
+	ServedReplicaSet string `json:"servedReplicaSet,omitempty"`
+
+	// FailedInputs is a hash of the inputs (the pod template the controller made of
+	// the image, config and env) whose rollout failed and was rolled back: they are
+	// not rolled out again until they change. Empty when no rollback holds.
+	// +optional
+	FailedInputs string `json:"failedInputs,omitempty"`
+
+	// FailedReplicaSet is the ReplicaSet of the rollout that failed.
+	// +optional
+	FailedReplicaSet string `json:"failedReplicaSet,omitempty"`
+
+	// Reason is why the rollout failed, in the failing pods' own terms
+	// (CrashLoopBackOff, ImagePullBackOff, ProgressDeadlineExceeded, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message is why the rollout failed, in the failing pods' own words.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// LastRollbackTime is when the controller last rolled back.
+	// +optional
+	LastRollbackTime *metav1.Time `json:"lastRollbackTime,omitempty"`
 }
 
 // ResolvedDistributionStatus is the image and config the controller runs.

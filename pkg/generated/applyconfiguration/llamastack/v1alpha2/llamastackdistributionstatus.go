@@ -52,6 +52,9 @@ type LlamaStackDistributionStatusApplyConfiguration struct {
 	ServiceURL *string `json:"serviceURL,omitempty"`
 	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled).
 	RouteURL *string `json:"routeURL,omitempty"`
+	// Rollback is what automatic rollback knows: the ReplicaSet that last served,
+	// and the inputs whose rollout failed and was rolled back.
+	Rollback *RollbackStatusApplyConfiguration `json:"rollback,omitempty"`
 }
 
 // LlamaStackDistributionStatusApplyConfiguration constructs a declarative configuration of the LlamaStackDistributionStatus type for use with
@@ -150,5 +153,13 @@ func (b *LlamaStackDistributionStatusApplyConfiguration) WithServiceURL(value st
 // If called multiple times, the RouteURL field is set to the value of the last call.
 func (b *LlamaStackDistributionStatusApplyConfiguration) WithRouteURL(value string) *LlamaStackDistributionStatusApplyConfiguration {
 	b.RouteURL = &value
+	return b
+}
+
+// WithRollback sets the Rollback field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollback field is set to the value of the last call.
+func (b *LlamaStackDistributionStatusApplyConfiguration) WithRollback(value *RollbackStatusApplyConfiguration) *LlamaStackDistributionStatusApplyConfiguration {
+	b.Rollback = value
 	return b
 }

@@ -49,6 +49,12 @@ type WorkloadSpecApplyConfiguration struct {
 	TopologySpreadConstraints []v1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	// Overrides customise the server pod and container.
 	Overrides *WorkloadOverridesApplyConfiguration `json:"overrides,omitempty"`
+	// Rollback is automatic rollback: when the rollout of a new image, config or env
+	// fails (a new pod crash-loops, or the rollout is not done within the Deployment's
+	// progress deadline), the controller puts back the image, config and env of the
+	// last ReplicaSet that served, and does not try the failed ones again until they
+	// change. On unless enabled is false.
+	Rollback *RollbackSpecApplyConfiguration `json:"rollback,omitempty"`
 }
 
 // WorkloadSpecApplyConfiguration constructs a declarative configuration of the WorkloadSpec type for use with
@@ -120,5 +126,13 @@ func (b *WorkloadSpecApplyConfiguration) WithTopologySpreadConstraints(values ..
 // If called multiple times, the Overrides field is set to the value of the last call.
 func (b *WorkloadSpecApplyConfiguration) WithOverrides(value *WorkloadOverridesApplyConfiguration) *WorkloadSpecApplyConfiguration {
 	b.Overrides = value
+	return b
+}
+
+// WithRollback sets the Rollback field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollback field is set to the value of the last call.
+func (b *WorkloadSpecApplyConfiguration) WithRollback(value *RollbackSpecApplyConfiguration) *WorkloadSpecApplyConfiguration {
+	b.Rollback = value
 	return b
 }

@@ -1,0 +1,339 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// Automatic rollback (spec.workload.rollback). The inputs of a rollout are the pod
+// template the controller makes of the CR (image, config, env, mounts): when the
+// Deployment runs the current inputs and their rollout fails (a pod of its current
+// ReplicaSet crash-loops, or the Deployment exceeds its progress deadline), the pod
+// template of the last ReplicaSet that served (status.rollback.servedReplicaSet) is put
+// back in one write, together with annotationRolledBack naming the failed inputs. While
+// the CR's inputs are those, the controller keeps the template as it is; once they
+// change, it rolls forward. The generated config the old ReplicaSet mounts is kept
+// (deleteUnusedGeneratedConfigMaps keeps what a ReplicaSet mounts).
+
+// annotationRolledBack on the Deployment records the rollout that failed and was rolled
+// back (a rollbackRecord in JSON). It is written in the rollback's own write, so that
+// the failed inputs are never tried again because a status write was lost.
+const annotationRolledBack = "llamastack.io/rolled-back"
+
+// rollbackAfterRestarts is how often a container of a new pod restarts in a crash loop
+// before its rollout is taken for failed: a server that fails once at start (a
+// dependency not up yet) is given its back-off, one that keeps failing is not.
+const rollbackAfterRestarts = 3
+
+// rollbackRecord is the content of annotationRolledBack.
+type rollbackRecord struct {
+	Inputs     string      `json:"inputs"`
+	ReplicaSet string      `json:"replicaSet,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Message    string      `json:"message,omitempty"`
+	Time       metav1.Time `json:"time"`
+}
+
+// rollbackOutcome is what ensureDeployment found and did about rollback.
+type rollbackOutcome struct {
+	// status is status.rollback to report (nil: nothing to report).
+	status *v1alpha2.RollbackStatus
+	// held: the CR's inputs are those rolled back; the Deployment keeps what it runs.
+	held bool
+	// rolledBack is set when this sync rolled back.
+	rolledBack bool
+	// note says why a failed rollout was not rolled back ("" when it was, or need not be).
+	note string
+}
+
+// rollbackEnabled tells whether automatic rollback is on for the CR (the default).
+func rollbackEnabled(l *v1alpha2.LlamaStackDistribution) bool {
+	r := l.Spec.Workload.Rollback
+	return r == nil || r.Enabled == nil || *r.Enabled
+}
+
+// inputsHash is the hash of a pod template the controller makes: the identity of a
+// rollout's inputs.
+func inputsHash(t *corev1.PodTemplateSpec) string {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:10])
+}
+
+// readRollbackRecord is the Deployment's rollback record, or nil.
+func readRollbackRecord(d *appsv1.Deployment) *rollbackRecord {
+	if d == nil || d.Annotations[annotationRolledBack] == "" {
+		return nil
+	}
+	var r rollbackRecord
+	if err := json.Unmarshal([]byte(d.Annotations[annotationRolledBack]), &r); err != nil || r.Inputs == "" {
+		return nil
+	}
+	return &r
+}
+
+// deploymentReplicaSets are the cached ReplicaSets the Deployment controls (by UID),
+// by name, and its current one (the Deployment's revision), nil when not known yet.
+func (c *Controller) deploymentReplicaSets(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) (map[string]*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+	rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, nil
+	}
+	owned := map[string]*appsv1.ReplicaSet{}
+	var current *appsv1.ReplicaSet
+	revision := dep.Annotations[revisionAnnotation]
+	for _, rs := range rss {
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
+			owned[rs.Name] = rs
+			if revision != "" && rs.Annotations[revisionAnnotation] == revision {
+				current = rs
+			}
+		}
+	}
+	return owned, current
+}
+
+// servedReplicaSet is the Deployment's current ReplicaSet when the Deployment has rolled
+// it out to all its replicas (at least one), all available; "" otherwise.
+func servedReplicaSet(dep *appsv1.Deployment, current *appsv1.ReplicaSet) string {
+	if current == nil || dep.Spec.Replicas == nil || *dep.Spec.Replicas < 1 {
+		return ""
+	}
+	if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
+		return ""
+	}
+	return current.Name
+}
+
+// rolloutFailure is why the rollout of a ReplicaSet failed.
+type rolloutFailure struct {
+	reason, message string
+}
+
+// failedRollout tells why the rollout of the Deployment's current ReplicaSet failed, or
+// nil while it has not: a pod of it crash-looping (rollbackAfterRestarts), or the
+// Deployment's progress deadline exceeded, told by a stuck pod's own reason when one has.
+func (c *Controller) failedRollout(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, current *appsv1.ReplicaSet) *rolloutFailure {
+	if current == nil || dep.Status.ObservedGeneration < dep.Generation || c.pods == nil {
+		return nil
+	}
+	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{labelInstance: l.Name}))
+	if err != nil {
+		return nil
+	}
+	sortOldestFirst(pods)
+	var stuck *podProblem
+	for _, p := range pods {
+		if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.Kind != "ReplicaSet" || ref.UID != current.UID {
+			continue
+		}
+		pr := podProblemOf(p)
+		if pr == nil {
+			continue
+		}
+		if pr.reason == v1alpha2.ReasonCrashLoopBackOff && restarts(p) >= rollbackAfterRestarts {
+			return &rolloutFailure{reason: pr.reason, message: pr.message}
+		}
+		if stuck == nil {
+			stuck = pr
+		}
+	}
+	if cond := deploymentCondition(dep, appsv1.DeploymentProgressing); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+		if stuck != nil {
+			return &rolloutFailure{reason: stuck.reason, message: stuck.message + " (past the Deployment's progress deadline)"}
+		}
+		return &rolloutFailure{reason: v1alpha2.ReasonProgressDeadlineExceeded, message: "the Deployment stopped making progress: " + cond.Message}
+	}
+	return nil
+}
+
+// restarts is the most restarts of one of the pod's containers.
+func restarts(p *corev1.Pod) int32 {
+	n := int32(0)
+	for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		n = max(n, s.RestartCount)
+	}
+	return n
+}
+
+// sortOldestFirst sorts pods by creation, then name.
+func sortOldestFirst(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return strings.Compare(a.Name, b.Name)
+		}
+		if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+			return -1
+		}
+		return 1
+	})
+}
+
+// configVolume is the ConfigMap the pod template mounts as the server's config, and the
+// hash of its content the template carries.
+func configVolume(t *corev1.PodTemplateSpec) (name, hash string) {
+	for _, v := range t.Spec.Volumes {
+		if v.Name == volumeUserConfig && v.ConfigMap != nil {
+			return v.ConfigMap.Name, t.Annotations[annotationUserConfigHash]
+		}
+	}
+	return "", ""
+}
+
+// unrestorable says why going back to the served ReplicaSet would not put back what
+// served, or "": a config changed inside a ConfigMap that keeps no earlier content (the
+// user's own, or the copy of one from another namespace), which the pods of the old
+// template would read as it is now.
+func unrestorable(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, served *appsv1.ReplicaSet) string {
+	name, hash := configVolume(&dep.Spec.Template)
+	servedName, servedHash := configVolume(&served.Spec.Template)
+	if name != "" && name == servedName && hash != servedHash && !isGeneratedConfigMapName(l, name) {
+		return fmt.Sprintf("the config changed inside ConfigMap %s, which keeps no earlier content to go back to; put back its previous content, or fix it", name)
+	}
+	return ""
+}
+
+// applyRollback decides what ensureDeployment applies, given desired, the Deployment
+// made of the CR's inputs, and cur, the Deployment as cached: desired itself; the
+// template the Deployment runs, while the inputs are those rolled back; or the template
+// of the ReplicaSet that last served, when the rollout of these inputs failed.
+func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool, desired *appsv1.Deployment, out *rollbackOutcome) (*appsv1.Deployment, error) {
+	st := &v1alpha2.RollbackStatus{}
+	if l.Status.Rollback != nil {
+		st.ServedReplicaSet = l.Status.Rollback.ServedReplicaSet
+	}
+	out.status = st
+	defer func() {
+		if *out.status == (v1alpha2.RollbackStatus{}) {
+			out.status = nil
+		}
+	}()
+	if !found {
+		st.ServedReplicaSet = ""
+		return desired, nil
+	}
+	owned, current := c.deploymentReplicaSets(l, cur)
+	if served := servedReplicaSet(cur, current); served != "" {
+		st.ServedReplicaSet = served
+	}
+	if !rollbackEnabled(l) {
+		return desired, nil
+	}
+	hash := inputsHash(&desired.Spec.Template)
+	ours, err := c.deployments.extract(cur, FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	if rec := readRollbackRecord(cur); rec != nil && rec.Inputs == hash {
+		// The inputs rolled back: what the Deployment runs stays, and so does the record.
+		if ours.Spec != nil && ours.Spec.Template != nil {
+			if err := fromApplyConfiguration(ours.Spec.Template, &desired.Spec.Template); err != nil {
+				return nil, fmt.Errorf("reading our pod template of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+		}
+		desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
+		out.held = true
+		st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
+		st.LastRollbackTime = rec.Time.DeepCopy()
+		return desired, nil
+	}
+
+	// Does the Deployment run these inputs, and has their rollout failed?
+	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](desired)
+	if err != nil {
+		return nil, err
+	}
+	if ours.Spec == nil || ac.Spec == nil || !equality.Semantic.DeepEqual(ours.Spec.Template, ac.Spec.Template) {
+		return desired, nil
+	}
+	failure := c.failedRollout(l, cur, current)
+	if failure == nil {
+		return desired, nil
+	}
+	target := st.ServedReplicaSet
+	if target == "" || target == current.Name {
+		// Nothing served before these inputs, or what served is what fails now (not a
+		// change of the CR's): there is nothing to go back to.
+		return desired, nil
+	}
+	served := owned[target]
+	if served == nil {
+		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
+		return desired, nil
+	}
+	if why := unrestorable(l, cur, served); why != "" {
+		out.note = "not rolled back: " + why
+		return desired, nil
+	}
+	// The cache keeps of a ReplicaSet only its config volumes: the template is read live.
+	rs, err := c.kubeclient.AppsV1().ReplicaSets(l.Namespace).Get(ctx, target, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
+		return desired, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting ReplicaSet %s/%s to roll back to: %w", l.Namespace, target, err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != cur.UID {
+		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s is no longer the Deployment's", target)
+		return desired, nil
+	}
+	tmpl := rs.Spec.Template.DeepCopy()
+	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	desired.Spec.Template = *tmpl
+	rec := rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message, Time: metav1.NewTime(c.clock.Now())}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	desired.Annotations[annotationRolledBack] = string(raw)
+	out.held, out.rolledBack = true, true
+	st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
+	st.LastRollbackTime = rec.Time.DeepCopy()
+	klog.FromContext(ctx).Info("Rolling back a failed rollout", "deployment", klog.KObj(cur),
+		"failedReplicaSet", current.Name, "to", target, "reason", failure.reason)
+	return desired, nil
+}
+
+// fromApplyConfiguration reads an apply configuration into the typed object of its kind.
+func fromApplyConfiguration(ac, into any) error {
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, into)
+}
+
+// rolledBackMessage is the Progressing message while a rollback holds.
+func rolledBackMessage(st *v1alpha2.RollbackStatus) string {
+	msg := "Rolled back to ReplicaSet " + st.ServedReplicaSet + ", the last that served"
+	if st.ServedReplicaSet == "" {
+		msg = "Rolled back to the last ReplicaSet that served"
+	}
+	if st.FailedReplicaSet != "" {
+		msg += ": the rollout of ReplicaSet " + st.FailedReplicaSet + " failed"
+	}
+	if st.Message != "" {
+		msg += " (" + st.Message + ")"
+	}
+	return msg + ". The same image, config and env are not rolled out again until the spec changes (spec.workload.rollback)"
+}
