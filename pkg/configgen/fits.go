@@ -95,13 +95,21 @@ func Preflight(configYAML []byte, v Version) error {
 	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
 		return fmt.Errorf("the config does not parse: %w", err)
 	}
-	var errs []string
+	errs := checkTopLevel(cfg, v)
 	_, deps := checkRegistry(cfg, v)
 	for _, d := range deps {
 		errs = append(errs, d.String())
 	}
 	for _, p := range checkRequiredAll(cfg, v) {
 		errs = append(errs, p.String())
+	}
+	for _, p := range checkToolGroups(cfg, v) {
+		errs = append(errs, fmt.Sprintf("%s at server %s", p, v))
+	}
+	for _, why := range []string{checkAPIsShape(cfg), checkDefaultShield(cfg, v)} {
+		if why != "" {
+			errs = append(errs, why)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -59,7 +59,7 @@ func TestPreflight(t *testing.T) {
 	for name, tc := range map[string]struct {
 		config, want string
 	}{
-		"a config that starts": {config: "version: 2\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n"},
+		"a config that starts": {config: "version: 2\ndistro_name: mine\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n"},
 		"an API the version lacks": {
 			config: "version: 2\napis: [inference, safety]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n  safety: [{provider_id: g, provider_type: inline::llama-guard}]\n",
 			want:   "no safety API",
@@ -72,6 +72,15 @@ func TestPreflight(t *testing.T) {
 			config: "version: 2\napis: [files]\nproviders:\n  files: [{provider_id: fs, provider_type: inline::localfs, config: {}}]\n",
 			want:   "providers.files[0] (fs, inline::localfs)",
 		},
+		"no distro_name nor image_name": {
+			config: "version: 2\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n",
+			want:   "neither distro_name nor image_name is set: server 1.3.0 requires one",
+		},
+		"no providers": {config: "version: 2\ndistro_name: mine\n", want: "providers is missing"},
+		"apis null": {
+			config: "version: 2\napis: null\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n",
+			want:   "apis is null",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := Preflight([]byte(tc.config), v)
@@ -83,6 +92,62 @@ func TestPreflight(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Preflight = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The start-up checks of the older lines: MCP tool groups registered at start (to 0.6),
+// the default shield (0.4 to 0.8), each only where the server runs it.
+func TestPreflightStartupChecks(t *testing.T) {
+	const mcp = "version: 2\nimage_name: t\napis: [tool_runtime]\nproviders:\n  tool_runtime: [{provider_id: mcp, provider_type: remote::model-context-protocol}]\n"
+	const shield = "version: 2\nimage_name: t\napis: [inference, safety]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {url: 'http://v'}}]\n" +
+		"  safety: [{provider_id: llama-guard, provider_type: inline::llama-guard}]\n"
+	for name, tc := range map[string]struct {
+		config, version, want, absent string
+	}{
+		"mcp tool group without endpoint at 0.6": {
+			config: mcp + "registered_resources:\n  tool_groups: [{toolgroup_id: mcp::docs, provider_id: mcp}]\n", version: "0.6.1",
+			want: "registered_resources.tool_groups[0] (mcp::docs): provider mcp is remote::model-context-protocol",
+		},
+		"mcp tool group with endpoint at 0.6": {
+			config: mcp + "registered_resources:\n  tool_groups: [{toolgroup_id: mcp::docs, provider_id: mcp, mcp_endpoint: {uri: 'http://mcp:8000/sse'}}]\n", version: "0.6.1",
+		},
+		"mcp tool group without endpoint at 0.7 (not registered at start)": {
+			config: mcp + "registered_resources:\n  tool_groups: [{toolgroup_id: mcp::docs, provider_id: mcp}]\n", version: "0.7.1",
+		},
+		"default shield not registered at 0.7": {
+			config: shield + "registered_resources:\n  shields: [{shield_id: guard, provider_id: llama-guard}]\nsafety: {default_shield_id: other}\n", version: "0.7.1",
+			want: "safety.default_shield_id other is not one of the shields the config registers (guard)",
+		},
+		"default shield registered at 0.7": {
+			config: shield + "registered_resources:\n  shields: [{shield_id: guard, provider_id: llama-guard}]\nsafety: {default_shield_id: guard}\n", version: "0.7.1",
+		},
+		"default shield switched by env at 0.7": {
+			config: shield + "registered_resources:\n  shields: [{shield_id: '${env.SAFETY_MODEL:+guard}', provider_id: llama-guard}]\nsafety: {default_shield_id: other}\n", version: "0.7.1",
+		},
+		"default shield without safety at 0.5": {
+			config: "version: 2\nimage_name: t\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {url: 'http://v'}}]\nsafety: {default_shield_id: guard}\n", version: "0.5.2",
+			want: "needs the safety API",
+		},
+		"default shield at 0.3 (not checked)": {
+			config: "version: 2\nimage_name: t\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {url: 'http://v'}}]\nsafety: {default_shield_id: guard}\n", version: "0.3.4",
+			want: "storage is missing: server 0.3.4 requires it", absent: "default_shield_id",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Preflight([]byte(tc.config), mustVersion(t, tc.version))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Preflight: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Preflight = %v, want an error with %q", err, tc.want)
+			}
+			if tc.absent != "" && strings.Contains(err.Error(), tc.absent) {
+				t.Fatalf("Preflight = %v, want nothing about %q", err, tc.absent)
 			}
 		})
 	}

@@ -533,6 +533,17 @@ func (g *gen) checkProviders() error {
 		return invalid(g.baseField, "the base's %s provider %s (%s) is not one server %s accepts: %s, so it would refuse to start: fix the base, or replace the %s providers in spec.providers.%s",
 			r.api, r.id, r.ptype, g.v, r.miss[0], r.api, crdAPIName(r.api))
 	}
+	for _, p := range checkToolGroups(g.cfg, g.v) {
+		field := g.baseField
+		if g.spec.Resources != nil {
+			for i, t := range g.spec.Resources.Tools {
+				if t.Name == p.toolgroup {
+					field = fmt.Sprintf("spec.resources.tools[%d]", i)
+				}
+			}
+		}
+		return invalid(field, "%s: server %s would stop at start-up; the CR has no field for an MCP endpoint: use overrideConfig with mcp_endpoint set, or a server from 0.7, which registers no tool groups at start-up", p, g.v)
+	}
 	if len(deps) == 0 {
 		return nil
 	}
@@ -592,6 +603,13 @@ func (g *gen) syncAPIs() error {
 		if !listed[a] {
 			apis = append(apis, a)
 		}
+	}
+	if len(apis) == 0 && len(g.disabled) > 0 {
+		// The server refuses apis: null, and with an empty list would serve nothing.
+		return invalid("spec.disabled", "disables every API the config has providers for: server %s would serve nothing; keep one enabled (to run no server, set spec.workload.replicas to 0)", g.v)
+	}
+	if apis == nil {
+		apis = []any{}
 	}
 	g.cfg["apis"] = apis
 	return nil

@@ -71,6 +71,14 @@ const (
 	featureFlagsOff = "enableNetworkPolicy:\n  enabled: false\n"
 )
 
+// startingUserConfig is a user config the pinned server starts with.
+const startingUserConfig = "version: 2\ndistro_name: mine\napis: [inference]\nproviders:\n  inference:\n  - {provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://vllm:8000/v1'}}\n"
+
+// userConfigNamed is startingUserConfig told apart by a comment.
+func userConfigNamed(name string) string {
+	return startingUserConfig + "# " + strings.ReplaceAll(name, "\n", " ") + "\n"
+}
+
 // allChildren asks for every optional child: storage, autoscaling, a PDB, an Ingress and a
 // cross-namespace user ConfigMap (copied). The NetworkPolicy comes from the operator ConfigMap.
 func allChildren(l *v1alpha1.LlamaStackDistribution) {
@@ -85,7 +93,7 @@ func allChildren(l *v1alpha1.LlamaStackDistribution) {
 // ConfigMap and an operator ConfigMap that enables NetworkPolicies.
 func allChildrenObjects() []runtime.Object {
 	return []runtime.Object{
-		configMap(sharedNamespace, sharedConfigName, map[string]string{"config.yaml": "version: 2\n"},
+		configMap(sharedNamespace, sharedConfigName, map[string]string{"config.yaml": startingUserConfig},
 			map[string]string{AllowedNamespacesAnnotation: "*"}),
 		operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}),
 	}

@@ -52,7 +52,7 @@ func busyConfigMap(ns, name string, data map[string]string) *corev1.ConfigMap {
 }
 
 func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
-	data := map[string]string{"config.yaml": "version: 2\n", "ca-bundle.crt": strings.Repeat("x", 1<<10)}
+	data := map[string]string{"config.yaml": startingUserConfig, "ca-bundle.crt": strings.Repeat("x", 1<<10)}
 	src := busyConfigMap("ns", "cfg", data)
 	obj, err := TransformConfigMap(src.DeepCopy())
 	require.NoError(t, err)

@@ -99,7 +99,7 @@ func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
 	f := newFixture(t,
 		newLLSD("missing", withUserConfigMap("nope", "other")),
 		newLLSD("closed", withUserConfigMap("cfg", "other")),
-		configMap("other", "cfg", map[string]string{"config.yaml": "x: 1"}, nil))
+		configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x: 1")}, nil))
 	f.sync("missing")
 	f.sync("closed")
 	missing := cond(t, f.llsd("missing"), v1alpha2.ConditionDeploymentReady)
@@ -111,7 +111,7 @@ func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
 
 // An edit of the managed copy's data is repaired from the source.
 func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
-	src := configMap("other", "cfg", map[string]string{"config.yaml": "x: 1"}, map[string]string{AllowedNamespacesAnnotation: testNamespace})
+	src := configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x: 1")}, map[string]string{AllowedNamespacesAnnotation: testNamespace})
 	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "other")), src)
 	f.converge("app")
 	cp, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
@@ -124,7 +124,7 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 	f.converge("app")
 	cp, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "x: 1", cp.Data["config.yaml"])
+	assert.Equal(t, userConfigNamed("x: 1"), cp.Data["config.yaml"])
 }
 
 // An API error that is not the user's is retried; once it has persisted for 30 s the CR
@@ -250,7 +250,7 @@ func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, newLLSD("app", mod),
-				configMap("other", "cfg", map[string]string{"config.yaml": "x", caBundleKey: testCertPEMs(t, 1)[0]}, open))
+				configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x"), caBundleKey: testCertPEMs(t, 1)[0]}, open))
 			f.c.watchNamespace = testNamespace
 			f.sync("app")
 			requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/cfg", "--namespace="+testNamespace)

@@ -149,7 +149,7 @@ func apimachineryNameErrors(name string) []string {
 // whose pass-through core fields (env, volumes, resources) are invalid by themselves
 // are skipped: the API server rejects them and the CR reports ResourceInvalid.
 func FuzzBuilders(f *testing.F) {
-	f.Add([]byte(`{"server":{"distribution":{"name":"starter"}}}`), "version: 2\n", false)
+	f.Add([]byte(`{"server":{"distribution":{"name":"starter"}}}`), startingUserConfig, false)
 	f.Add([]byte(`{"replicas":3,"server":{"distribution":{"image":"x:1"},"workers":4,"storage":{},"autoscaling":{"maxReplicas":5,"minReplicas":2}}}`), "", true)
 	f.Fuzz(checkBuilders)
 }
@@ -320,7 +320,7 @@ func FuzzSpecFields(f *testing.F) {
 		f.Add(i, "a", (i+1)%len(specSlots), "/data", int64(2))
 	}
 	f.Fuzz(func(t *testing.T, slot1 int, s1 string, slot2 int, s2 string, n int64) {
-		checkBuilders(t, specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0)
+		checkBuilders(t, specFromSlots(slot1, s1, slot2, s2, n), startingUserConfig, n%3 == 0)
 	})
 }
 
@@ -453,7 +453,7 @@ func fuzzInput(target string, args []any) (specJSON []byte, configData string, c
 		slot2, ok3 := argAt[int](args, 2)
 		s2, ok4 := argAt[string](args, 3)
 		n, ok5 := argAt[int64](args, 4)
-		return specFromSlots(slot1, s1, slot2, s2, n), "version: 2\n", n%3 == 0, len(args) == 5 && ok1 && ok2 && ok3 && ok4 && ok5
+		return specFromSlots(slot1, s1, slot2, s2, n), startingUserConfig, n%3 == 0, len(args) == 5 && ok1 && ok2 && ok3 && ok4 && ok5
 	}
 	return nil, "", false, false
 }

@@ -98,7 +98,7 @@ func TestV1alpha2ExposeAndIngressOptions(t *testing.T) {
 }
 
 func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
-	cfg := configMap(testNamespace, "run", map[string]string{"config.yaml": "version: 2\n"}, nil)
+	cfg := configMap(testNamespace, "run", map[string]string{"config.yaml": startingUserConfig}, nil)
 	got := convergedChildren(t, cfg, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "run"}
 	}))

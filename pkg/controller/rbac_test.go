@@ -133,7 +133,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	client := fake.NewClientset(hub(full), hub(broken))
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
-		configMap("shared", "run", map[string]string{userConfigKey: "version: 2\n"}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
+		configMap("shared", "run", map[string]string{userConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
 	// No recorder: the controller records Events through the API, as in a cluster.

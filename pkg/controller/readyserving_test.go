@@ -116,7 +116,7 @@ func TestRefusedConfigOfANewCRIsFailed(t *testing.T) {
 // Any user error, not only configgen's: a serving CR that names a ConfigMap that does
 // not exist stays Ready, the problem in Progressing; the ConfigMap made, it rolls.
 func TestMissingConfigMapOfAServingCRIsARefusedChange(t *testing.T) {
-	data := map[string]string{"config.yaml": "version: 2\n"}
+	data := map[string]string{"config.yaml": startingUserConfig}
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")), configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)

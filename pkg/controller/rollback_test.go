@@ -387,8 +387,8 @@ func TestRollbackAfterTheProgressDeadline(t *testing.T) {
 // would read the new content. The failure is reported, saying why it is not rolled back.
 func TestNoRollbackOfAConfigEditedInPlace(t *testing.T) {
 	f := newRollbackFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")),
-		configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 2\n"}, nil))
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 2\nimage_name: broken\n"}, nil))
+		configMap(testNamespace, userConfigName, map[string]string{"config.yaml": startingUserConfig}, nil))
+	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2\nimage_name: broken\n")}, nil))
 	f.converge("app")
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))

@@ -46,7 +46,7 @@ func TestRun(t *testing.T) {
 	// The CR exists before the informers start: the generated fake cannot create custom
 	// resources through its field-managed tracker (there is no OpenAPI schema for them).
 	client := fake.NewClientset(hub(l))
-	kubeclient := k8sfake.NewClientset(configMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 1"}, nil))
+	kubeclient := k8sfake.NewClientset(configMap(testNamespace, "cfg", map[string]string{"config.yaml": userConfigNamed("a: 1")}, nil))
 	c, done := runController(ctx, t, client, kubeclient, record.NewFakeRecorder(1000))
 
 	hash := func() string {
@@ -71,7 +71,7 @@ func TestRun(t *testing.T) {
 		return err == nil && got.Status.ObservedGeneration == 1 && got.Status.Phase == v1alpha2.PhaseInitializing
 	})
 
-	cm := configMap(testNamespace, "cfg", map[string]string{"config.yaml": "a: 2"}, nil)
+	cm := configMap(testNamespace, "cfg", map[string]string{"config.yaml": userConfigNamed("a: 2")}, nil)
 	cm.ResourceVersion = "2" // the fake tracker keeps none; informers tell updates from resyncs by it
 	_, err = kubeclient.CoreV1().ConfigMaps(testNamespace).Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)

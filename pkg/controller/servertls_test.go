@@ -246,7 +246,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	withOverride := func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "cfg"}
 	}
-	plain := "version: 2\napis: [inference]\nproviders: {inference: []}\n"
+	plain := "version: 2\ndistro_name: mine\napis: [inference]\nproviders: {inference: []}\n"
 	named := plain + "server:\n  tls_certfile: " + serverCertFile + "\n  tls_keyfile: " + serverKeyFile + "\n"
 
 	f := newFixture(t, newHubLLSD("app", withServerTLS("serving"), withOverride),

@@ -86,7 +86,7 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: "version: 2\n"}, nil))
+			f := newFixture(t, newLLSD("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: startingUserConfig}, nil))
 			assert.NotContains(t, describe(f.sync("demo")), "patch deployments demo")
 			l := f.llsd("demo")
 			assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)

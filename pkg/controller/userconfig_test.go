@@ -48,7 +48,7 @@ func userConfigHash(d *appsv1.Deployment) string {
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
-	data := map[string]string{"config.yaml": "version: 2\n"}
+	data := map[string]string{"config.yaml": startingUserConfig}
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")),
 		configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
@@ -61,17 +61,17 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 
 	// Editing the data rolls the pods with a new hash.
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 3\n"}, nil))
+	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil))
 	actions := f.sync("app")
 	assert.Equal(t, []string{"patch deployments app"}, childWrites(actions))
 	requireApplies(t, actions)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, userConfigHash(d), newHash)
-	assert.Equal(t, hashData(map[string]string{"config.yaml": "version: 3\n"}, nil), newHash)
+	assert.Equal(t, hashData(map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil), newHash)
 	f.converge("app")
 
 	// A metadata-only edit changes nothing.
-	cm := configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 3\n"}, map[string]string{"note": "x"})
+	cm := configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, map[string]string{"note": "x"})
 	cm.Labels = map[string]string{"watched": "yes"}
 	f.putConfigMap(cm)
 	require.Empty(t, describe(f.sync("app")))
@@ -80,7 +80,7 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 
 func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
-		configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # x"}, nil))
+		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}, nil))
 
 	actions := f.sync("app")
 	assert.Empty(t, childWrites(actions), "nothing is written for a refused ConfigMap")
@@ -97,7 +97,7 @@ func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
 func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 	for _, allowed := range []string{"other,demo", "*", " other , demo "} {
 		t.Run(allowed, func(t *testing.T) {
-			data := map[string]string{"config.yaml": "version: 2\n", "extra.txt": "more"}
+			data := map[string]string{"config.yaml": startingUserConfig, "extra.txt": "more"}
 			f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
 				configMap("other", userConfigName, data, map[string]string{AllowedNamespacesAnnotation: allowed}))
 
@@ -124,31 +124,31 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 func TestEditedSourceUpdatesTheCopyAndRollsTheDeployment(t *testing.T) {
 	allow := map[string]string{AllowedNamespacesAnnotation: "*"}
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
-		configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v1"}, allow))
+		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, allow))
 	f.converge("app")
 	oldHash := userConfigHash(f.deployment("app"))
 
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v2"}, allow))
+	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
 	actions := f.sync("app")
 	assert.Equal(t, []string{"patch configmaps app-user-config", "patch deployments app"}, childWrites(actions))
-	assert.Equal(t, map[string]string{"config.yaml": "version: 2 # v2"}, f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).Data)
+	assert.Equal(t, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).Data)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, oldHash, newHash)
-	assert.Equal(t, hashData(map[string]string{"config.yaml": "version: 2 # v2"}, nil), newHash)
+	assert.Equal(t, hashData(map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil), newHash)
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")))
 }
 
 func TestWithdrawnOptInLeavesTheCopyUntouched(t *testing.T) {
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
-		configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v1"}, map[string]string{AllowedNamespacesAnnotation: "demo"}))
+		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, map[string]string{AllowedNamespacesAnnotation: "demo"}))
 	f.converge("app")
 	copyBefore := f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).DeepCopy()
 	deployBefore := f.deployment("app").DeepCopy()
 	f.events()
 
 	// The source stops allowing demo, and changes.
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v2"}, map[string]string{AllowedNamespacesAnnotation: "team-b"}))
+	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, map[string]string{AllowedNamespacesAnnotation: "team-b"}))
 	actions := f.sync("app")
 	assert.Empty(t, childWrites(actions), "neither the copy nor the Deployment is written")
 	copyAfter := f.stored(kindConfigMapCopy, "app-user-config")
@@ -171,7 +171,7 @@ func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
 	require.Empty(t, describe(f.sync("app")))
 	assert.Empty(t, f.events())
 
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 2 # x"}, nil))
+	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}, nil))
 	f.converge("app")
 	got := f.llsd("app")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, got.Status.Phase)
@@ -188,7 +188,7 @@ func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapKeyMissing, testNamespace+"/"+userConfigName, "config.yaml")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigMapKeyMissing"))
 
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": "version: 2 # x"}, nil))
+	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}, nil))
 	f.converge("app")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
@@ -199,7 +199,7 @@ func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
 func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSawIt(t *testing.T) {
 	allow := map[string]string{AllowedNamespacesAnnotation: "*"}
 	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
-		configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v1"}, allow))
+		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, allow))
 	f.converge("app")
 	requireHashMatchesCopy := func(step string) {
 		t.Helper()
@@ -211,8 +211,8 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 
 	// The source changes to v2 (the cache sees it) and then withdraws the opt-in before
 	// the cache has seen that: the sync reads the source live and must not copy it.
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v2"}, allow))
-	src := configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v2"}, nil)
+	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
+	src := configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil)
 	_, err := f.kubeclient.CoreV1().ConfigMaps("other").Update(f.ctx, src, metav1.UpdateOptions{FieldManager: "kubectl"})
 	require.NoError(t, err)
 	actions := f.sync("app")
@@ -225,7 +225,7 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 	requireHashMatchesCopy("withdrawal reported")
 
 	// The opt-in comes back: the copy gets v2 and the pods must restart to read it.
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": "version: 2 # v2"}, allow))
+	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
 	actions = f.sync("app")
 	assert.Contains(t, childWrites(actions), "patch configmaps app-user-config")
 	assert.Contains(t, childWrites(actions), "patch deployments app", "the server must restart to read v2")

@@ -26,7 +26,7 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	cms := env.kube.CoreV1().ConfigMaps(ns)
 	_, err := cms.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "llama-stack-config"},
-		Data:       map[string]string{"config.yaml": "version: '2'\n"},
+		Data:       map[string]string{"config.yaml": starterConfig},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	create(t, llsd(ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
@@ -56,7 +56,7 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	start := time.Now()
 	cm, err = cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data["config.yaml"] = "version: '2'\nimage_name: edited\n"
+	cm.Data["config.yaml"] = starterConfig + "# edited\n"
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, "the pod template hash changes", func(ctx context.Context) (bool, error) {
@@ -75,7 +75,7 @@ func TestCrossNamespaceUserConfig(t *testing.T) {
 	ctx := context.Background()
 	src := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "shared-config", Namespace: shared},
-		Data:       map[string]string{"config.yaml": "version: '2'\n"},
+		Data:       map[string]string{"config.yaml": starterConfig},
 	}
 	_, err := env.kube.CoreV1().ConfigMaps(shared).Create(ctx, src, metav1.CreateOptions{})
 	require.NoError(t, err)

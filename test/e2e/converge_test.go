@@ -84,7 +84,7 @@ func TestConvergeThenIdle(t *testing.T) {
 	shared := newNamespace(t)
 	_, err = env.kube.CoreV1().ConfigMaps(shared).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg", Annotations: map[string]string{"llamastack.io/allowed-namespaces": ns}},
-		Data:       map[string]string{"config.yaml": "version: '2'\n"},
+		Data:       map[string]string{"config.yaml": starterConfig},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{

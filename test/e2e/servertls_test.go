@@ -144,7 +144,7 @@ func TestLlamaStackServesTLSWithAUserConfig(t *testing.T) {
 	servers := env.servers.readConfig(t, ns, "old")
 	_, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "run"},
-		Data: map[string]string{"config.yaml": "version: 2\napis: [inference]\nproviders:\n  inference:\n" +
+		Data: map[string]string{"config.yaml": "version: 2\ndistro_name: mine\napis: [inference]\nproviders:\n  inference:\n" +
 			"  - {provider_id: vllm, provider_type: remote::vllm, config: {url: 'http://vllm:8000/v1'}}\n"},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
