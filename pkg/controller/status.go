@@ -101,6 +101,8 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 			// object of that name, so it is not named.
 			msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
 				g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].reason)
+		} else if obs.rollback != nil && obs.rollback.held {
+			msg += "; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"
 		}
 		set(v1alpha2.ConditionConfigGenerated, metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, msg)
 	}
