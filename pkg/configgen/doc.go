@@ -10,7 +10,7 @@
 // (never :latest), the llama-stack version in it, and a base config written
 // for that version (bases/<name>-<version>.yaml), with the images earlier
 // controller releases ran for the name. The controller runs that image for
-// every CR naming the distribution, generating or not, and README.md's table
+// every CR naming the distribution, generating or not, and docs/api.md's table
 // of named distributions is checked against it (readme_test.go). SOURCES.md
 // names the upstream tag and file of every fact. A direct image needs spec.baseConfig
 // and a known server version. The shapes 0.3 to 0.7 are known; 0.2.x (the

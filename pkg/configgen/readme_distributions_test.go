@@ -9,7 +9,7 @@ import (
 // TestREADMENamedDistributions: the README's table of named distributions is this
 // table, row for row (sorted by name), so the two cannot drift.
 func TestREADMENamedDistributions(t *testing.T) {
-	raw, err := os.ReadFile(readmePath)
+	raw, err := os.ReadFile(apiPagePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,13 +19,13 @@ func TestREADMENamedDistributions(t *testing.T) {
 	for i, l := range lines {
 		if l == header {
 			if start >= 0 {
-				t.Fatalf("README.md has the table header twice (lines %d and %d)", start+1, i+1)
+				t.Fatalf("docs/api.md has the table header twice (lines %d and %d)", start+1, i+1)
 			}
 			start = i
 		}
 	}
 	if start < 0 {
-		t.Fatalf("README.md has no line %q", header)
+		t.Fatalf("docs/api.md has no line %q", header)
 	}
 	var rows [][]string
 	for _, l := range lines[start+2:] {
@@ -40,7 +40,7 @@ func TestREADMENamedDistributions(t *testing.T) {
 	}
 	want := Distributions()
 	if len(rows) != len(want) {
-		t.Fatalf("README.md lists %d named distributions, the table has %d", len(rows), len(want))
+		t.Fatalf("docs/api.md lists %d named distributions, the table has %d", len(rows), len(want))
 	}
 	unquote := func(s string) string { return strings.Trim(s, "`") }
 	for i, d := range want {

@@ -36,7 +36,12 @@ import (
 // sub-tree of the generated one), a scalar its exact value; a key whose
 // value is ~ (null) is one the generated config does not have.
 
-const readmePath = "../../README.md"
+// readmePath is the page of the user manual that shows the generator's examples
+// (docs/config-generation.md, once the README's "Field by field" section).
+const readmePath = "../../docs/config-generation.md"
+
+// apiPagePath is the page with the table of named distributions.
+const apiPagePath = "../../docs/api.md"
 
 // readmeExample is one example of the README, as written.
 type readmeExample struct {

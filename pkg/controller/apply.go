@@ -21,7 +21,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// Write strategy (see README, "How the controller writes"):
+// Write strategy (see docs/design.md, "How the controller writes"):
 //
 // Every child is written with server-side apply from its first write, by one field
 // manager, with Force. Before applying, the object is looked up in the informer cache

@@ -7,7 +7,8 @@ import (
 )
 
 // childObjectMeta is the metadata every child carries: its name, the CR's namespace, the
-// child labels and a controller reference to the CR. Children carry no annotations.
+// child labels and a controller reference to the CR. A child adds annotations of its own
+// where it needs them (the Deployment: its distribution, image and rollback record).
 func childObjectMeta(l *v1alpha2.LlamaStackDistribution, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,

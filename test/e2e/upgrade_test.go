@@ -509,7 +509,7 @@ func (u *upgradeCluster) assertReadBack(t *testing.T, ns string, expected map[st
 	}
 }
 
-// storageMigration is the StorageVersionMigration the README's upgrade notes create.
+// storageMigration is the StorageVersionMigration the upgrade notes (docs/install.md) create.
 const storageMigration = `apiVersion: storagemigration.k8s.io/v1
 kind: StorageVersionMigration
 metadata:
@@ -520,7 +520,7 @@ spec:
     resource: llamastackdistributions
 `
 
-// waitStorageMigration waits, as the README says, until the StorageVersionMigration
+// waitStorageMigration waits, as docs/install.md says, until the StorageVersionMigration
 // succeeded and the CRD's storedVersions holds v1alpha2 alone.
 func (u *upgradeCluster) waitStorageMigration(t *testing.T) {
 	t.Helper()
@@ -603,10 +603,10 @@ var upstreamSamples = []string{
 // alone, stored as v1alpha1, no conversion: upstreamShapedCRD) and
 // upstream's samples, with the children upstream's operator makes of them (made here
 // as it makes them: test/upstream), on a control plane of its own; then installs this
-// tree's CRD and controller, with the operator ConfigMap carried over, as the README's
+// tree's CRD and controller, with the operator ConfigMap carried over, as docs/install.md's
 // migration steps say. Every child upstream made is the same object afterwards (UID;
 // the Service keeps its address, the PVC its spec), each Deployment rolls out at most
-// once (one new ReplicaSet), and nothing is made twice. Then the README's manual storage
+// once (one new ReplicaSet), and nothing is made twice. Then docs/install.md's manual storage
 // migration step (read and replace every CR, then set the CRD's storedVersions) leaves
 // every CR stored in v1alpha2, readable in both versions.
 func TestUpgradeFromUpstream(t *testing.T) {
@@ -734,7 +734,7 @@ func TestUpgradeFromUpstream(t *testing.T) {
 		}
 	}
 
-	// The README's manual storage migration: every CR read and written back, then the
+	// docs/install.md's manual storage migration: every CR read and written back, then the
 	// CRD's storedVersions set to v1alpha2 alone.
 	for _, name := range names {
 		require.Equal(t, "llamastack.io/v1alpha2", u.storedAPIVersion(t, ns, name), "%s: the controller's status write stored it in v1alpha2", name)

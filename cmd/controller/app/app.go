@@ -36,7 +36,7 @@ const (
 	// DefaultResyncPeriod re-delivers cached objects; a sync it triggers sends no request.
 	DefaultResyncPeriod = 10 * time.Hour
 	// DefaultWorkers, DefaultQPS and DefaultBurst are the defaults of --workers,
-	// --kube-api-qps and --kube-api-burst (the README's "Why these defaults").
+	// --kube-api-qps and --kube-api-burst (docs/operations.md, "Why these defaults").
 	DefaultWorkers = 8
 	DefaultQPS     = 100
 	DefaultBurst   = 200
