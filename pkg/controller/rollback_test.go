@@ -92,29 +92,14 @@ func (f *rollbackFixture) rollOut() string {
 // crashLooping is a pod of rs whose server restarted n times.
 func (f *rollbackFixture) crashLooping(pod, rs string, n int32) {
 	f.t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: testNamespace,
-			CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second)),
-			Labels:            map[string]string{labelApp: labelAppValue, labelInstance: "app"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID(rs + "-uid"),
-				Controller: ptr.To(true)}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+	(&podFixture{fixture: f.fixture}).pod(pod, rs, time.Minute, func(p *corev1.Pod) {
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
 			Name: "llama-stack", RestartCount: n,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 				Message: "ValueError: provider vllm: url is required"}},
-		}}},
-	}
-	pods := f.kubeclient.CoreV1().Pods(testNamespace)
-	if _, err := pods.Get(f.ctx, pod, metav1.GetOptions{}); err == nil {
-		_, err = pods.Update(f.ctx, p, metav1.UpdateOptions{})
-		require.NoError(f.t, err)
-	} else {
-		_, err = pods.Create(f.ctx, p, metav1.CreateOptions{})
-		require.NoError(f.t, err)
-	}
-	f.refreshCaches()
+		}}}
+	})
 }
 
 // newPodFailing is the Deployment's status while its new pod does not become available:
