@@ -1,0 +1,394 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// Each condition of the CR's status is the answer of one function here, pure, from
+// what the sync observed; calculateStatus puts them together.
+
+// resolvedDistribution is status.resolvedDistribution: what a generated config runs,
+// kept as it was while the generation fails or the CR has a problem (nothing new is
+// rolled out), dropped once the CR stops generating (prev and conds are the status as
+// reported; a CR that never generated keeps what it had).
+func resolvedDistribution(l *v1alpha2.LlamaStackDistribution, obs observed, prev *v1alpha2.ResolvedDistributionStatus, conds []metav1.Condition) *v1alpha2.ResolvedDistributionStatus {
+	g := obs.generation
+	switch {
+	case !generatesConfig(l):
+		if meta.FindStatusCondition(conds, v1alpha2.ConditionConfigGenerated) != nil {
+			return nil
+		}
+		return prev
+	case g == nil || g.problem != nil || len(obs.problems) > 0:
+		return prev
+	}
+	return g.resolved.DeepCopy()
+}
+
+// configGeneratedCondition is ConfigGenerated: only for a CR that asks for a generated
+// config, and kept as it is when the generation did not run.
+func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	g := obs.generation
+	switch {
+	case !generatesConfig(l):
+		return dropped
+	case g == nil:
+		return keepAsIs
+	case g.problem != nil:
+		return setTo(metav1.ConditionFalse, g.problem.reason, g.problem.message)
+	}
+	msg := fmt.Sprintf("Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource)
+	if len(obs.problems) > 0 {
+		// Nothing was applied: the ConfigMap may not exist, or be someone else's
+		// object of that name, so it is not named.
+		msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
+			g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].reason)
+	} else if obs.rollback != nil && obs.rollback.held {
+		msg += "; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"
+	}
+	return setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, msg)
+}
+
+// servesAsAsked tells whether the CR serves what it asks for: the Deployment ready,
+// the Service made, and the storage bound if any.
+func servesAsAsked(l *v1alpha2.LlamaStackDistribution, obs observed) bool {
+	ready, _, _ := deploymentReady(l, obs.deployment, obs.pod)
+	return ready && obs.service != nil && storageBound(l, obs.pvc)
+}
+
+// refused tells whether the CR's problems are a change refused: a problem keeps the
+// Deployment as it runs, and while it serves as asked the CR stays Ready.
+func refused(l *v1alpha2.LlamaStackDistribution, obs observed) bool {
+	return len(obs.problems) > 0 && servesAsAsked(l, obs)
+}
+
+// deploymentReadyCondition is DeploymentReady: a problem while nothing serves as asked
+// is why the CR is not; else whether the Deployment is available (deploymentReady).
+func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	if len(obs.problems) > 0 && !servesAsAsked(l, obs) {
+		return setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	}
+	return trueOrFalse(deploymentReady(l, obs.deployment, obs.pod))
+}
+
+// progressingCondition is Progressing: a change refused, a rollout rolled back and held,
+// or how the Deployment's rollout goes; no condition without a Deployment.
+func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	switch {
+	case obs.deployment == nil:
+		return dropped
+	case refused(l, obs):
+		return setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	case obs.rollback != nil && obs.rollback.held:
+		// The failed inputs are held back: what runs is the last that served.
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rolledBackMessage(obs.rollback.status))
+	}
+	status, reason, message := rolloutProgress(obs.deployment, obs.pod)
+	if obs.rollback != nil && obs.rollback.note != "" {
+		message += "; " + obs.rollback.note
+	}
+	return setTo(status, reason, message)
+}
+
+// providersUpdate is what HealthCheck's answer does to status.distributionConfig.providers:
+// keepCondition leaves them, setCondition sets them (nil: none known).
+type providersUpdate struct {
+	op        conditionOp
+	providers []v1alpha2.ProviderInfo
+}
+
+var (
+	keepProviders  = providersUpdate{op: keepCondition}
+	clearProviders = providersUpdate{op: setCondition}
+)
+
+// healthCheckCondition is HealthCheck, the server's own answer, asked while at least
+// one replica serves through the controller's Service; without probing, no condition.
+// previous is the condition as reported: a restarted controller keeps the last answer
+// until it has one of its own.
+func healthCheckCondition(probing bool, l *v1alpha2.LlamaStackDistribution, obs observed, previous *metav1.Condition) (conditionUpdate, providersUpdate) {
+	switch {
+	case !probing:
+		return dropped, keepProviders
+	case scaledToZero(l) && !serving(obs.deployment):
+		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonScaledToZero, "Scaled to zero: no server runs to ask"), clearProviders
+	case !serving(obs.deployment):
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available"), clearProviders
+	case obs.service == nil:
+		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
+			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", serviceName(l))), clearProviders
+	case obs.probe == nil && previous != nil && previous.Reason != v1alpha2.ReasonServerNotAvailable &&
+		previous.Reason != v1alpha2.ReasonHealthCheckPending:
+		// No answer yet in this process (a restart): keep the last one reported.
+		return keepAsIs, keepProviders
+	case obs.probe == nil:
+		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, "Waiting for the server's first health check"), keepProviders
+	case obs.probe.info.healthy:
+		providers := keepProviders
+		if obs.probe.info.providersKnown {
+			providers = providersUpdate{op: setCondition, providers: obs.probe.info.providers}
+		}
+		return setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"), providers
+	}
+	return setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.probe.info.healthMsg), clearProviders
+}
+
+// serviceReadyCondition is ServiceReady: the controller's Service exists, or why not.
+func serviceReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	switch {
+	case obs.service != nil:
+		return setTo(metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready")
+	case len(obs.problems) > 0:
+		// Not attempted: a problem stops the children where they are.
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", serviceName(l), obs.problems[0].reason))
+	}
+	return setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, fmt.Sprintf("Service %s is not created yet", serviceName(l)))
+}
+
+// storageInSyncCondition is StorageInSync: whether the claim is what the CR asks for
+// (ensurePVC's finding), kept when the claim was not looked at.
+func storageInSyncCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	switch s := obs.storage; {
+	case l.Spec.Workload.Storage == nil:
+		return dropped
+	case s == nil:
+		return keepAsIs
+	default:
+		return trueOrFalse(s.inSync, s.reason, s.message)
+	}
+}
+
+// storageAccessWarningCondition is StorageAccessWarning, there only while ReadWriteOnce
+// storage is shared by replicas that may land on other nodes.
+func storageAccessWarningCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	if l.Spec.Workload.Storage == nil || !sharedReadWriteOnce(l, obs.pvc) {
+		return dropped
+	}
+	return setTo(metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
+		"ReadWriteOnce storage with more than one replica or autoscaling: pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica")
+}
+
+// storageReadyCondition is StorageReady: whether the CR's claim exists and is Bound.
+func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	switch p := obs.pvc; {
+	case l.Spec.Workload.Storage == nil:
+		return dropped
+	case p == nil && len(obs.problems) > 0:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", pvcName(l), obs.problems[0].reason))
+	case p == nil:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
+	case p.DeletionTimestamp != nil:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf(
+			"PersistentVolumeClaim %s is being deleted: it goes once no pod mounts it, then a new one is made", p.Name))
+	case p.Status.Phase != corev1.ClaimBound:
+		phase := string(p.Status.Phase)
+		if phase == "" {
+			phase = string(corev1.ClaimPending)
+		}
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, "PVC is not bound: "+phase)
+	}
+	return setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready")
+}
+
+// volumeMountWarningCondition is VolumeMountWarning, there only while a mount hides
+// part of another volume's directory; unchecked, the last report stands.
+func volumeMountWarningCondition(obs observed) conditionUpdate {
+	if !obs.mountsChecked {
+		return keepAsIs
+	}
+	if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
+		return setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, msg)
+	}
+	return dropped
+}
+
+// routeURL is status.routeURL: the Ingress's URL ("" until it has one) when the CR
+// asks to be exposed, else none.
+func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
+	if !wantsIngress(l) {
+		return nil
+	}
+	url := ""
+	if obs.ingress != nil {
+		url = ingressURL(obs.ingress)
+	}
+	return ptr.To(url)
+}
+
+// readyCondition is the phase and Ready, from what was observed and the component
+// conditions already set (conds).
+func readyCondition(l *v1alpha2.LlamaStackDistribution, obs observed, conds []metav1.Condition) (v1alpha2.Phase, conditionUpdate) {
+	stuck := deploymentStuck(conds)
+	switch {
+	case len(obs.problems) > 0 && !refused(l, obs):
+		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+	case obs.deployment == nil:
+		return v1alpha2.PhasePending, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending")
+	case servesAsAsked(l, obs) && scaledToZero(l):
+		return v1alpha2.PhaseReady, setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage)
+	case servesAsAsked(l, obs):
+		return v1alpha2.PhaseReady, setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready")
+	case stuck != nil:
+		// The Deployment says why it is not coming up: that is the answer.
+		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, stuck.Reason, stuck.Message)
+	}
+	return v1alpha2.PhaseInitializing, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, firstFalseMessage(conds))
+}
+
+// storageBound tells whether the CR's storage, if it asks for any, is ready: its claim
+// exists, is not being deleted, and is Bound (StorageReady True).
+func storageBound(l *v1alpha2.LlamaStackDistribution, p *corev1.PersistentVolumeClaim) bool {
+	return l.Spec.Workload.Storage == nil || (p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.ClaimBound)
+}
+
+// serving tells whether at least one replica of the Deployment is available to answer.
+func serving(d *appsv1.Deployment) bool {
+	return d != nil && d.Status.AvailableReplicas > 0
+}
+
+// deploymentReady tells whether the server is available at the desired count: as many
+// replicas available as the Deployment asks for (its own spec.replicas, whoever set it),
+// but never more than the CR asks for (workload.replicas, or the HPA's lower bound while
+// autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
+// keeps the replicas available leaves it ready (see rolloutProgress); with the reason
+// and message of DeploymentReady. pod is why a current pod does not start, if one is stuck.
+func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, pod *podProblem) (bool, string, string) {
+	if d == nil {
+		return false, v1alpha2.ReasonDeploymentPending, "Deployment is pending"
+	}
+	if scaledToZero(l) {
+		return true, v1alpha2.ReasonScaledToZero, "Deployment is scaled to zero"
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	if l.Spec.Workload.Autoscaling != nil {
+		want = min(want, hpaMinReplicas(l))
+	} else {
+		want = min(want, specReplicas(l))
+	}
+	have := d.Status.AvailableReplicas
+	if have >= want {
+		return true, v1alpha2.ReasonDeploymentReady, "Deployment is ready"
+	}
+	// What the Deployment already says of its current spec is the cause: pods it cannot
+	// create first, then a pod that does not start, in its own words (a rollout that
+	// ran out of time is often the consequence of either). The message holds the
+	// Deployment's or the pod's words and no counts, so it changes only with the cause
+	// (one Warning Event per cause, not one per pod that starts).
+	if d.Status.ObservedGeneration >= d.Generation {
+		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+			return false, v1alpha2.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
+		}
+		if pod != nil {
+			return false, pod.reason, pod.message
+		}
+		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+			return false, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
+		}
+	}
+	return false, v1alpha2.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
+}
+
+// deploymentCondition returns the Deployment's condition of that type, or nil.
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// scaledToZero tells whether the CR asks for no server: workload.replicas 0 without
+// autoscaling. It is Ready once the Deployment exists (and the Service, and storage if
+// asked): there is nothing to wait for, and no server to probe.
+func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {
+	return l.Spec.Workload.Autoscaling == nil && specReplicas(l) == 0
+}
+
+const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"
+
+// deploymentStuck returns DeploymentReady when it says the Deployment cannot come up
+// without a change (it cannot create pods, a pod does not start, or its rollout ran
+// out of time); else nil.
+func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
+	c := meta.FindStatusCondition(conds, v1alpha2.ConditionDeploymentReady)
+	if c != nil && c.Status == metav1.ConditionFalse && stuckReason(c.Reason) {
+		return c
+	}
+	return nil
+}
+
+// stuckReason tells whether a reason of a False DeploymentReady says why the Deployment
+// cannot come up: ReplicaFailure, ProgressDeadlineExceeded, or a pod's own reason
+// (podProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
+// but never one the controller gives with another meaning (ownReason: containerProblem
+// does not pass those on), such as a user error's.
+func stuckReason(reason string) bool {
+	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || podReason(reason)
+}
+
+// rolloutProgress is the Progressing condition: whether the Deployment has rolled out
+// its current spec to every replica, as kubectl rollout status tells it. pod is why a
+// pod of the current ReplicaSet does not start, if one is stuck: while rolling out,
+// Progressing stays True but takes the pod's reason, its message first. The old pods
+// may still serve (DeploymentReady stays True), and this is where the CR names what
+// holds the rollout up before its progress deadline.
+func rolloutProgress(d *appsv1.Deployment, pod *podProblem) (metav1.ConditionStatus, string, string) {
+	if d.Status.ObservedGeneration < d.Generation {
+		// A new spec: whatever the status says is about the one before.
+		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+			return metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
+		}
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	switch {
+	case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas:
+		msg := fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
+		for _, c := range s.Conditions {
+			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+				msg += fmt.Sprintf("; it cannot create pods (%s): %s", c.Reason, c.Message)
+			}
+		}
+		if pod != nil {
+			return metav1.ConditionTrue, pod.reason, pod.message + "; " + msg
+		}
+		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, msg
+	}
+	return metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"
+}
+
+// maxConditionMessage is the longest condition message the API accepts, in bytes.
+const maxConditionMessage = 32768
+
+func problemsMessage(problems []userError) string {
+	msgs := make([]string, 0, len(problems))
+	for _, p := range problems {
+		msgs = append(msgs, p.message)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// firstFalseMessage returns the message of the first component condition that is not True.
+func firstFalseMessage(conds []metav1.Condition) string {
+	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionServiceReady, v1alpha2.ConditionStorageReady} {
+		if cond := meta.FindStatusCondition(conds, t); cond != nil && cond.Status != metav1.ConditionTrue {
+			return cond.Message
+		}
+	}
+	return "not ready"
+}

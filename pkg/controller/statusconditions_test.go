@@ -1,0 +1,428 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+)
+
+// Each condition's function, alone, on the inputs that decide it. The fixture tests
+// (status_test.go and others) show them together through sync.
+
+// availableDeployment is a Deployment of want replicas of which have are available,
+// its status about its current spec; conds are its own conditions.
+func availableDeployment(want, have int32, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(want)},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: want, UpdatedReplicas: want,
+			ReadyReplicas: have, AvailableReplicas: have, Conditions: conds},
+	}
+}
+
+func boundPVC(phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "app-pvc"},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+}
+
+func withClaim(l *v1alpha2.LlamaStackDistribution) {
+	l.Spec.Workload.Storage = &v1alpha2.PVCStorageSpec{}
+}
+
+func withWorkloadReplicas(n int32) func(*v1alpha2.LlamaStackDistribution) {
+	return func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To(n) }
+}
+
+func withProvidersSpec(l *v1alpha2.LlamaStackDistribution) {
+	l.Spec.Providers = &v1alpha2.ProvidersSpec{}
+}
+
+var (
+	aProblem = userError{v1alpha2.ReasonConfigMapNotFound, "ConfigMap cfg not found"}
+	deadline = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+		Reason: v1alpha2.ReasonProgressDeadlineExceeded, Message: "ReplicaSet app-1 has timed out progressing."}
+	crashing = &podProblem{reason: "CrashLoopBackOff", message: "pod app-1-x: the server exited (1)"}
+)
+
+func TestDeploymentReadyCondition(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mods []func(*v1alpha2.LlamaStackDistribution)
+		obs  observed
+		want conditionUpdate
+	}{
+		"no Deployment yet": {
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentPending, "Deployment is pending"),
+		},
+		"every replica available": {
+			obs:  observed{deployment: availableDeployment(1, 1)},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
+		},
+		"an HPA above the CR's count, the CR's count available": {
+			mods: hubMods(withWorkloadReplicas(2)),
+			obs:  observed{deployment: availableDeployment(4, 2)},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
+		},
+		"scaled to zero": {
+			mods: hubMods(withWorkloadReplicas(0)),
+			obs:  observed{deployment: availableDeployment(0, 0)},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, "Deployment is scaled to zero"),
+		},
+		"a pod that does not start, in its words": {
+			obs:  observed{deployment: availableDeployment(1, 0), pod: crashing},
+			want: setTo(metav1.ConditionFalse, crashing.reason, crashing.message),
+		},
+		"pods it cannot create come before a stuck pod": {
+			obs: observed{deployment: availableDeployment(1, 0, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
+				Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "quota"}), pod: crashing},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonReplicaFailure, "Deployment cannot create pods (FailedCreate): quota"),
+		},
+		"out of time": {
+			obs: observed{deployment: availableDeployment(1, 0, deadline)},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
+				"Deployment stopped making progress before enough replicas were available: "+deadline.Message),
+		},
+		"counting up": {
+			mods: hubMods(withWorkloadReplicas(3)),
+			obs:  observed{deployment: availableDeployment(3, 1)},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, "Deployment has 1 of 3 replicas available"),
+		},
+		"a problem while nothing serves is why": {
+			obs:  observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}, problems: []userError{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+		},
+		"a problem while it serves as asked leaves it ready": {
+			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []userError{aProblem}},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
+		},
+		"a problem while the storage is unbound is why": {
+			mods: hubMods(withClaim),
+			obs: observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, pvc: boundPVC(corev1.ClaimPending),
+				problems: []userError{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, deploymentReadyCondition(newHubLLSD("app", tc.mods...), tc.obs))
+		})
+	}
+}
+
+func TestProgressingCondition(t *testing.T) {
+	rolledBack := &v1alpha2.RollbackStatus{}
+	for name, tc := range map[string]struct {
+		obs  observed
+		want conditionUpdate
+	}{
+		"no condition without a Deployment": {want: dropped},
+		"rolled out": {
+			obs:  observed{deployment: availableDeployment(1, 1)},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"),
+		},
+		"a new spec not yet seen": {
+			obs: observed{deployment: func() *appsv1.Deployment {
+				d := availableDeployment(1, 1)
+				d.Generation = 3
+				return d
+			}()},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"),
+		},
+		"a stuck pod names the hold-up while rolling": {
+			obs: observed{deployment: availableDeployment(2, 1), pod: crashing},
+			want: setTo(metav1.ConditionTrue, crashing.reason,
+				crashing.message+"; Deployment is rolling out: 1 of 2 replicas updated and available"),
+		},
+		"out of time": {
+			obs: observed{deployment: availableDeployment(1, 0, deadline)},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
+				"Deployment rollout stopped making progress: "+deadline.Message),
+		},
+		"a change refused while it serves": {
+			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []userError{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+		},
+		"rolled back and held": {
+			obs:  observed{deployment: availableDeployment(1, 1), rollback: &rollbackOutcome{status: rolledBack, held: true}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rolledBackMessage(rolledBack)),
+		},
+		"a rollback not done says why": {
+			obs: observed{deployment: availableDeployment(1, 0, deadline), rollback: &rollbackOutcome{note: "nothing served before"}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
+				"Deployment rollout stopped making progress: "+deadline.Message+"; nothing served before"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, progressingCondition(newHubLLSD("app"), tc.obs))
+		})
+	}
+}
+
+func TestHealthCheckCondition(t *testing.T) {
+	providers := []v1alpha2.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
+	answer := func(info serverInfo) *probeResult { return &probeResult{info: info} }
+	served := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
+	with := func(o observed, p *probeResult) observed { o.probe = p; return o }
+	for name, tc := range map[string]struct {
+		probing   bool
+		mods      []func(*v1alpha2.LlamaStackDistribution)
+		obs       observed
+		previous  *metav1.Condition
+		want      conditionUpdate
+		providers providersUpdate
+	}{
+		"not probing: no condition, providers as they are": {obs: served, want: dropped, providers: keepProviders},
+		"scaled to zero": {
+			probing: true, mods: hubMods(withWorkloadReplicas(0)), obs: observed{deployment: availableDeployment(0, 0)},
+			want: setTo(metav1.ConditionUnknown, v1alpha2.ReasonScaledToZero, "Scaled to zero: no server runs to ask"), providers: clearProviders,
+		},
+		"no replica available": {
+			probing: true, obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available"), providers: clearProviders,
+		},
+		"not our Service": {
+			probing: true, obs: observed{deployment: availableDeployment(1, 1)},
+			want: setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
+				"Not asked: the server is asked through Service app-service, which is not the controller's (or not made yet)"),
+			providers: clearProviders,
+		},
+		"no answer yet": {
+			probing: true, obs: served,
+			want: setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, "Waiting for the server's first health check"), providers: keepProviders,
+		},
+		"no answer yet after a restart keeps the last one": {
+			probing: true, obs: served, previous: &metav1.Condition{Reason: v1alpha2.ReasonHealthCheckPassed},
+			want: keepAsIs, providers: keepProviders,
+		},
+		"healthy with providers": {
+			probing: true, obs: with(served, answer(serverInfo{healthy: true, providers: providers, providersKnown: true})),
+			want:      setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"),
+			providers: providersUpdate{op: setCondition, providers: providers},
+		},
+		"healthy, providers not answered": {
+			probing: true, obs: with(served, answer(serverInfo{healthy: true})),
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"), providers: keepProviders,
+		},
+		"unhealthy, in its words": {
+			probing: true, obs: with(served, answer(serverInfo{healthMsg: "/v1/health answered 503"})),
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, "/v1/health answered 503"), providers: clearProviders,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, gotProviders := healthCheckCondition(tc.probing, newHubLLSD("app", tc.mods...), tc.obs, tc.previous)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.providers, gotProviders)
+		})
+	}
+}
+
+func TestServiceReadyCondition(t *testing.T) {
+	l := newHubLLSD("app")
+	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready"),
+		serviceReadyCondition(l, observed{service: &corev1.Service{}}))
+	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+		"Service app-service is not created while the CR has a problem (ConfigMapNotFound)"),
+		serviceReadyCondition(l, observed{problems: []userError{aProblem}}))
+	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, "Service app-service is not created yet"),
+		serviceReadyCondition(l, observed{}))
+}
+
+func TestStorageConditions(t *testing.T) {
+	deleting := boundPVC(corev1.ClaimBound)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	for name, tc := range map[string]struct {
+		mods                   []func(*v1alpha2.LlamaStackDistribution)
+		obs                    observed
+		ready, inSync, warning conditionUpdate
+	}{
+		"no storage: none of them": {obs: observed{pvc: boundPVC(corev1.ClaimBound)}, ready: dropped, inSync: dropped, warning: dropped},
+		"bound and in sync": {
+			mods:   hubMods(withClaim),
+			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{inSync: true, reason: "InSync", message: "as asked"}},
+			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
+			inSync: setTo(metav1.ConditionTrue, "InSync", "as asked"), warning: dropped,
+		},
+		"pending, not looked at": {
+			mods:  hubMods(withClaim),
+			obs:   observed{pvc: boundPVC("")},
+			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, "PVC is not bound: Pending"), inSync: keepAsIs, warning: dropped,
+		},
+		"a resize refused": {
+			mods:   hubMods(withClaim),
+			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{reason: "ResizeRefused", message: "no expansion"}},
+			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
+			inSync: setTo(metav1.ConditionFalse, "ResizeRefused", "no expansion"), warning: dropped,
+		},
+		"being deleted": {
+			mods: hubMods(withClaim),
+			obs:  observed{pvc: deleting},
+			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed,
+				"PersistentVolumeClaim app-pvc is being deleted: it goes once no pod mounts it, then a new one is made"),
+			inSync: keepAsIs, warning: dropped,
+		},
+		"not made yet": {
+			mods:   hubMods(withClaim),
+			ready:  setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, "PersistentVolumeClaim app-pvc is not created yet"),
+			inSync: keepAsIs, warning: dropped,
+		},
+		"not attempted for a problem": {
+			mods: hubMods(withClaim),
+			obs:  observed{problems: []userError{aProblem}},
+			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
+				"PersistentVolumeClaim app-pvc is not created while the CR has a problem (ConfigMapNotFound)"),
+			inSync: keepAsIs, warning: dropped,
+		},
+		"ReadWriteOnce shared by two replicas": {
+			mods:  hubMods(withClaim, withWorkloadReplicas(2)),
+			obs:   observed{pvc: boundPVC(corev1.ClaimBound)},
+			ready: setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"), inSync: keepAsIs,
+			warning: setTo(metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
+				"ReadWriteOnce storage with more than one replica or autoscaling: pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newHubLLSD("app", tc.mods...)
+			assert.Equal(t, tc.ready, storageReadyCondition(l, tc.obs), "StorageReady")
+			assert.Equal(t, tc.inSync, storageInSyncCondition(l, tc.obs), "StorageInSync")
+			assert.Equal(t, tc.warning, storageAccessWarningCondition(l, tc.obs), "StorageAccessWarning")
+		})
+	}
+}
+
+func TestVolumeMountWarningCondition(t *testing.T) {
+	nested := []mountNesting{{outer: serverMount{VolumeMount: corev1.VolumeMount{MountPath: "/data"}}, inner: serverMount{VolumeMount: corev1.VolumeMount{MountPath: "/data/x"}}, hidden: "/data/x"}}
+	assert.Equal(t, keepAsIs, volumeMountWarningCondition(observed{nestedMounts: nested}), "unchecked: the last report stands")
+	assert.Equal(t, dropped, volumeMountWarningCondition(observed{mountsChecked: true}))
+	got := volumeMountWarningCondition(observed{mountsChecked: true, nestedMounts: nested})
+	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, nestedMountsMessage(nested)), got)
+}
+
+func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
+	prev := &v1alpha2.ResolvedDistributionStatus{ServerVersion: "0.7.1"}
+	resolved := v1alpha2.ResolvedDistributionStatus{ServerVersion: "1.3.0", ConfigSource: "distribution starter"}
+	ok := &generation{resolved: resolved, out: &configgen.Output{Hash: strings.Repeat("a", 64)}}
+	failed := &generation{problem: &userError{v1alpha2.ReasonConfigInvalid, "providers.inference: unknown provider"}}
+	generated := []metav1.Condition{{Type: v1alpha2.ConditionConfigGenerated}}
+	for name, tc := range map[string]struct {
+		mods     []func(*v1alpha2.LlamaStackDistribution)
+		obs      observed
+		conds    []metav1.Condition
+		want     conditionUpdate
+		resolved *v1alpha2.ResolvedDistributionStatus
+	}{
+		"never generated keeps what it has": {want: dropped, resolved: prev},
+		"stopped generating drops it":       {conds: generated, want: dropped},
+		"not run":                           {mods: hubMods(withProvidersSpec), want: keepAsIs, resolved: prev},
+		"failed: what runs stays described": {
+			mods: hubMods(withProvidersSpec), obs: observed{generation: failed},
+			want: setTo(metav1.ConditionFalse, failed.problem.reason, failed.problem.message), resolved: prev,
+		},
+		"generated": {
+			mods: hubMods(withProvidersSpec), obs: observed{generation: ok},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
+				"Generated ConfigMap "+ok.configMapName(newHubLLSD("app"))+" for server 1.3.0 from distribution starter"),
+			resolved: &resolved,
+		},
+		"generated, held by a problem": {
+			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, problems: []userError{aProblem}},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
+				"Generated a config for server 1.3.0 from distribution starter; it is not rolled out while the CR has a problem (ConfigMapNotFound)"),
+			resolved: prev,
+		},
+		"generated, rolled back": {
+			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, rollback: &rollbackOutcome{held: true}},
+			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
+				"Generated ConfigMap "+ok.configMapName(newHubLLSD("app"))+" for server 1.3.0 from distribution starter"+
+					"; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"),
+			resolved: &resolved,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newHubLLSD("app", tc.mods...)
+			assert.Equal(t, tc.want, configGeneratedCondition(l, tc.obs))
+			assert.Equal(t, tc.resolved, resolvedDistribution(l, tc.obs, prev, tc.conds))
+		})
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	stuck := []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
+		Reason: crashing.reason, Message: crashing.message}}
+	scaling := []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
+		Reason: v1alpha2.ReasonDeploymentScaling, Message: "Deployment has 0 of 1 replicas available"}}
+	serves := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
+	for name, tc := range map[string]struct {
+		mods  []func(*v1alpha2.LlamaStackDistribution)
+		obs   observed
+		conds []metav1.Condition
+		phase v1alpha2.Phase
+		want  conditionUpdate
+	}{
+		"a problem while nothing serves": {
+			obs:   observed{problems: []userError{aProblem}},
+			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+		},
+		"a change refused while it serves": {
+			obs:   observed{deployment: serves.deployment, service: serves.service, problems: []userError{aProblem}},
+			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
+		},
+		"no Deployment": {
+			phase: v1alpha2.PhasePending, want: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending"),
+		},
+		"serves": {
+			obs:   serves,
+			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
+		},
+		"scaled to zero": {
+			mods: hubMods(withWorkloadReplicas(0)), obs: observed{deployment: availableDeployment(0, 0), service: &corev1.Service{}},
+			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage),
+		},
+		"a stuck Deployment says why": {
+			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: stuck,
+			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, crashing.reason, crashing.message),
+		},
+		"coming up, the first component not True": {
+			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: scaling,
+			phase: v1alpha2.PhaseInitializing,
+			want:  setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment has 0 of 1 replicas available"),
+		},
+		"no Service: not ready": {
+			obs: observed{deployment: availableDeployment(1, 1)},
+			conds: []metav1.Condition{{Type: v1alpha2.ConditionServiceReady, Status: metav1.ConditionFalse,
+				Message: "Service app-service is not created yet"}},
+			phase: v1alpha2.PhaseInitializing,
+			want:  setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Service app-service is not created yet"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			phase, got := readyCondition(newHubLLSD("app", tc.mods...), tc.obs, tc.conds)
+			assert.Equal(t, tc.phase, phase)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestVersionStatus(t *testing.T) {
+	then, now := metav1.Unix(100, 0), metav1.Unix(200, 0)
+	prev := v1alpha2.VersionInfo{OperatorVersion: "v1", LlamaStackServerVersion: "1.3.0", LastUpdated: &then}
+	assert.Equal(t, prev, versionStatus(prev, "v1", nil, now), "nothing new: the time stands")
+	assert.Equal(t, prev, versionStatus(prev, "v1", &probeResult{info: serverInfo{version: "1.3.0"}}, now))
+	assert.Equal(t, v1alpha2.VersionInfo{OperatorVersion: "v1", LlamaStackServerVersion: "1.4.0", LastUpdated: &now},
+		versionStatus(prev, "v1", &probeResult{info: serverInfo{version: "1.4.0"}}, now), "the server's answer")
+	assert.Equal(t, v1alpha2.VersionInfo{OperatorVersion: "v2", LlamaStackServerVersion: "1.3.0", LastUpdated: &now},
+		versionStatus(prev, "v2", &probeResult{}, now), "an answer without a version keeps the last one")
+}
+
+func TestRouteURL(t *testing.T) {
+	assert.Nil(t, routeURL(newHubLLSD("app"), observed{}))
+	exposed := newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
+	})
+	assert.Equal(t, ptr.To(""), routeURL(exposed, observed{}), "asked for, not admitted yet")
+}
