@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -36,6 +37,9 @@ import (
 // owned kind, so that one generic implementation ensures and deletes every child.
 type childKind[T metav1.Object, AC any] struct {
 	kind string
+	// recorder records the Events of its writes (one per write when the sync keeps no
+	// write log, see childWritten).
+	recorder record.EventRecorder
 	// cached reads the informer cache.
 	cached func(namespace, name string) (T, error)
 	// live reads the API server; used only when the cache misses.
@@ -104,15 +108,15 @@ func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) 
 // ensure applies desired unless the live object already carries exactly what our
 // manager would apply. It returns the resulting object; a *notOwnedError when an object
 // of that name belongs to someone else.
-func (k *childKind[T, AC]) ensure(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, desired metav1.Object) (T, error) {
-	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
+func (k *childKind[T, AC]) ensure(ctx context.Context, l *v1alpha2.LlamaStackDistribution, desired metav1.Object) (T, error) {
+	return k.ensureWith(ctx, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
 }
 
 // ensureObject is ensure; with precondition, an apply to an existing object carries the
 // cached resourceVersion, so it fails with a conflict (and a quiet retry) instead of
 // writing values computed from a stale cache.
-func (k *childKind[T, AC]) ensureObject(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
-	return k.ensureWith(ctx, c, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired), precondition: precondition})
+func (k *childKind[T, AC]) ensureObject(ctx context.Context, l *v1alpha2.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
+	return k.ensureWith(ctx, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired), precondition: precondition})
 }
 
 // ensureOptions are what differs between children in the one ensure path: how the
@@ -151,7 +155,7 @@ func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool
 // upstream operator, skips the write when nothing we own would change, and applies
 // otherwise. It returns the existing object when nothing was written, and the existing
 // object together with the error when the apply failed.
-func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
+func (k *childKind[T, AC]) ensureWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
 	var zero T
 	namespace, name := l.Namespace, o.name
 	var (
@@ -168,7 +172,7 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1a
 		return cur, newNotOwnedError(k.kind, cur, l)
 	}
 	if found && k.patch != nil && !hasManager(cur, FieldManager) {
-		if cur, err = k.takeOver(ctx, c, l, cur); err != nil {
+		if cur, err = k.takeOver(ctx, l, cur); err != nil {
 			return zero, err
 		}
 	}
@@ -208,7 +212,7 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1a
 			}
 		}
 	}
-	obj, err := k.write(ctx, c, l, ac, namespace, name, found)
+	obj, err := k.write(ctx, l, ac, namespace, name, found)
 	if err != nil {
 		return cur, err
 	}
@@ -221,7 +225,7 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, c *Controller, l *v1a
 // those two managers own become ours (see takeOverPatch), so that the apply that follows
 // removes what only upstream set, as if we had made the object. Fields of any other
 // manager (users, other controllers) are left with them.
-func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, cur T) (T, error) {
+func (k *childKind[T, AC]) takeOver(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur T) (T, error) {
 	namespace, name := cur.GetNamespace(), cur.GetName()
 	// The cache keeps only our manager's entry; the others are read live.
 	live, err := k.live(ctx, namespace, name)
@@ -240,7 +244,7 @@ func (k *childKind[T, AC]) takeOver(ctx context.Context, c *Controller, l *v1alp
 		return cur, fmt.Errorf("taking over %s %s/%s: %w", k.kind, namespace, name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Took over child", "kind", k.kind, "object", klog.KRef(namespace, name), "fromManagers", from)
-	c.recorder.Eventf(l, corev1.EventTypeNormal, "TookOver", "Took over %s %s from field managers %s", k.kind, name, strings.Join(from, ", "))
+	k.recorder.Eventf(l, corev1.EventTypeNormal, "TookOver", "Took over %s %s from field managers %s", k.kind, name, strings.Join(from, ", "))
 	return obj, nil
 }
 
@@ -318,20 +322,20 @@ func appliedFields(obj metav1.Object, manager string) (*fieldpath.Set, bool) {
 }
 
 // write sends the apply configuration and records what happened.
-func (k *childKind[T, AC]) write(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
+func (k *childKind[T, AC]) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
 	logger := klog.FromContext(ctx)
 	obj, err := k.apply(ctx, namespace, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
 		return obj, fmt.Errorf("applying %s %s/%s: %w", k.kind, namespace, name, err)
 	}
 	logger.V(2).Info(childWriteReason(!existed)+" child", "kind", k.kind, "object", klog.KRef(namespace, name))
-	c.childWritten(ctx, l, !existed, k.kind, name)
+	childWritten(ctx, k.recorder, l, !existed, k.kind, name)
 	return obj, nil
 }
 
 // deleteIfOwned deletes the named child when it exists and this CR controls it.
 // Objects of that name that belong to someone else are left alone.
-func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, c *Controller, l *v1alpha2.LlamaStackDistribution, name string) error {
+func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) error {
 	cur, err := k.cached(l.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -352,7 +356,7 @@ func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, c *Controller, l *
 		return fmt.Errorf("deleting %s %s/%s: %w", k.kind, l.Namespace, name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.kind, "object", klog.KRef(l.Namespace, name))
-	c.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.kind, name)
+	k.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.kind, name)
 	return nil
 }
 

@@ -126,7 +126,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and unchanged: nothing sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -135,7 +135,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed: applied": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -146,7 +146,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed, with precondition: the cached resourceVersion is sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l)))
 				require.NoError(t, err)
 				// The fake API assigns no resourceVersions: give the object one.
 				obj, err := f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
@@ -189,7 +189,7 @@ func TestEnsureObject(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			got, err := f.c.services.ensureObject(f.ctx, f.c, hub(l), tc.desired(hub(l)), tc.precondition)
+			got, err := f.c.services.ensureObject(f.ctx, hub(l), tc.desired(hub(l)), tc.precondition)
 
 			actions := f.kubeclient.Actions()
 			assert.Equal(t, tc.wantWrites, writesTo(actions, "services", "app-service"))
@@ -239,7 +239,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	f.refreshCaches()
 	f.kubeclient.ClearActions()
 
-	_, err = f.c.services.ensure(f.ctx, f.c, hub(l), newService(hub(l)))
+	_, err = f.c.services.ensure(f.ctx, hub(l), newService(hub(l)))
 	require.NoError(t, err)
 
 	var patchTypes []types.PatchType
@@ -317,7 +317,7 @@ func TestDeleteIfOwned(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			err := f.c.services.deleteIfOwned(f.ctx, f.c, hub(l), "app-service")
+			err := f.c.services.deleteIfOwned(f.ctx, hub(l), "app-service")
 
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)

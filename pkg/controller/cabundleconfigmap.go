@@ -134,7 +134,7 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 	var problem *userError
 	var desired *corev1.ConfigMap
-	cur, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+	cur, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
 		name: caBundleConfigMapName(l),
 		upToDate: func(cur *corev1.ConfigMap) bool {
 			return cur.Annotations[annotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]

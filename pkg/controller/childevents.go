@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -34,12 +35,12 @@ func withChildWriteLog(ctx context.Context) (context.Context, *childWriteLog) {
 // childWritten records that the sync of l wrote a child: in the sync's collection (which
 // recordChildWrites records on the same CR, the one the sync is for), or at once as its
 // own Event when the context has none.
-func (c *Controller) childWritten(ctx context.Context, l *v1alpha2.LlamaStackDistribution, created bool, kind, name string) {
+func childWritten(ctx context.Context, recorder record.EventRecorder, l *v1alpha2.LlamaStackDistribution, created bool, kind, name string) {
 	w, _ := ctx.Value(childWriteLogKey{}).(*childWriteLog)
 	what := kind + " " + name
 	switch {
 	case w == nil:
-		c.recorder.Event(l, corev1.EventTypeNormal, childWriteReason(created), childWriteReason(created)+" "+what)
+		recorder.Event(l, corev1.EventTypeNormal, childWriteReason(created), childWriteReason(created)+" "+what)
 	case created:
 		w.created = append(w.created, what)
 	default:

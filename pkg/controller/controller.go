@@ -275,26 +275,26 @@ func (c *Controller) wireChildKinds(
 	nps networkinglisters.NetworkPolicyLister,
 ) {
 	k := c.kubeclient
-	c.deployments = newChildKind("Deployment", fromLister(deployments.Deployments),
+	c.deployments = newChildKind(c.recorder, "Deployment", fromLister(deployments.Deployments),
 		k.AppsV1().Deployments, appsac.ExtractDeployment, 0)
-	c.services = newChildKind("Service", fromLister(services.Services),
+	c.services = newChildKind(c.recorder, "Service", fromLister(services.Services),
 		k.CoreV1().Services, coreac.ExtractService, 0)
 	// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
 	// Nor takes over its fields from a previous manager: its spec is all but immutable,
 	// and dropping a field from it would be refused.
-	c.pvcs = newChildKind("PersistentVolumeClaim", fromLister(pvcs.PersistentVolumeClaims),
+	c.pvcs = newChildKind(c.recorder, "PersistentVolumeClaim", fromLister(pvcs.PersistentVolumeClaims),
 		k.CoreV1().PersistentVolumeClaims, coreac.ExtractPersistentVolumeClaim, neverDelete|neverTakeOver)
-	c.hpas = newChildKind("HorizontalPodAutoscaler", fromLister(hpas.HorizontalPodAutoscalers),
+	c.hpas = newChildKind(c.recorder, "HorizontalPodAutoscaler", fromLister(hpas.HorizontalPodAutoscalers),
 		k.AutoscalingV2().HorizontalPodAutoscalers, autoscalingac.ExtractHorizontalPodAutoscaler, 0)
-	c.pdbs = newChildKind("PodDisruptionBudget", fromLister(pdbs.PodDisruptionBudgets),
+	c.pdbs = newChildKind(c.recorder, "PodDisruptionBudget", fromLister(pdbs.PodDisruptionBudgets),
 		k.PolicyV1().PodDisruptionBudgets, policyac.ExtractPodDisruptionBudget, 0)
-	c.ingresses = newChildKind("Ingress", fromLister(ingresses.Ingresses),
+	c.ingresses = newChildKind(c.recorder, "Ingress", fromLister(ingresses.Ingresses),
 		k.NetworkingV1().Ingresses, networkingac.ExtractIngress, 0)
-	c.networkPolicies = newChildKind("NetworkPolicy", fromLister(nps.NetworkPolicies),
+	c.networkPolicies = newChildKind(c.recorder, "NetworkPolicy", fromLister(nps.NetworkPolicies),
 		k.NetworkingV1().NetworkPolicies, networkingac.ExtractNetworkPolicy, 0)
 	// The managed ConfigMaps are compared by content hash and written whole (see
 	// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
-	c.configMapCopies = newChildKind("ConfigMap", c.cachedConfigMap,
+	c.configMapCopies = newChildKind(c.recorder, "ConfigMap", c.cachedConfigMap,
 		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, neverTakeOver)
 }
 
@@ -322,12 +322,13 @@ type typedClient[T any, AC any] interface {
 // client of a namespace (such as kubeClient.AppsV1().Deployments), and extract is the
 // kind's Extract<Kind> function.
 func newChildKind[T metav1.Object, AC any, C typedClient[T, AC]](
-	kind string, cached func(namespace, name string) (T, error), client func(namespace string) C,
+	recorder record.EventRecorder, kind string, cached func(namespace, name string) (T, error), client func(namespace string) C,
 	extract func(obj T, fieldManager string) (*AC, error), flags childKindFlags,
 ) *childKind[T, AC] {
 	k := &childKind[T, AC]{
-		kind:   kind,
-		cached: cached,
+		recorder: recorder,
+		kind:     kind,
+		cached:   cached,
 		live: func(ctx context.Context, ns, n string) (T, error) {
 			return client(ns).Get(ctx, n, metav1.GetOptions{})
 		},

@@ -54,11 +54,11 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	h := hub(l)
 	res := fuzzResult{cr: l, hub: h, before: h.DeepCopy()}
 	var obs observed
-	image, problem := c.resolveImage(h, operatorConfig{})
+	img, problem := c.chooseImage(h, operatorConfig{})
 	if problem != nil {
 		obs.problems = append(obs.problems, *problem)
 	}
-	in := deploymentInputs{image: image}
+	in := deploymentInputs{image: img.ref}
 	if uc := spec.Server.UserConfig; uc != nil {
 		source := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(h), Name: uc.ConfigMapName},

@@ -96,72 +96,41 @@ type baseConfigMemos struct{ m sync.Map }
 
 func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
 
-// generate resolves the image, server version and base of a generating CR and runs
-// configgen. It returns a transient error only when reading the base failed.
-func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (*generation, error) {
+// generate runs configgen for a generating CR on the image chosen for it (chooseImage):
+// it resolves the server version and the base. It returns a transient error only when
+// reading the base failed.
+func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, img serverImage) (*generation, error) {
 	g := &generation{}
-	fail := func(reason, field, message string) (*generation, error) {
-		if reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
-			message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
+	report := func(p *userError) (*generation, error) {
+		if p.reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
+			p.message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
 		}
-		g.problem = &userError{reason, field + ": " + message}
+		g.problem = p
 		return g, nil
 	}
+	fail := func(reason, field, message string) (*generation, error) {
+		return report(&userError{reason, field + ": " + message})
+	}
+	image, version, problem := img.forConfig()
+	if problem != nil {
+		return report(problem)
+	}
+	g.image = image
 	var (
-		version, source string
-		base            []byte
-		baseField       string
+		source, baseField string
+		base              []byte
 	)
-	dist := l.Spec.Distribution
-	if dist.Image != "" {
-		g.image = dist.Image
-		v, ok := imageVersion(dist.Image)
+	if d := img.dist; img.from != imageFromSpec && l.Spec.BaseConfig == nil {
+		b, ok := d.BaseFor(version)
 		if !ok {
-			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.image", fmt.Sprintf(
-				"the tag of image %s is not a llama-stack version (major.minor.patch), so the shape of its config is not known: use an image tagged with its server version, name a distribution (%s), or use overrideConfig",
-				dist.Image, configgen.DistributionNames()))
+			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.baseConfig", fmt.Sprintf(
+				"distribution %s runs image %s (server %s), for which the controller has no base config (it has them for %s): set spec.baseConfig",
+				d.Name, g.image, version, strings.Join(d.BaseVersions(), ", ")))
 		}
-		version = v
-	} else {
-		d, ok := configgen.LookupDistribution(dist.Name)
-		if !ok {
-			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.name", fmt.Sprintf(
-				"the controller has no config for distribution %q; generated configs are known for %s, or use overrideConfig", dist.Name, configgen.DistributionNames()))
-		}
-		g.image, version = d.Image, d.ServerVersion
-		// An image chosen by the operator ConfigMap wins; its tag tells its version.
-		chosen := cfg.imageOverrides[dist.Name]
-		if chosen == "" && cfg.keepsImage(dist.Name) {
-			// While image-overrides cannot be read, a running image is kept if its
-			// tag tells its version; otherwise the config needs the pinned one.
-			if running := c.runningImage(l); cfg.keepsRunningImage(dist.Name, running) {
-				if _, ok := imageVersion(running); ok {
-					chosen = running
-				}
-			}
-		}
-		if chosen != "" && chosen != d.Image {
-			g.image = chosen
-			v, ok := imageVersion(chosen)
-			if !ok {
-				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.distribution.name", fmt.Sprintf(
-					"the operator ConfigMap's image-overrides runs image %s for distribution %s; its tag is not a llama-stack version (major.minor.patch), so the shape of its config is not known: give the override a tag with its server version, or use overrideConfig",
-					chosen, dist.Name))
-			}
-			version = v
-		}
-		if l.Spec.BaseConfig == nil {
-			b, ok := d.BaseFor(version)
-			if !ok {
-				return fail(v1alpha2.ReasonBaseConfigRequired, "spec.baseConfig", fmt.Sprintf(
-					"distribution %s runs image %s (server %s), for which the controller has no base config (it has them for %s): set spec.baseConfig",
-					dist.Name, g.image, version, strings.Join(d.BaseVersions(), ", ")))
-			}
-			base = b
-			source, baseField = "distribution:"+d.Name, "spec.distribution.name"
-			if version != d.ServerVersion {
-				source = "distribution:" + d.Name + "@" + version
-			}
+		base = b
+		source, baseField = "distribution:"+d.Name, "spec.distribution.name"
+		if version != d.ServerVersion {
+			source = "distribution:" + d.Name + "@" + version
 		}
 	}
 	if bc := l.Spec.BaseConfig; bc != nil {
@@ -191,22 +160,6 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 	g.out = out
 	g.resolved = v1alpha2.ResolvedDistributionStatus{Image: g.image, ServerVersion: version, ConfigSource: source, ConfigHash: out.Hash}
 	return g, nil
-}
-
-// imageVersion reads a server version from an image's tag (repo:0.7.1 or repo:v0.7.1,
-// with or without a digest); ok is false when the tag is not one.
-func imageVersion(image string) (string, bool) {
-	ref, _, _ := strings.Cut(image, "@")
-	slash := strings.LastIndex(ref, "/")
-	colon := strings.LastIndex(ref, ":")
-	if colon <= slash {
-		return "", false
-	}
-	v, err := configgen.ParseVersion(ref[colon+1:])
-	if err != nil {
-		return "", false
-	}
-	return v.String(), true
 }
 
 // readBaseConfig returns the content of spec.baseConfig's key. The ConfigMap cache says
@@ -283,7 +236,7 @@ func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *generation) *c
 func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.LlamaStackDistribution, g *generation) error {
 	desired := newGeneratedConfigMap(l, g)
 	want := hashData(desired.Data, nil)
-	_, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+	_, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
 		name:     desired.Name,
 		upToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
 		// The ConfigMap is named by its content, so this runs once per new config: its
@@ -352,7 +305,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 			klog.FromContext(ctx).V(4).Info("Keeping generated ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
 			continue
 		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, c, l, name))
+		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, name))
 	}
 	return errors.Join(errs...)
 }

@@ -72,7 +72,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
 	state := ok
 	refused, existed := false, false
-	pvc, err := c.pvcs.ensureWith(ctx, c, l, ensureOptions[*corev1.PersistentVolumeClaim]{
+	pvc, err := c.pvcs.ensureWith(ctx, l, ensureOptions[*corev1.PersistentVolumeClaim]{
 		name: pvcName(l),
 		build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
 			desired := newPVC(l)

@@ -56,20 +56,6 @@ func lineOf(version string) serverLine {
 	return lineLlamaStack
 }
 
-// imageServerVersion is the server version an image runs: the pinned version of a
-// named distribution's image, else its tag's; "" when neither tells.
-func imageServerVersion(image string) string {
-	for _, d := range configgen.Distributions() {
-		if d.Image == image {
-			return d.ServerVersion
-		}
-	}
-	if v, ok := imageVersion(image); ok {
-		return v
-	}
-	return ""
-}
-
 // Variables of the OGX line.
 const (
 	envOGXPort       = "OGX_PORT"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,10 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 )
 
 // sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
@@ -190,7 +187,8 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	var obs observed
 	cfg := c.currentOperatorConfig()
 
-	image, imgProblem := c.resolveImage(l, cfg)
+	img, imgProblem := c.chooseImage(l, cfg)
+	image := img.ref
 	uc, ucProblem := c.resolveUserConfig(l)
 	caRefs, caProblem := c.resolveCABundle(l)
 	var errs []error
@@ -236,7 +234,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	var genProblem *userError
 	if imgProblem == nil && generatesConfig(l) {
 		var err error
-		gen, err = c.generate(ctx, l, cfg)
+		gen, err = c.generate(ctx, l, img)
 		report(err)
 		if gen != nil && gen.problem != nil {
 			genProblem = gen.problem
@@ -285,17 +283,17 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 	}
 
-	svc, err := c.services.ensure(ctx, c, l, newService(l))
+	svc, err := c.services.ensure(ctx, l, newService(l))
 	if !report(err) && err == nil {
 		obs.service = svc
 	}
 
 	if cfg.networkPolicyKnown {
 		if cfg.enableNetworkPolicy {
-			_, err := c.networkPolicies.ensure(ctx, c, l, newNetworkPolicy(l, c.operatorNamespace))
+			_, err := c.networkPolicies.ensure(ctx, l, newNetworkPolicy(l, c.operatorNamespace))
 			report(err)
 		} else {
-			report(c.networkPolicies.deleteIfOwned(ctx, c, l, networkPolicyName(l)))
+			report(c.networkPolicies.deleteIfOwned(ctx, l, networkPolicyName(l)))
 		}
 	}
 
@@ -322,26 +320,26 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	if l.Spec.Workload.Autoscaling != nil {
-		_, err := c.hpas.ensure(ctx, c, l, newHPA(l))
+		_, err := c.hpas.ensure(ctx, l, newHPA(l))
 		report(err)
 	} else {
-		report(c.hpas.deleteIfOwned(ctx, c, l, hpaName(l)))
+		report(c.hpas.deleteIfOwned(ctx, l, hpaName(l)))
 	}
 
 	if wantsPDB(l) {
-		_, err := c.pdbs.ensure(ctx, c, l, newPDB(l))
+		_, err := c.pdbs.ensure(ctx, l, newPDB(l))
 		report(err)
 	} else {
-		report(c.pdbs.deleteIfOwned(ctx, c, l, pdbName(l)))
+		report(c.pdbs.deleteIfOwned(ctx, l, pdbName(l)))
 	}
 
 	if wantsIngress(l) {
-		ing, err := c.ingresses.ensure(ctx, c, l, newIngress(l))
+		ing, err := c.ingresses.ensure(ctx, l, newIngress(l))
 		if !report(err) && err == nil {
 			obs.ingress = ing
 		}
 	} else {
-		report(c.ingresses.deleteIfOwned(ctx, c, l, ingressName(l)))
+		report(c.ingresses.deleteIfOwned(ctx, l, ingressName(l)))
 	}
 
 	return obs, errors.Join(errs...)
@@ -379,7 +377,7 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 		if cm.needed || mountsConfigMap(dep, cm.name) {
 			continue
 		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, c, l, cm.name))
+		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, cm.name))
 	}
 	return errors.Join(errs...)
 }
@@ -387,78 +385,6 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 // mountsConfigMap tells whether d's pod template has a volume of the named ConfigMap.
 func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 	return d != nil && templateMountsConfigMap(&d.Spec.Template.Spec, name)
-}
-
-// resolveImage picks the server image: spec.distribution.image as given, or the
-// image of the named distribution, overridden by the operator ConfigMap. While
-// image-overrides does not say clearly which image a distribution runs (it is missing or
-// does not parse, or its entry is invalid), a running Deployment keeps its image.
-func (c *Controller) resolveImage(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (string, *userError) {
-	dist := l.Spec.Distribution
-	if dist.Image != "" {
-		return dist.Image, nil
-	}
-	if dist.Name == "" {
-		return "", &userError{v1alpha2.ReasonDistributionNotSupported,
-			"spec.distribution (v1alpha1 spec.server.distribution) needs a name or an image"}
-	}
-	image, ok := c.distributions[dist.Name]
-	if !ok {
-		// Only the names with a published image are offered; the others are known but
-		// report DistributionNotPublished.
-		names := make([]string, 0, len(c.distributions))
-		for n, img := range c.distributions {
-			if img != "" {
-				names = append(names, n)
-			}
-		}
-		slices.Sort(names)
-		return "", &userError{v1alpha2.ReasonDistributionNotSupported, fmt.Sprintf(
-			"distribution %q is not supported; supported distributions: %s (or set spec.distribution.image; v1alpha1 spec.server.distribution.image)",
-			dist.Name, strings.Join(names, ", "))}
-	}
-	if override, ok := cfg.imageOverrides[dist.Name]; ok {
-		return override, nil
-	}
-	if cfg.keepsImage(dist.Name) {
-		if running := c.runningImage(l); cfg.keepsRunningImage(dist.Name, running) {
-			return running, nil
-		}
-	}
-	if image == "" {
-		// Known, but no image is published: say what to use. What runs is kept, as
-		// for every user error, so a Deployment is never moved to an image that
-		// cannot be pulled.
-		d, _ := configgen.LookupDistribution(dist.Name)
-		return "", &userError{v1alpha2.ReasonDistributionNotPublished, d.Note}
-	}
-	return image, nil
-}
-
-// runningImage is the image the controller last chose for the CR's Deployment, if it
-// runs the same distribution: read from the fields the controller still owns (its
-// llamastack.io/image annotation, else the server container's image), so that a hand
-// edit of either (which takes the field from the controller) is repaired, not adopted.
-func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
-	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
-	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Distribution.Name {
-		return ""
-	}
-	owned, ok := appliedFields(d, FieldManager)
-	if !ok {
-		return ""
-	}
-	if image := d.Annotations[annotationImage]; image != "" && owned.Has(fieldpath.MakePathOrDie("metadata", "annotations", annotationImage)) {
-		return image
-	}
-	name := containerName(l)
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		if ctr.Name == name && ctr.Image != "" &&
-			owned.Has(fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", name), "image")) {
-			return ctr.Image
-		}
-	}
-	return ""
 }
 
 // ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
@@ -512,7 +438,7 @@ func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.Llama
 		}
 		return c.applyRollback(ctx, l, cur, found, desired, rb)
 	}
-	return c.deployments.ensureWith(ctx, c, l, o)
+	return c.deployments.ensureWith(ctx, l, o)
 }
 
 // desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.

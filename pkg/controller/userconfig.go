@@ -156,7 +156,7 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.Llama
 		return nil, nil
 	}
 	var problem *userError
-	_, err := c.configMapCopies.ensureWith(ctx, c, l, ensureOptions[*corev1.ConfigMap]{
+	_, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
 		name: userConfigCopyName(l),
 		// The copy holds the source's content (an edit of the copy is repaired).
 		upToDate: func(cur *corev1.ConfigMap) bool {
