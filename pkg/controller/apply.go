@@ -53,32 +53,6 @@ type childKind[T metav1.Object, AC any] struct {
 	patch func(ctx context.Context, namespace, name string, data []byte, opts metav1.PatchOptions) (T, error)
 }
 
-// notOwnedError reports an object bearing a child's name that the CR does not control.
-type notOwnedError struct {
-	kind, namespace, name string
-	// orphaned is set when the object is controlled by an earlier LlamaStackDistribution
-	// of the same name, deleted since: the garbage collector is about to delete it.
-	orphaned bool
-}
-
-// newNotOwnedError describes obj, which l does not control.
-func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) *notOwnedError {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return &notOwnedError{
-		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
-		orphaned: ref != nil && ref.Kind == controllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
-	}
-}
-
-func (e *notOwnedError) Error() string {
-	if e.orphaned {
-		return fmt.Sprintf("%s %s/%s belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it",
-			e.kind, e.namespace, e.name)
-	}
-	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own",
-		e.kind, e.namespace, e.name)
-}
-
 // isControlledBy reports whether obj's controller reference points at l, by Kind and UID.
 func isControlledBy(obj metav1.Object, l *v1alpha2.LlamaStackDistribution) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)

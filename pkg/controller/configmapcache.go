@@ -118,20 +118,6 @@ func (e *configMapEntry) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// TransformConfigMap is the informer transform of the ConfigMap cache: it turns each
-// ConfigMap into its configMapEntry. Other objects only lose the managed fields of other
-// managers.
-func TransformConfigMap(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *configMapEntry:
-		return o, nil
-	case *corev1.ConfigMap:
-		return newConfigMapEntry(o), nil
-	default:
-		return TransformStripManagedFields(obj)
-	}
-}
-
 func newConfigMapEntry(cm *corev1.ConfigMap) *configMapEntry {
 	e := &configMapEntry{
 		name:            cm.Name,

@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -499,4 +502,100 @@ func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *us
 		return p
 	}
 	return mountPathConflict(serverMounts(l, in))
+}
+
+// controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
+// when the object of that name is not the CR's.
+func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *appsv1.Deployment {
+	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
+	if err != nil || !isControlledBy(d, l) {
+		return nil
+	}
+	return d
+}
+
+// ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
+// over to the HPA without a dip: the controller keeps applying the live value for as
+// long as it still owns the field, and drops it once the HPA (or anyone) has written it.
+func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, rollbackOutcome, error) {
+	var rb rollbackOutcome
+	dep, err := c.ensureDeploymentWith(ctx, l, in, uc, &rb)
+	if err == nil && rb.rolledBack {
+		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(rb.status))
+		rollbacksTotal.Inc()
+	}
+	return dep, rb, err
+}
+
+func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig, rb *rollbackOutcome) (*appsv1.Deployment, error) {
+	if uc != nil {
+		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
+	}
+	o := ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}
+	if l.Spec.Workload.Autoscaling == nil {
+		in.replicas = ptr.To(specReplicas(l))
+	} else {
+		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
+		// choosing replicas without the running count would scale it down. The write
+		// below reuses this lookup rather than reading again.
+		cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
+		if err != nil {
+			return nil, err
+		}
+		o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
+		switch {
+		case !found:
+			in.replicas = ptr.To(hpaMinReplicas(l))
+		case isControlledBy(cur, l):
+			owned, err := c.deployments.extract(cur, FieldManager)
+			if err != nil {
+				return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
+				in.replicas = ptr.To(*cur.Spec.Replicas)
+				// The count comes from the cache: a stale one must not undo the HPA's write.
+				o.precondition = true
+			}
+		}
+	}
+	o.build = func(ctx context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
+		desired, err := c.desiredDeployment(l, in, cur, found)
+		if err != nil {
+			return nil, err
+		}
+		return c.applyRollback(ctx, l, cur, found, desired, rb)
+	}
+	return c.deployments.ensureWith(ctx, l, o)
+}
+
+// desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.
+func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
+	desired := newDeployment(l, in)
+	if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
+		return desired, nil
+	}
+	// A Deployment made by an earlier release at one replica has no default
+	// spreading: adding it alone would roll every such server once, at the
+	// controller's upgrade (with storage, an outage). It is added with the next
+	// change of the pod template, which rolls the pods anyway; a write of the
+	// Deployment's own metadata or replicas rolls nothing and does not bring it.
+	in.legacySpread = true
+	legacy := newDeployment(l, in)
+	owned, err := c.deployments.extract(cur, FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
+	if err != nil {
+		return nil, err
+	}
+	if owned.Spec != nil && ac.Spec != nil && equality.Semantic.DeepEqual(owned.Spec.Template, ac.Spec.Template) {
+		return legacy, nil
+	}
+	return desired, nil
+}
+
+// hasSpreading tells whether a pod template spreads its pods (ours or the user's).
+func hasSpreading(spec *corev1.PodSpec) bool {
+	return spec.Affinity != nil || len(spec.TopologySpreadConstraints) > 0
 }

@@ -8,14 +8,11 @@ import (
 	"strings"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
@@ -249,129 +246,4 @@ func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.L
 		},
 	})
 	return err
-}
-
-// deleteUnusedGeneratedConfigMaps deletes the CR's generated ConfigMaps other than
-// current that neither the Deployment nor any of its ReplicaSets mounts, once the
-// Deployment has rolled out: `kubectl rollout undo` to a revision still kept finds its
-// ConfigMap. The CR's ConfigMaps are found through the owner index of the ConfigMap
-// cache, the ReplicaSets through the ReplicaSet cache: a sync sends a request only to
-// delete.
-func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, current string, dep *appsv1.Deployment) error {
-	owned, err := c.configMapCache.ByIndex(controllerUIDIndex, string(l.UID))
-	if err != nil {
-		return err
-	}
-	var candidates []string
-	for _, o := range owned {
-		m, ok := o.(metav1.Object)
-		if !ok || m.GetNamespace() != l.Namespace || m.GetName() == current || !isGeneratedConfigMapName(l, m.GetName()) {
-			continue
-		}
-		if m.GetDeletionTimestamp() == nil && !mountsConfigMap(dep, m.GetName()) {
-			candidates = append(candidates, m.GetName())
-		}
-	}
-	if len(candidates) == 0 {
-		return nil
-	}
-	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
-			return nil
-		}
-	}
-	var inUse []*appsv1.ReplicaSet
-	if dep != nil {
-		rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
-		if err != nil {
-			return err
-		}
-		for _, rs := range rss {
-			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
-				inUse = append(inUse, rs)
-			}
-		}
-	}
-	var errs []error
-	for _, name := range candidates {
-		used := false
-		for _, rs := range inUse {
-			if templateMountsConfigMap(&rs.Spec.Template.Spec, name) {
-				used = true
-				break
-			}
-		}
-		if used {
-			klog.FromContext(ctx).V(4).Info("Keeping generated ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
-			continue
-		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, name))
-	}
-	return errors.Join(errs...)
-}
-
-// templateMountsConfigMap tells whether a pod spec has a volume of the named ConfigMap.
-func templateMountsConfigMap(spec *corev1.PodSpec, name string) bool {
-	for _, v := range spec.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == name {
-			return true
-		}
-		if v.Projected != nil {
-			for _, src := range v.Projected.Sources {
-				if src.ConfigMap != nil && src.ConfigMap.Name == name {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// controllerUIDIndex indexes the ConfigMap cache by the UID of the CR that controls an
-// entry (configMapEntry keeps only a LlamaStackDistribution's controller reference).
-const controllerUIDIndex = "controllerUID"
-
-func indexByControllerUID(obj any) ([]string, error) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == controllerKind.Kind {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
-}
-
-// ReplicaSetSelector selects the ReplicaSets of server Deployments: their pod template
-// carries the selector labels, of which app=llama-stack is common to every CR.
-func ReplicaSetSelector() string {
-	return labels.SelectorFromSet(labels.Set{labelApp: labelAppValue}).String()
-}
-
-// TransformReplicaSet is the informer transform of the ReplicaSet cache: it keeps of a
-// ReplicaSet its identity, labels, owner references, its revision, and the ConfigMap
-// volumes and config hash of its pod template, the only things the controller reads
-// (which generated ConfigMaps are still in use, which ReplicaSet is the current one:
-// podProblemFor, and whether going back to one restores its config: unrestorable).
-func TransformReplicaSet(obj any) (any, error) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return TransformStripManagedFields(obj)
-	}
-	out := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
-		Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID, ResourceVersion: rs.ResourceVersion,
-		Labels: rs.Labels, OwnerReferences: rs.OwnerReferences, DeletionTimestamp: rs.DeletionTimestamp,
-	}}
-	if rev, ok := rs.Annotations[revisionAnnotation]; ok {
-		out.Annotations = map[string]string{revisionAnnotation: rev}
-	}
-	if h, ok := rs.Spec.Template.Annotations[annotationUserConfigHash]; ok {
-		out.Spec.Template.Annotations = map[string]string{annotationUserConfigHash: h}
-	}
-	for _, v := range rs.Spec.Template.Spec.Volumes {
-		if v.ConfigMap != nil || v.Projected != nil {
-			out.Spec.Template.Spec.Volumes = append(out.Spec.Template.Spec.Volumes, v)
-		}
-	}
-	return out, nil
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// configMapIndex indexes CRs by the "<namespace>/<name>" of every ConfigMap they reference.
-const configMapIndex = "configMapRef"
-
 // enqueue adds a CR to the queue.
 func (c *Controller) enqueue(obj any) {
 	key, err := cache.ObjectToName(obj)
@@ -146,30 +143,6 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 	}
 }
 
-// indexByConfigMap lists the ConfigMaps a CR references, as "<namespace>/<name>".
-func indexByConfigMap(obj any) ([]string, error) {
-	l, ok := obj.(*v1alpha2.LlamaStackDistribution)
-	if !ok {
-		return nil, nil
-	}
-	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
-	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
-	if uc := l.Spec.OverrideConfig; uc != nil {
-		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
-	}
-	if bc := l.Spec.BaseConfig; bc != nil {
-		keys = append(keys, l.Namespace+"/"+bc.ConfigMapName)
-	}
-	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
-		ns := tls.CABundle.ConfigMapNamespace
-		if ns == "" {
-			ns = l.Namespace
-		}
-		keys = append(keys, ns+"/"+tls.CABundle.ConfigMapName)
-	}
-	return keys, nil
-}
-
 // replicaSetHandler enqueues the CR of a new or deleted ReplicaSet's Deployment (the
 // CR's name; a Deployment of that name that the CR does not control is no business of
 // the sync). A new one: the pods podProblemFor reads are those of the Deployment's
@@ -254,4 +227,70 @@ func (c *Controller) reportMissingOperatorConfig(ctx context.Context, cm *corev1
 	msg := fmt.Sprintf("ConfigMap %s/%s %s: %s", cm.Namespace, cm.Name, what, missingOperatorConfigMessage)
 	klog.FromContext(ctx).Error(nil, "Operator ConfigMap is missing", "configMap", klog.KObj(cm), "detail", msg)
 	c.recorder.Event(cm, corev1.EventTypeWarning, "OperatorConfigMissing", msg)
+}
+
+// podHandler enqueues a pod's CR (by its instance label, in the pod's namespace) when
+// what podProblemOf says of the pod changes: a pod that gets stuck, changes cause,
+// recovers or goes away. Other pod updates (a restart count, a condition's time, a pod
+// becoming ready) are not syncs: what they change reaches the Deployment's status,
+// which is watched. Whether the pod is the CR's is checked by the sync, through the
+// ReplicaSet and the Deployment, by UID.
+func (c *Controller) podHandler() cache.ResourceEventHandler {
+	asPod := func(obj any) *corev1.Pod {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		p, _ := obj.(*corev1.Pod)
+		return p
+	}
+	enqueue := func(p *corev1.Pod) {
+		name := p.Labels[labelInstance]
+		if name == "" {
+			return
+		}
+		if _, err := c.llsdLister.LlamaStackDistributions(p.Namespace).Get(name); err == nil {
+			c.queue.Add(cache.ObjectName{Namespace: p.Namespace, Name: name})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+				enqueue(p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := asPod(oldObj), asPod(newObj)
+			if o == nil || n == nil {
+				return
+			}
+			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) || crashLoopsOn(o) != crashLoopsOn(n) {
+				enqueue(n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+				enqueue(p)
+			}
+		},
+	}
+}
+
+// crashLoopsOn tells whether the pod crash-loops long enough for its rollout to be
+// taken for failed (failedRollout): the restart that crosses rollbackAfterRestarts is a
+// sync, the others are not.
+func crashLoopsOn(p *corev1.Pod) bool {
+	if restarts(p) < rollbackAfterRestarts {
+		return false
+	}
+	pr := podProblemOf(p)
+	return pr != nil && pr.reason == v1alpha2.ReasonCrashLoopBackOff
+}
+
+// samePodProblem compares what two problems say: a crash loop's container running
+// again between two back-offs says the same as in the back-off, and is no sync.
+func samePodProblem(a, b *podProblem) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.reason == b.reason && a.message == b.message
 }

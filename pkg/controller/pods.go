@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -24,69 +23,6 @@ import (
 // first such pod of the current ReplicaSet, in the pod's own words: in DeploymentReady
 // while the Deployment is not available (deploymentReady), else in Progressing while a
 // rollout's old pods serve (rolloutProgress).
-
-// PodSelector selects the server pods: the label their template carries and the
-// ReplicaSets' selector selects (app=llama-stack, common to every CR).
-func PodSelector() string {
-	return ReplicaSetSelector()
-}
-
-// TransformPod is the informer transform of the Pod cache: it keeps of a pod its
-// identity, the CR's instance label, its controller reference, its creation and
-// deletion times, its phase, its PodScheduled condition, and of each (init) container
-// its name, readiness, restart count and the reasons and messages of its waiting and terminated
-// states: the only things podProblemOf reads. The spec is dropped whole.
-func TransformPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return TransformStripManagedFields(obj)
-	}
-	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion,
-		CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
-	}}
-	if v, ok := p.Labels[labelInstance]; ok {
-		out.Labels = map[string]string{labelInstance: v}
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		out.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	out.Status.Phase = p.Status.Phase
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
-		}
-	}
-	out.Status.InitContainerStatuses = slimContainerStatuses(p.Status.InitContainerStatuses)
-	out.Status.ContainerStatuses = slimContainerStatuses(p.Status.ContainerStatuses)
-	return out, nil
-}
-
-func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(in))
-	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount}
-		if w := s.State.Waiting; w != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-		}
-		if s.State.Running != nil {
-			out[i].State.Running = &corev1.ContainerStateRunning{}
-		}
-		out[i].State.Terminated = slimTerminated(s.State.Terminated)
-		out[i].LastTerminationState.Terminated = slimTerminated(s.LastTerminationState.Terminated)
-	}
-	return out
-}
-
-func slimTerminated(t *corev1.ContainerStateTerminated) *corev1.ContainerStateTerminated {
-	if t == nil {
-		return nil
-	}
-	return &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message}
-}
 
 // podProblem is why a pod does not start: a condition reason and a message naming the
 // pod (and the container) with the kubelet's or the scheduler's words.
@@ -318,70 +254,4 @@ func reported(l *v1alpha2.LlamaStackDistribution, pr *podProblem) bool {
 		}
 	}
 	return false
-}
-
-// podHandler enqueues a pod's CR (by its instance label, in the pod's namespace) when
-// what podProblemOf says of the pod changes: a pod that gets stuck, changes cause,
-// recovers or goes away. Other pod updates (a restart count, a condition's time, a pod
-// becoming ready) are not syncs: what they change reaches the Deployment's status,
-// which is watched. Whether the pod is the CR's is checked by the sync, through the
-// ReplicaSet and the Deployment, by UID.
-func (c *Controller) podHandler() cache.ResourceEventHandler {
-	asPod := func(obj any) *corev1.Pod {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		p, _ := obj.(*corev1.Pod)
-		return p
-	}
-	enqueue := func(p *corev1.Pod) {
-		name := p.Labels[labelInstance]
-		if name == "" {
-			return
-		}
-		if _, err := c.llsdLister.LlamaStackDistributions(p.Namespace).Get(name); err == nil {
-			c.queue.Add(cache.ObjectName{Namespace: p.Namespace, Name: name})
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
-				enqueue(p)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := asPod(oldObj), asPod(newObj)
-			if o == nil || n == nil {
-				return
-			}
-			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) || crashLoopsOn(o) != crashLoopsOn(n) {
-				enqueue(n)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
-				enqueue(p)
-			}
-		},
-	}
-}
-
-// crashLoopsOn tells whether the pod crash-loops long enough for its rollout to be
-// taken for failed (failedRollout): the restart that crosses rollbackAfterRestarts is a
-// sync, the others are not.
-func crashLoopsOn(p *corev1.Pod) bool {
-	if restarts(p) < rollbackAfterRestarts {
-		return false
-	}
-	pr := podProblemOf(p)
-	return pr != nil && pr.reason == v1alpha2.ReasonCrashLoopBackOff
-}
-
-// samePodProblem compares what two problems say: a crash loop's container running
-// again between two back-offs says the same as in the back-off, and is no sync.
-func samePodProblem(a, b *podProblem) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.reason == b.reason && a.message == b.message
 }

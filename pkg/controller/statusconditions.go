@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -374,14 +373,6 @@ func rolloutProgress(d *appsv1.Deployment, pod *podProblem) (metav1.ConditionSta
 
 // maxConditionMessage is the longest condition message the API accepts, in bytes.
 const maxConditionMessage = 32768
-
-func problemsMessage(problems []userError) string {
-	msgs := make([]string, 0, len(problems))
-	for _, p := range problems {
-		msgs = append(msgs, p.message)
-	}
-	return strings.Join(msgs, "; ")
-}
 
 // firstFalseMessage returns the message of the first component condition that is not True.
 func firstFalseMessage(conds []metav1.Condition) string {

@@ -3,21 +3,15 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -157,27 +151,6 @@ func setReadyGauge(key cache.ObjectName, st v1alpha2.LlamaStackDistributionStatu
 		ready = 1
 	}
 	readyGauge.WithLabelValues(key.Namespace, key.Name).Set(ready)
-}
-
-// withoutConflicts returns err without the conflicts joined in it (nil when it held
-// only conflicts): a conflict is a quiet retry, and must not hide a real error.
-func withoutConflicts(err error) error {
-	if err == nil {
-		return nil
-	}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var rest []error
-		for _, e := range joined.Unwrap() {
-			if r := withoutConflicts(e); r != nil {
-				rest = append(rest, r)
-			}
-		}
-		return errors.Join(rest...)
-	}
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
 }
 
 // ensureChildren resolves the CR's inputs and ensures each child. A user error in the
@@ -343,154 +316,4 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	return obs, errors.Join(errs...)
-}
-
-// controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
-// when the object of that name is not the CR's.
-func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *appsv1.Deployment {
-	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
-	if err != nil || !isControlledBy(d, l) {
-		return nil
-	}
-	return d
-}
-
-// deleteUnneededConfigMaps deletes the managed ConfigMaps (the user-config copy and
-// the CA bundle) that the CR no longer needs, once dep, the Deployment as the API server
-// has it, no longer mounts them and has rolled out: pods never lose a volume they still
-// use (the old pods of a rollout still mount it; the Deployment's status events bring
-// the CR back once the rollout is complete).
-func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
-	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
-			return nil
-		}
-	}
-	var errs []error
-	for _, cm := range []struct {
-		name   string
-		needed bool
-	}{
-		{userConfigCopyName(l), uc != nil && uc.source != nil},
-		{caBundleConfigMapName(l), len(caRefs) > 0},
-	} {
-		if cm.needed || mountsConfigMap(dep, cm.name) {
-			continue
-		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, cm.name))
-	}
-	return errors.Join(errs...)
-}
-
-// mountsConfigMap tells whether d's pod template has a volume of the named ConfigMap.
-func mountsConfigMap(d *appsv1.Deployment, name string) bool {
-	return d != nil && templateMountsConfigMap(&d.Spec.Template.Spec, name)
-}
-
-// ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
-// over to the HPA without a dip: the controller keeps applying the live value for as
-// long as it still owns the field, and drops it once the HPA (or anyone) has written it.
-func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, rollbackOutcome, error) {
-	var rb rollbackOutcome
-	dep, err := c.ensureDeploymentWith(ctx, l, in, uc, &rb)
-	if err == nil && rb.rolledBack {
-		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(rb.status))
-		rollbacksTotal.Inc()
-	}
-	return dep, rb, err
-}
-
-func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig, rb *rollbackOutcome) (*appsv1.Deployment, error) {
-	if uc != nil {
-		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
-	}
-	o := ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}
-	if l.Spec.Workload.Autoscaling == nil {
-		in.replicas = ptr.To(specReplicas(l))
-	} else {
-		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
-		// choosing replicas without the running count would scale it down. The write
-		// below reuses this lookup rather than reading again.
-		cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
-		if err != nil {
-			return nil, err
-		}
-		o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
-		switch {
-		case !found:
-			in.replicas = ptr.To(hpaMinReplicas(l))
-		case isControlledBy(cur, l):
-			owned, err := c.deployments.extract(cur, FieldManager)
-			if err != nil {
-				return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
-			}
-			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
-				in.replicas = ptr.To(*cur.Spec.Replicas)
-				// The count comes from the cache: a stale one must not undo the HPA's write.
-				o.precondition = true
-			}
-		}
-	}
-	o.build = func(ctx context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
-		desired, err := c.desiredDeployment(l, in, cur, found)
-		if err != nil {
-			return nil, err
-		}
-		return c.applyRollback(ctx, l, cur, found, desired, rb)
-	}
-	return c.deployments.ensureWith(ctx, l, o)
-}
-
-// desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.
-func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
-	desired := newDeployment(l, in)
-	if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
-		return desired, nil
-	}
-	// A Deployment made by an earlier release at one replica has no default
-	// spreading: adding it alone would roll every such server once, at the
-	// controller's upgrade (with storage, an outage). It is added with the next
-	// change of the pod template, which rolls the pods anyway; a write of the
-	// Deployment's own metadata or replicas rolls nothing and does not bring it.
-	in.legacySpread = true
-	legacy := newDeployment(l, in)
-	owned, err := c.deployments.extract(cur, FieldManager)
-	if err != nil {
-		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
-	}
-	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
-	if err != nil {
-		return nil, err
-	}
-	if owned.Spec != nil && ac.Spec != nil && equality.Semantic.DeepEqual(owned.Spec.Template, ac.Spec.Template) {
-		return legacy, nil
-	}
-	return desired, nil
-}
-
-// hasSpreading tells whether a pod template spreads its pods (ours or the user's).
-func hasSpreading(spec *corev1.PodSpec) bool {
-	return spec.Affinity != nil || len(spec.TopologySpreadConstraints) > 0
-}
-
-// scheduleRecheck queues the CR again after a backoff that grows with each recheck (2s
-// doubling to 5 minutes). Syncs for other reasons in between do not grow it, but they
-// re-arm it: the delaying queue keeps one entry per key and moves it to the earliest
-// time asked for, so a rate-limited retry can consume a pending recheck.
-func (c *Controller) scheduleRecheck(key cache.ObjectName) {
-	c.recheckMu.Lock()
-	defer c.recheckMu.Unlock()
-	at, pending := c.recheckAt[key]
-	if !pending || !time.Now().Before(at) {
-		at = time.Now().Add(c.recheck.When(key))
-		c.recheckAt[key] = at
-	}
-	c.queue.AddAfter(key, time.Until(at))
-}
-
-func (c *Controller) forgetRecheck(key cache.ObjectName) {
-	c.recheckMu.Lock()
-	defer c.recheckMu.Unlock()
-	delete(c.recheckAt, key)
-	c.recheck.Forget(key)
 }

@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,13 +20,6 @@ type userConfig struct {
 	hash string
 	// source is set for a ConfigMap in another namespace, which is copied to mountName.
 	source *corev1.ConfigMap
-}
-
-// userError is a problem only the user can fix. It becomes a condition and an Event,
-// never a retry loop.
-type userError struct {
-	reason  string
-	message string
 }
 
 func userConfigNamespace(l *v1alpha2.LlamaStackDistribution) string {
@@ -97,36 +87,6 @@ func allowsNamespace(cm *corev1.ConfigMap, ns string) bool {
 	return false
 }
 
-// configMapHash is the content hash of a ConfigMap's data and binaryData: the same for
-// the same content whatever the metadata, so only a content change rolls the pods.
-func configMapHash(cm *corev1.ConfigMap) string {
-	if h, ok := cm.Annotations[cacheHashAnnotation]; ok {
-		return h
-	}
-	return hashData(cm.Data, cm.BinaryData)
-}
-
-// hashData is the content hash of data and binaryData, in hex: hashSum's digest.
-func hashData(data map[string]string, binary map[string][]byte) string {
-	sum := hashSum(data, binary)
-	return hex.EncodeToString(sum[:])
-}
-
-// hashSum is the SHA-256 digest of data and binaryData, keys and values, in key order.
-func hashSum(data map[string]string, binary map[string][]byte) [sha256.Size]byte {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		fmt.Fprintf(h, "d%d:%s%d:%s", len(k), k, len(data[k]), data[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(binary)) {
-		fmt.Fprintf(h, "b%d:%s%d:", len(k), k, len(binary[k]))
-		h.Write(binary[k])
-	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
-}
-
 // newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
 func newUserConfigCopy(l *v1alpha2.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
 	lbls := childLabels(l)
@@ -185,27 +145,4 @@ func notAllowed(ns, name, crNamespace string) *userError {
 	return &userError{v1alpha2.ReasonConfigMapNotAllowed, fmt.Sprintf(
 		"ConfigMap %s/%s cannot be used from namespace %s: it must exist and list %s in its annotation %s (a comma-separated list of namespaces, or \"*\")",
 		ns, name, crNamespace, crNamespace, AllowedNamespacesAnnotation)}
-}
-
-// TransformStripManagedFields drops every managedFields entry except the controller's
-// own Apply entry, which Extract<Kind> needs to tell what the controller owns.
-func TransformStripManagedFields(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok {
-		stripManagedFields(o)
-	}
-	return obj, nil
-}
-
-func stripManagedFields(o metav1.Object) {
-	mf := o.GetManagedFields()
-	if len(mf) == 0 {
-		return
-	}
-	var kept []metav1.ManagedFieldsEntry
-	for _, e := range mf {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			kept = append(kept, e)
-		}
-	}
-	o.SetManagedFields(kept)
 }

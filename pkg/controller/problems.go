@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// The problem and error types: user errors (reported in conditions and Events, not
+// retried), an object of someone else's under a child's name, and the API errors a
+// sync treats apart (conflicts, a terminating namespace, the CR itself gone).
+
+// userError is a problem only the user can fix. It becomes a condition and an Event,
+// never a retry loop.
+type userError struct {
+	reason  string
+	message string
+}
+
+// notOwnedError reports an object bearing a child's name that the CR does not control.
+type notOwnedError struct {
+	kind, namespace, name string
+	// orphaned is set when the object is controlled by an earlier LlamaStackDistribution
+	// of the same name, deleted since: the garbage collector is about to delete it.
+	orphaned bool
+}
+
+// newNotOwnedError describes obj, which l does not control.
+func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) *notOwnedError {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return &notOwnedError{
+		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
+		orphaned: ref != nil && ref.Kind == controllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
+	}
+}
+
+func (e *notOwnedError) Error() string {
+	if e.orphaned {
+		return fmt.Sprintf("%s %s/%s belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it",
+			e.kind, e.namespace, e.name)
+	}
+	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own",
+		e.kind, e.namespace, e.name)
+}
+
+func problemsMessage(problems []userError) string {
+	msgs := make([]string, 0, len(problems))
+	for _, p := range problems {
+		msgs = append(msgs, p.message)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// isProblemReason tells whether reason is one of a user error (userError.reason).
+func isProblemReason(reason string) bool {
+	switch reason {
+	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonDistributionNotPublished, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
+		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonTLSSecretNotFound, v1alpha2.ReasonTLSSecretInvalid, v1alpha2.ReasonResourceNotOwned,
+		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonBaseConfigRequired,
+		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported:
+		return true
+	}
+	return false
+}
+
+// withoutConflicts returns err without the conflicts joined in it (nil when it held
+// only conflicts): a conflict is a quiet retry, and must not hide a real error.
+func withoutConflicts(err error) error {
+	if err == nil {
+		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range joined.Unwrap() {
+			if r := withoutConflicts(e); r != nil {
+				rest = append(rest, r)
+			}
+		}
+		return errors.Join(rest...)
+	}
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func notFoundCR(err error, key cache.ObjectName) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(joined.Unwrap(), func(e error) bool { return notFoundCR(e, key) })
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	d := status.Status().Details
+	return d.Group == v1alpha2.SchemeGroupVersion.Group && d.Kind == "llamastackdistributions" && d.Name == key.Name
+}
+
+// namespaceTerminating reports whether err, or one of the errors joined in it, is the
+// API server refusing to create an object in a namespace that is being deleted.
+func namespaceTerminating(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(joined.Unwrap(), namespaceTerminating)
+	}
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}
