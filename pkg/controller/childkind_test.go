@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestChildKindWiring checks that each kind's functions reach that kind's resource
@@ -84,4 +86,35 @@ func wiringCheck[T metav1.Object, AC any](f *fixture, k *childKind[T, AC]) func(
 		}
 		require.Equal(t, want, got)
 	}
+}
+
+// A kind's cache reads answer as its lister would: the object, NotFound, or an error for
+// an object of another type.
+func TestFromIndexer(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, indexer.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "app-service"}}))
+	require.NoError(t, indexer.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "odd"}}))
+	get := fromIndexer[*corev1.Service](indexer, corev1.Resource("services"))
+
+	svc, err := get(testNamespace, "app-service")
+	require.NoError(t, err)
+	require.Equal(t, "app-service", svc.Name)
+	_, err = get(testNamespace, "missing")
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+	_, err = get("other", "app-service")
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+	_, err = get(testNamespace, "odd")
+	require.ErrorContains(t, err, "holds a *v1.ConfigMap")
+}
+
+// Every kind the factory watches for the controller is bound, with its handler.
+func TestEveryChildKindIsWatched(t *testing.T) {
+	f := newFixture(t)
+	var watched []string
+	f.childInformers.Start(f.ctx.Done())
+	for typ := range f.childInformers.WaitForCacheSync(f.ctx.Done()) {
+		watched = append(watched, typ.String())
+	}
+	require.ElementsMatch(t, []string{"*v1.Deployment", "*v1.Service", "*v1.PersistentVolumeClaim",
+		"*v2.HorizontalPodAutoscaler", "*v1.PodDisruptionBudget", "*v1.Ingress", "*v1.NetworkPolicy"}, watched)
 }

@@ -2,53 +2,174 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	autoscalingac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	networkinglisters "k8s.io/client-go/listers/networking/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // The owned kinds: each bound once to its lister, typed client and Extract function,
 // so that one generic writer (apply.go) ensures and deletes every child.
 
-func (c *Controller) wireChildKinds(
-	deployments appslisters.DeploymentLister, services corelisters.ServiceLister,
-	pvcs corelisters.PersistentVolumeClaimLister, hpas autoscalinglisters.HorizontalPodAutoscalerLister,
-	pdbs policylisters.PodDisruptionBudgetLister, ingresses networkinglisters.IngressLister,
-	nps networkinglisters.NetworkPolicyLister,
-) {
+// bindChildKinds binds every owned kind, one line each, to the informer the factory
+// makes for it (the caller starts the factory), and returns those informers. The
+// managed ConfigMaps are read from the ConfigMap cache, which is not the factory's.
+func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]cache.SharedIndexInformer, error) {
 	k := c.kubeclient
-	c.deployments = newChildKind(c.recorder, "Deployment", fromLister(deployments.Deployments),
+	b := kindBinder{factory: f, recorder: c.recorder}
+	c.deployments = bindKind(&b, appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment",
 		k.AppsV1().Deployments, appsac.ExtractDeployment, 0)
-	c.services = newChildKind(c.recorder, "Service", fromLister(services.Services),
+	c.services = bindKind(&b, corev1.SchemeGroupVersion.WithResource("services"), "Service",
 		k.CoreV1().Services, coreac.ExtractService, 0)
 	// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
 	// Nor takes over its fields from a previous manager: its spec is all but immutable,
 	// and dropping a field from it would be refused.
-	c.pvcs = newChildKind(c.recorder, "PersistentVolumeClaim", fromLister(pvcs.PersistentVolumeClaims),
+	c.pvcs = bindKind(&b, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim",
 		k.CoreV1().PersistentVolumeClaims, coreac.ExtractPersistentVolumeClaim, neverDelete|neverTakeOver)
-	c.hpas = newChildKind(c.recorder, "HorizontalPodAutoscaler", fromLister(hpas.HorizontalPodAutoscalers),
+	c.hpas = bindKind(&b, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), "HorizontalPodAutoscaler",
 		k.AutoscalingV2().HorizontalPodAutoscalers, autoscalingac.ExtractHorizontalPodAutoscaler, 0)
-	c.pdbs = newChildKind(c.recorder, "PodDisruptionBudget", fromLister(pdbs.PodDisruptionBudgets),
+	c.pdbs = bindKind(&b, policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "PodDisruptionBudget",
 		k.PolicyV1().PodDisruptionBudgets, policyac.ExtractPodDisruptionBudget, 0)
-	c.ingresses = newChildKind(c.recorder, "Ingress", fromLister(ingresses.Ingresses),
+	c.ingresses = bindKind(&b, networkingv1.SchemeGroupVersion.WithResource("ingresses"), "Ingress",
 		k.NetworkingV1().Ingresses, networkingac.ExtractIngress, 0)
-	c.networkPolicies = newChildKind(c.recorder, "NetworkPolicy", fromLister(nps.NetworkPolicies),
+	c.networkPolicies = bindKind(&b, networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "NetworkPolicy",
 		k.NetworkingV1().NetworkPolicies, networkingac.ExtractNetworkPolicy, 0)
 	// The managed ConfigMaps are compared by content hash and written whole (see
 	// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
 	c.configMapCopies = newChildKind(c.recorder, "ConfigMap", c.cachedConfigMap,
 		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, neverTakeOver)
+
+	// The children a CR has while it asks for them, in the order they are made: a
+	// NetworkPolicy is in place before the pods start; the others follow the Deployment.
+	c.beforeServer = []askedChild{
+		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: networkPolicyName,
+			wanted: func(_ *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (bool, bool) {
+				return cfg.enableNetworkPolicy, cfg.networkPolicyKnown
+			},
+			build: func(l *v1alpha2.LlamaStackDistribution) *networkingv1.NetworkPolicy {
+				return newNetworkPolicy(l, c.operatorNamespace)
+			}},
+	}
+	c.afterServer = []askedChild{
+		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: hpaName,
+			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: newHPA},
+		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: pdbName,
+			wanted: always(wantsPDB), build: newPDB},
+		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: ingressName,
+			wanted: always(wantsIngress), build: newIngress,
+			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
+	}
+	return b.informers, b.err
+}
+
+// askedChild is a child the CR has while it asks for it: applied while it does, deleted
+// (when the CR's) once it does not.
+type askedChild interface {
+	// sync applies or deletes it, and records it in obs.
+	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error
+	// observe records it in obs as it is, for a sync that changes nothing.
+	observe(l *v1alpha2.LlamaStackDistribution, obs *observed)
+}
+
+// asked is an askedChild of one kind.
+type asked[T metav1.Object, AC any] struct {
+	kind *childKind[T, AC]
+	name func(*v1alpha2.LlamaStackDistribution) string
+	// wanted tells whether the CR asks for it; while known is false (the operator
+	// ConfigMap does not say) it is neither made nor deleted.
+	wanted func(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (want, known bool)
+	build  func(*v1alpha2.LlamaStackDistribution) T
+	// seen records it in what the sync observed; nil when the status does not read it.
+	seen func(*observed, T)
+}
+
+func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error {
+	want, known := a.wanted(l, cfg)
+	switch {
+	case !known:
+		return nil
+	case !want:
+		return a.kind.deleteIfOwned(ctx, l, a.name(l))
+	}
+	obj, err := a.kind.ensure(ctx, l, a.build(l))
+	if err == nil && a.seen != nil {
+		a.seen(obs, obj)
+	}
+	return err
+}
+
+func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, obs *observed) {
+	if a.seen == nil {
+		return
+	}
+	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil {
+		a.seen(obs, obj)
+	}
+}
+
+// always is a wanted function for a child the CR alone decides.
+func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.LlamaStackDistribution, operatorConfig) (bool, bool) {
+	return func(l *v1alpha2.LlamaStackDistribution, _ operatorConfig) (bool, bool) { return wants(l), true }
+}
+
+// kindBinder collects the informers of the kinds bound by bindKind.
+type kindBinder struct {
+	factory   kubeinformers.SharedInformerFactory
+	recorder  record.EventRecorder
+	informers []cache.SharedIndexInformer
+	err       error
+}
+
+// bindKind binds one kind to the factory's informer for its resource.
+func bindKind[T metav1.Object, AC any, C typedClient[T, AC]](
+	b *kindBinder, gvr schema.GroupVersionResource, kind string, client func(namespace string) C,
+	extract func(obj T, fieldManager string) (*AC, error), flags childKindFlags,
+) *childKind[T, AC] {
+	generic, err := b.factory.ForResource(gvr)
+	if err != nil {
+		b.err = errors.Join(b.err, fmt.Errorf("watching %s: %w", kind, err))
+		return nil
+	}
+	informer := generic.Informer()
+	b.informers = append(b.informers, informer)
+	return newChildKind(b.recorder, kind, fromIndexer[T](informer.GetIndexer(), gvr.GroupResource()), client, extract, flags)
+}
+
+// fromIndexer reads one kind's objects from its informer's cache, as its lister does.
+func fromIndexer[T any](indexer cache.Indexer, resource schema.GroupResource) func(namespace, name string) (T, error) {
+	return func(ns, n string) (T, error) {
+		var zero T
+		obj, exists, err := indexer.GetByKey(ns + "/" + n)
+		if err != nil {
+			return zero, err
+		}
+		if !exists {
+			return zero, apierrors.NewNotFound(resource, n)
+		}
+		t, ok := obj.(T)
+		if !ok {
+			return zero, fmt.Errorf("the %s cache holds a %T", resource, obj)
+		}
+		return t, nil
+	}
 }
 
 // childKindFlags leave out what the controller never does to a kind.
@@ -101,10 +222,4 @@ func newChildKind[T metav1.Object, AC any, C typedClient[T, AC]](
 		}
 	}
 	return k
-}
-
-// fromLister turns a lister's namespaced getter (such as DeploymentLister.Deployments)
-// into childKind's cached function.
-func fromLister[T any, L interface{ Get(name string) (T, error) }](namespaced func(namespace string) L) func(namespace, name string) (T, error) {
-	return func(ns, n string) (T, error) { return namespaced(ns).Get(n) }
 }

@@ -109,6 +109,9 @@ type Controller struct {
 	ingresses       *childKind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]
 	networkPolicies *childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
 	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
+	// beforeServer and afterServer are the children a CR has while it asks for them,
+	// made before and after its Deployment (childkinds.go).
+	beforeServer, afterServer []askedChild
 
 	cachesSynced []cache.InformerSynced
 
@@ -162,13 +165,6 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	utilruntime.Must(llsdscheme.AddToScheme(scheme.Scheme))
 
 	llsdInformer := cfg.LLSDInformers.Llamastack().V1alpha2().LlamaStackDistributions()
-	deployInformer := cfg.ChildInformers.Apps().V1().Deployments()
-	svcInformer := cfg.ChildInformers.Core().V1().Services()
-	pvcInformer := cfg.ChildInformers.Core().V1().PersistentVolumeClaims()
-	hpaInformer := cfg.ChildInformers.Autoscaling().V2().HorizontalPodAutoscalers()
-	pdbInformer := cfg.ChildInformers.Policy().V1().PodDisruptionBudgets()
-	ingInformer := cfg.ChildInformers.Networking().V1().Ingresses()
-	npInformer := cfg.ChildInformers.Networking().V1().NetworkPolicies()
 	cmInformer := cfg.ConfigMapInformers.InformerFor(&corev1.ConfigMap{}, newConfigMapInformer(cfg.WatchNamespace))
 	opInformer := cfg.OperatorInformers.Core().V1().ConfigMaps()
 	rsInformer := cfg.ReplicaSetInformers.Apps().V1().ReplicaSets()
@@ -208,8 +204,10 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if cfg.ServerProbe.Endpoint != nil {
 		c.prober = newProber(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
 	}
-	c.wireChildKinds(deployInformer.Lister(), svcInformer.Lister(), pvcInformer.Lister(), hpaInformer.Lister(),
-		pdbInformer.Lister(), ingInformer.Lister(), npInformer.Lister())
+	children, err := c.bindChildKinds(cfg.ChildInformers)
+	if err != nil {
+		return nil, err
+	}
 
 	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
@@ -219,10 +217,11 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 
 	logger.Info("Setting up event handlers")
-	handlers := []struct {
+	type informerHandler struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
-	}{
+	}
+	handlers := []informerHandler{
 		{llsdInformer.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: c.updateLLSD,
@@ -230,17 +229,13 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			// drops what is kept for it.
 			DeleteFunc: c.enqueueDeleted,
 		}},
-		{deployInformer.Informer(), c.ownedHandler()},
-		{svcInformer.Informer(), c.ownedHandler()},
-		{pvcInformer.Informer(), c.ownedHandler()},
-		{hpaInformer.Informer(), c.ownedHandler()},
-		{pdbInformer.Informer(), c.ownedHandler()},
-		{ingInformer.Informer(), c.ownedHandler()},
-		{npInformer.Informer(), c.ownedHandler()},
 		{cmInformer, c.configMapHandler()},
 		{opInformer.Informer(), c.operatorConfigHandler(ctx)},
 		{rsInformer.Informer(), c.replicaSetHandler()},
 		{podInformer.Informer(), c.podHandler()},
+	}
+	for _, child := range children {
+		handlers = append(handlers, informerHandler{child, c.ownedHandler()})
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {

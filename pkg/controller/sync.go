@@ -241,7 +241,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 			obs.service = svc
 		}
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
-		obs.ingress, _ = c.ingresses.cached(l.Namespace, ingressName(l))
+		for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
+			child.observe(l, &obs)
+		}
 		return obs, errors.Join(errs...)
 	}
 
@@ -261,13 +263,8 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		obs.service = svc
 	}
 
-	if cfg.networkPolicyKnown {
-		if cfg.enableNetworkPolicy {
-			_, err := c.networkPolicies.ensure(ctx, l, newNetworkPolicy(l, c.operatorNamespace))
-			report(err)
-		} else {
-			report(c.networkPolicies.deleteIfOwned(ctx, l, networkPolicyName(l)))
-		}
+	for _, child := range c.beforeServer {
+		report(child.sync(ctx, l, cfg, &obs))
 	}
 
 	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift,
@@ -292,27 +289,8 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 	}
 
-	if l.Spec.Workload.Autoscaling != nil {
-		_, err := c.hpas.ensure(ctx, l, newHPA(l))
-		report(err)
-	} else {
-		report(c.hpas.deleteIfOwned(ctx, l, hpaName(l)))
-	}
-
-	if wantsPDB(l) {
-		_, err := c.pdbs.ensure(ctx, l, newPDB(l))
-		report(err)
-	} else {
-		report(c.pdbs.deleteIfOwned(ctx, l, pdbName(l)))
-	}
-
-	if wantsIngress(l) {
-		ing, err := c.ingresses.ensure(ctx, l, newIngress(l))
-		if !report(err) && err == nil {
-			obs.ingress = ing
-		}
-	} else {
-		report(c.ingresses.deleteIfOwned(ctx, l, ingressName(l)))
+	for _, child := range c.afterServer {
+		report(child.sync(ctx, l, cfg, &obs))
 	}
 
 	return obs, errors.Join(errs...)
