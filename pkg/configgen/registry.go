@@ -3,9 +3,6 @@ package configgen
 import (
 	"fmt"
 	"sort"
-	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // The server's provider registry: every provider type of each API, the
@@ -247,10 +244,6 @@ type unknownProvider struct {
 	ptype string
 }
 
-func (p unknownProvider) String() string {
-	return fmt.Sprintf("providers.%s[%d]: server has no provider type %s", p.api, p.index, p.ptype)
-}
-
 // checkRegistry reports, for a config in the shape of v, the providers whose
 // type the server does not have and those whose hard dependencies it does
 // not serve. A provider with a module (an external provider) is not judged,
@@ -329,25 +322,4 @@ func checkRegistry(cfg map[string]any, v Version) ([]unknownProvider, []dependen
 		}
 	}
 	return unknown, deps
-}
-
-// registryErrors is checkRegistry on config.yaml, as one error: what the
-// server would refuse at start although the model admits it.
-func registryErrors(configYAML []byte, v Version) error {
-	var cfg map[string]any
-	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
-		return err
-	}
-	unknown, deps := checkRegistry(cfg, v)
-	var msgs []string
-	for _, u := range unknown {
-		msgs = append(msgs, u.String())
-	}
-	for _, d := range deps {
-		msgs = append(msgs, d.String())
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }

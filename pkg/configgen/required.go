@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // The config fields a provider type's config class declares without a
@@ -344,20 +342,4 @@ func checkRequiredAll(cfg map[string]any, v Version) []requiredProblem {
 		}
 	}
 	return out
-}
-
-// requiredErrors is checkRequiredAll on config.yaml, as one error.
-func requiredErrors(configYAML []byte, v Version) error {
-	var cfg map[string]any
-	if err := yaml.Unmarshal(configYAML, &cfg); err != nil {
-		return err
-	}
-	var msgs []string
-	for _, p := range checkRequiredAll(cfg, v) {
-		msgs = append(msgs, p.String())
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }

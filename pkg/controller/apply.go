@@ -86,13 +86,6 @@ func (k *childKind[T, AC]) ensure(ctx context.Context, l *v1alpha2.LlamaStackDis
 	return k.ensureWith(ctx, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
 }
 
-// ensureObject is ensure; with precondition, an apply to an existing object carries the
-// cached resourceVersion, so it fails with a conflict (and a quiet retry) instead of
-// writing values computed from a stale cache.
-func (k *childKind[T, AC]) ensureObject(ctx context.Context, l *v1alpha2.LlamaStackDistribution, desired metav1.Object, precondition bool) (T, error) {
-	return k.ensureWith(ctx, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired), precondition: precondition})
-}
-
 // ensureOptions are what differs between children in the one ensure path: how the
 // object to apply is made from what exists (a claim that only grows; a ConfigMap copied
 // from a source read live), and how an existing object is found up to date.

@@ -189,7 +189,8 @@ func TestEnsureObject(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			got, err := f.c.services.ensureObject(f.ctx, hub(l), tc.desired(hub(l)), tc.precondition)
+			desired := tc.desired(hub(l))
+			got, err := f.c.services.ensureWith(f.ctx, hub(l), ensureOptions[*corev1.Service]{name: desired.GetName(), build: fixed[*corev1.Service](desired), precondition: tc.precondition})
 
 			actions := f.kubeclient.Actions()
 			assert.Equal(t, tc.wantWrites, writesTo(actions, "services", "app-service"))

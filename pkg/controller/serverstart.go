@@ -34,16 +34,6 @@ const (
 	lineOGX
 )
 
-func (s serverLine) String() string {
-	switch s {
-	case lineLlamaStack:
-		return "llama-stack"
-	case lineOGX:
-		return "OGX"
-	}
-	return "unknown"
-}
-
 // lineOf is the line of a server version ("" or not a version: unknown).
 func lineOf(version string) serverLine {
 	v, err := configgen.ParseVersion(version)
