@@ -32,13 +32,6 @@ import (
 
 var servicesResource = corev1.SchemeGroupVersion.WithResource("services")
 
-// failing makes the fake API answer every verb request on services with err.
-func (f *fixture) failing(verb string, err error) {
-	f.kubeclient.PrependReactor(verb, "services", func(core.Action) (bool, runtime.Object, error) {
-		return true, nil, err
-	})
-}
-
 // ownedService is the Service the controller would make for l, stored in the fake API
 // (as its Create would) and in the caches.
 func ownedService(f *fixture, l *v1alpha1.LlamaStackDistribution) *corev1.Service {
@@ -81,7 +74,7 @@ func TestCurrent(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			l := newLLSD("app")
+			l := newLLSDv1("app")
 			f := newFixture(t, l)
 			tc.setup(f, l)
 			f.kubeclient.ClearActions()
@@ -180,7 +173,7 @@ func TestEnsureObject(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			l := newLLSD("app")
+			l := newLLSDv1("app")
 			f := newFixture(t, l)
 			tc.setup(f, l)
 			cachedRV := ""
@@ -229,7 +222,7 @@ func TestEnsureObject(t *testing.T) {
 // A child this CR controls that our field manager never wrote (the upstream operator's)
 // is taken over with a JSON patch of its managed fields before the apply.
 func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
-	l := newLLSD("app")
+	l := newLLSDv1("app")
 	f := newFixture(t, l)
 	svcs := f.kubeclient.CoreV1().Services(testNamespace)
 	_, err := svcs.Create(f.ctx, newService(hub(l)), metav1.CreateOptions{FieldManager: "manager"})
@@ -309,7 +302,7 @@ func TestDeleteIfOwned(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			l := newLLSD("app")
+			l := newLLSDv1("app")
 			f := newFixture(t, l)
 			tc.setup(f, l)
 			var cachedUID types.UID
@@ -471,7 +464,7 @@ func TestHasManager(t *testing.T) {
 }
 
 func TestToApplyConfiguration(t *testing.T) {
-	l := newLLSD("app")
+	l := newLLSDv1("app")
 	withStatus := newService(hub(l))
 	withStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
 	noKind := newService(hub(l))
@@ -555,7 +548,7 @@ func TestForeignObjectIsReportedAndNeverWritten(t *testing.T) {
 	for _, k := range allOwnedKinds {
 		for variant, labelled := range foreignVariants {
 			t.Run(k.kind+"/"+variant, func(t *testing.T) {
-				l := newLLSD("app", allChildren)
+				l := newLLSDv1("app", allChildren)
 				name := k.name(hub(l))
 				foreign := foreignObject(k, name, labelled)
 				f := newFixture(t, append(allChildrenObjects(), l, foreign)...)
@@ -590,7 +583,7 @@ func TestForeignObjectIsNotDeletedWhenFeatureIsOff(t *testing.T) {
 	for _, k := range []ownedKind{kindHPA, kindPDB, kindIngress, kindNetworkPolicy, kindConfigMapCopy} {
 		for variant, labelled := range foreignVariants {
 			t.Run(k.kind+"/"+variant, func(t *testing.T) {
-				l := newLLSD("app") // no autoscaling, PDB, Ingress or user config
+				l := newLLSDv1("app") // no autoscaling, PDB, Ingress or user config
 				name := k.name(hub(l))
 				f := newFixture(t, l, foreignObject(k, name, labelled),
 					operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}))
@@ -606,7 +599,7 @@ func TestForeignObjectIsNotDeletedWhenFeatureIsOff(t *testing.T) {
 }
 
 func TestRemovedFieldsVanishFromTheDeployment(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: "DROP", Value: "2"}}
 		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
 			Volumes:      []corev1.Volume{{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
@@ -635,7 +628,7 @@ func TestRemovedFieldsVanishFromTheDeployment(t *testing.T) {
 }
 
 func TestFieldsOwnedByOthersSurvive(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	selector := f.deployment("app").Spec.Selector.DeepCopy()
 	assert.Equal(t, map[string]string{"app": "llama-stack", "app.kubernetes.io/instance": "app"}, selector.MatchLabels)
@@ -670,7 +663,7 @@ func TestFieldsOwnedByOthersSurvive(t *testing.T) {
 // An object in the way is told apart: someone else's (delete or rename it), or left by
 // an earlier CR of the same name (the garbage collector deletes it).
 func TestNewNotOwnedError(t *testing.T) {
-	l := newLLSD("app")
+	l := newLLSDv1("app")
 	ref := func(kind, name, uid string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: "llamastack.io/v1alpha1", Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
 	}

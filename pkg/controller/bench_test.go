@@ -48,7 +48,7 @@ func BenchmarkSyncConverged(b *testing.B) {
 			if tc.objs != nil {
 				objs = tc.objs()
 			}
-			f := newFixture(b, append(objs, newLLSD("app", tc.mods...))...)
+			f := newFixture(b, append(objs, newLLSDv1("app", tc.mods...))...)
 			// As in production: klog's logger at the default verbosity, not the test logger.
 			f.ctx = klog.NewContext(context.Background(), klog.Background())
 			f.converge("app")

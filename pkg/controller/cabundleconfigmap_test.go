@@ -56,7 +56,7 @@ func caMount(t *testing.T, d *appsv1.Deployment) bool {
 func TestCABundleLifecycle(t *testing.T) {
 	certs := testCertPEMs(t, 3)
 	f := newFixture(t,
-		newLLSD("app", withCABundle("custom-ca", "")),
+		newLLSDv1("app", withCABundle("custom-ca", "")),
 		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0]}, nil))
 	f.converge("app")
 
@@ -109,7 +109,7 @@ func TestCABundleLifecycle(t *testing.T) {
 // blank is ignored rather than failing the CR (upstream §12.6).
 func TestODHTrustedCABundle(t *testing.T) {
 	certs := testCertPEMs(t, 2)
-	f := newFixture(t, newLLSD("app"),
+	f := newFixture(t, newLLSDv1("app"),
 		configMap(testNamespace, odhTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
 	f.converge("app")
 	l := f.llsd("app")
@@ -152,7 +152,7 @@ func TestCABundleUserErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app"))
+			f := newFixture(t, newLLSDv1("app"))
 			f.converge("app")
 			before := f.deployment("app").DeepCopy()
 			if tc.data != nil {
@@ -172,7 +172,7 @@ func TestCABundleUserErrors(t *testing.T) {
 // A CA bundle ConfigMap in another namespace follows the same opt-in as user config.
 func TestCABundleCrossNamespace(t *testing.T) {
 	cert := testCertPEMs(t, 1)[0]
-	f := newFixture(t, newLLSD("app", withCABundle("shared-ca", "other")),
+	f := newFixture(t, newLLSDv1("app", withCABundle("shared-ca", "other")),
 		configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, nil))
 	f.sync("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/shared-ca")
@@ -186,7 +186,7 @@ func TestCABundleCrossNamespace(t *testing.T) {
 // A CA bundle that does not build is not read again on every sync: only a source change
 // makes the controller look again.
 func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withCABundle("custom-ca", "")),
+	f := newFixture(t, newLLSDv1("app", withCABundle("custom-ca", "")),
 		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: "no certificate"}, nil))
 	f.sync("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonCABundleInvalid)

@@ -31,7 +31,7 @@ func normalEvents(events []string, reasons ...string) []string {
 // A sync records one Event for the children it created and one for those it updated,
 // in the order it wrote them.
 func TestOneEventPerSyncForTheChildrenWritten(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 	}))
 	f.sync("app")
@@ -53,7 +53,7 @@ func TestOneEventPerSyncForTheChildrenWritten(t *testing.T) {
 
 // The children a failed sync created before the failure are recorded all the same.
 func TestChildEventsOfAFailedSync(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 	}))
 	f.kubeclient.PrependReactor("patch", "deployments", func(core.Action) (bool, runtime.Object, error) {
@@ -67,7 +67,7 @@ func TestChildEventsOfAFailedSync(t *testing.T) {
 
 // The children's Event comes before the Events of the status write that follows.
 func TestChildEventsBeforeTheStatusEvents(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 3}
 	}))

@@ -886,7 +886,7 @@ func TestScalingKeepsThePodTemplate(t *testing.T) {
 		"with storage":    func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = &v1alpha1.StorageSpec{} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+			f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 				if mutate != nil {
 					mutate(l)
 				}
@@ -908,7 +908,7 @@ func TestScalingKeepsThePodTemplate(t *testing.T) {
 // upgraded controller does not roll it for that alone, and adds the spreading with the
 // next change that rolls the pods anyway.
 func TestUpgradeDoesNotRollForTheSpreading(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	// As the earlier release applied it: no affinity, no spread constraints.
 	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) {

@@ -26,7 +26,7 @@ import (
 // The API server mirrors serviceAccountName into the deprecated serviceAccount field.
 // The controller sets (so owns) both, and removing the override removes both.
 func TestServiceAccountOverrideRemovedCompletely(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{ServiceAccountName: "custom-sa"}
 	}))
 	f.converge("app")
@@ -46,7 +46,7 @@ func TestServiceAccountOverrideRemovedCompletely(t *testing.T) {
 // While image-overrides does not parse, a running image is kept only for the same
 // distribution: switching the distribution still takes the new one's image.
 func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
+	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
 	f.converge("app")
 	require.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"))
 
@@ -63,7 +63,7 @@ func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
 // is reported with what to use instead, and what runs is kept: the Deployment is never
 // moved to an image that cannot be pulled. image-overrides can still run one.
 func TestUnpublishedDistributionIsReportedAndKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	require.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", f.image("app"))
 	f.events()
@@ -97,8 +97,8 @@ func TestUnpublishedDistributionIsReportedAndKeepsWhatRuns(t *testing.T) {
 // not opted in: a CR cannot learn which ConfigMaps exist in other namespaces.
 func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
 	f := newFixture(t,
-		newLLSD("missing", withUserConfigMap("nope", "other")),
-		newLLSD("closed", withUserConfigMap("cfg", "other")),
+		newLLSDv1("missing", withUserConfigMap("nope", "other")),
+		newLLSDv1("closed", withUserConfigMap("cfg", "other")),
 		configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x: 1")}, nil))
 	f.sync("missing")
 	f.sync("closed")
@@ -112,7 +112,7 @@ func TestCrossNamespaceMissingAndNotAllowedLookAlike(t *testing.T) {
 // An edit of the managed copy's data is repaired from the source.
 func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 	src := configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x: 1")}, map[string]string{AllowedNamespacesAnnotation: testNamespace})
-	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "other")), src)
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "other")), src)
 	f.converge("app")
 	cp, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 // An API error that is not the user's is retried; once it has persisted for 30 s the CR
 // says what is wrong, and a success clears it.
 func TestAPIErrorIsReportedAndRetried(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -249,7 +249,7 @@ func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
 		"CA bundle":   withCABundle("cfg", "other"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app", mod),
+			f := newFixture(t, newLLSDv1("app", mod),
 				configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x"), caBundleKey: testCertPEMs(t, 1)[0]}, open))
 			f.c.watchNamespace = testNamespace
 			f.sync("app")

@@ -45,7 +45,7 @@ func TestEnvConflict(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := envConflict(newHubLLSD("app", tc.mods...), tc.in)
+			p := envConflict(newLLSD("app", tc.mods...), tc.in)
 			if tc.reason == "" {
 				assert.Nil(t, p)
 				return
@@ -58,13 +58,9 @@ func TestEnvConflict(t *testing.T) {
 	}
 }
 
-func hubMods(f ...func(*v1alpha2.LlamaStackDistribution)) []func(*v1alpha2.LlamaStackDistribution) {
-	return f
-}
-
 // A conflicting variable rolls nothing: the running Deployment is kept and the CR says why.
 func TestEnvConflictKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newHubLLSD("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	before := f.deployment("app").Spec.Template
 	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {

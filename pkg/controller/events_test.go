@@ -36,8 +36,8 @@ func TestEventsGoThroughTheEventClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	l := newLLSD("demo")
-	broken := newLLSD("broken", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "no-such-distribution" })
+	l := newLLSDv1("demo")
+	broken := newLLSDv1("broken", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "no-such-distribution" })
 	client := fake.NewClientset(hub(l), hub(broken))
 	work := k8sfake.NewClientset()
 	events := k8sfake.NewClientset()
@@ -85,7 +85,7 @@ func TestEventsWithoutAnEventClientUseTheKubeClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	client := fake.NewClientset(hub(newLLSD("demo")))
+	client := fake.NewClientset(hub(newLLSDv1("demo")))
 	work := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, work, func(*Config) {})
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,

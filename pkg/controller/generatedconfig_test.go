@@ -24,7 +24,7 @@ import (
 // newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
 // key comes from a Secret: one that asks for a generated config.
 func newGenLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
-	return newHubLLSD(name, append([]func(*v1alpha2.LlamaStackDistribution){func(l *v1alpha2.LlamaStackDistribution) {
+	return newLLSD(name, append([]func(*v1alpha2.LlamaStackDistribution){func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
 			Provider: "vllm", Endpoint: "http://vllm:8000/v1",
 			APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
@@ -41,29 +41,6 @@ func expectedGeneration(t *testing.T, l *v1alpha2.LlamaStackDistribution) *confi
 	require.NoError(t, err)
 	out, err := configgen.Generate(configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: d.ServerVersion, Base: base, BaseField: "spec.distribution.name"})
 	require.NoError(t, err)
-	return out
-}
-
-// updateHub replaces the CR's spec in the fake API, bumping its generation.
-func (f *fixture) updateHub(name string, edit func(*v1alpha2.LlamaStackDistribution)) {
-	f.t.Helper()
-	l := f.llsd(name)
-	edit(l)
-	l.Generation++
-	_, err := f.client.LlamastackV1alpha2().LlamaStackDistributions(testNamespace).Update(f.ctx, l, metav1.UpdateOptions{})
-	require.NoError(f.t, err)
-	f.refreshCaches()
-}
-
-func (f *fixture) configMapNames() []string {
-	f.t.Helper()
-	list, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).List(f.ctx, metav1.ListOptions{})
-	require.NoError(f.t, err)
-	var out []string
-	for _, cm := range list.Items {
-		out = append(out, cm.Name)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -319,7 +296,7 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 // A CR that ran the built-in image starts generating: it ran the pinned image already
 // (the same one a generating CR runs), so only the config is added, and the image stays.
 func TestGeneratedConfigExistingCRKeepsThePinnedImage(t *testing.T) {
-	f := newFixture(t, newHubLLSD("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	assert.Equal(t, testImage, serverContainerOf(t, f.deployment("app")).Image)
 	_, hasCond := findGenerated(f.llsd("app"))
@@ -383,7 +360,7 @@ func TestGeneratedConfigSecretRotation(t *testing.T) {
 // A provider setting that looks like a credential is written as given, and told once in
 // a Warning Event, not at every sync.
 func TestSecretLikeSettingIsWarnedOnce(t *testing.T) {
-	l := newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	l := newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
 			Provider: "vllm", Endpoint: "http://vllm:8000/v1",
 			Settings: &runtime.RawExtension{Raw: []byte(`{"api_token":"sk-123"}`)},

@@ -17,20 +17,6 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// queued takes every key off the controller's queue.
-func (f *fixture) queued() []cache.ObjectName {
-	f.t.Helper()
-	var keys []cache.ObjectName
-	for f.c.queue.Len() > 0 {
-		k, shutdown := f.c.queue.Get()
-		require.False(f.t, shutdown)
-		keys = append(keys, k)
-		f.c.queue.Done(k)
-		f.c.queue.Forget(k)
-	}
-	return keys
-}
-
 func key(name string) cache.ObjectName { return cache.ObjectName{Namespace: testNamespace, Name: name} }
 
 // childDeployment is a Deployment in the CR namespace whose controller reference names
@@ -46,7 +32,7 @@ func childDeployment(kind string, uid types.UID, rv string) *appsv1.Deployment {
 }
 
 func TestOwnedHandlerResolvesTheOwnerByKindAndUID(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	h := f.c.ownedHandler()
 	require.Zero(t, f.c.queue.Len())
 
@@ -90,11 +76,11 @@ func TestOwnedHandlerResolvesTheOwnerByKindAndUID(t *testing.T) {
 
 func TestConfigMapEventEnqueuesTheCRsThatReferenceIt(t *testing.T) {
 	f := newFixture(t,
-		newLLSD("same", withUserConfigMap("cfg", "")),
-		newLLSD("same-explicit", withUserConfigMap("cfg", testNamespace)),
-		newLLSD("cross", withUserConfigMap("cfg", "shared")),
-		newLLSD("other-name", withUserConfigMap("cfg2", "")),
-		newLLSD("none"),
+		newLLSDv1("same", withUserConfigMap("cfg", "")),
+		newLLSDv1("same-explicit", withUserConfigMap("cfg", testNamespace)),
+		newLLSDv1("cross", withUserConfigMap("cfg", "shared")),
+		newLLSDv1("other-name", withUserConfigMap("cfg2", "")),
+		newLLSDv1("none"),
 	)
 	h := f.c.configMapHandler()
 
@@ -128,7 +114,7 @@ func TestConfigMapEventEnqueuesTheCRsThatReferenceIt(t *testing.T) {
 }
 
 func TestConfigMapIndexFollowsTheSpec(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")))
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")))
 	h := f.c.configMapHandler()
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "cfg", ConfigMapNamespace: "shared"}
@@ -141,7 +127,7 @@ func TestConfigMapIndexFollowsTheSpec(t *testing.T) {
 
 func TestLLSDUpdatesThatEnqueue(t *testing.T) {
 	f := newFixture(t)
-	base := newLLSD("app")
+	base := newLLSDv1("app")
 	base.ResourceVersion = "10"
 	with := func(edit func(*v1alpha1.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
 		l := base.DeepCopy()
@@ -180,7 +166,7 @@ func TestLLSDUpdatesThatEnqueue(t *testing.T) {
 func TestHandlersAreWiredToTheInformers(t *testing.T) {
 	// The fixture's caches are filled without events; this checks the handlers
 	// NewController registers, through the informers' own dispatch.
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	d := childDeployment("LlamaStackDistribution", "uid-app", "")
 	stop := make(chan struct{})
 	defer close(stop)
@@ -197,7 +183,7 @@ func TestHandlersAreWiredToTheInformers(t *testing.T) {
 // A managed ConfigMap left by an earlier CR of the same name wakes the new CR when the
 // garbage collector deletes it; a change of it does not.
 func TestDeletedConfigMapOfAnEarlierCRWakesTheNewOne(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	h := f.c.configMapHandler()
 	left := configMap(testNamespace, "app-user-config", nil, nil)
 	left.OwnerReferences = childDeployment("LlamaStackDistribution", "uid-of-an-earlier-app", "1").OwnerReferences

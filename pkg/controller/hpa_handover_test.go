@@ -29,7 +29,7 @@ func (f *fixture) scaleAsHPA(name string, replicas int32) {
 }
 
 func TestReplicasWrittenByTheHPAAreLeftAlone(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 	}))
 	f.converge("app")
@@ -65,7 +65,7 @@ func TestEnablingAutoscalingNeverLowersReplicas(t *testing.T) {
 	}
 	for name, enable := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 }))
+			f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 }))
 			f.converge("app")
 			require.Equal(t, int32(3), f.replicas("app"))
 
@@ -92,7 +92,7 @@ func TestEnablingAutoscalingNeverLowersReplicas(t *testing.T) {
 }
 
 func TestDisablingAutoscalingReturnsToSpecReplicas(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Replicas = 2
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 8}
 	}))
@@ -117,7 +117,7 @@ func TestDisablingAutoscalingReturnsToSpecReplicas(t *testing.T) {
 // A Deployment missing from the filtered cache (its managed-by label removed by hand)
 // is read live before replicas are chosen: the HPA's count is never lowered.
 func TestHPACountKeptOnACacheMiss(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 	}))
 	f.converge("app")
@@ -138,7 +138,7 @@ func TestHPACountKeptOnACacheMiss(t *testing.T) {
 // The live read that chooses replicas for a new autoscaled Deployment is the one read:
 // the write that follows does not look the Deployment up again.
 func TestNewAutoscaledDeploymentReadOnce(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 	}))
 	var reads []string

@@ -1,93 +1,52 @@
 package controller
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// The controller reads v1alpha2. The other tests write their CRs in v1alpha1 and hand
-// the controller their conversion; these write them in v1alpha2 directly, with the
-// pointers a v1alpha2 client may leave unset, and the v1alpha2-only fields.
-
-// newHubLLSD is a minimal CR written in v1alpha2, with nothing defaulted; mods change it.
-func newHubLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
-	l := hub(newLLSD(name))
-	l.Spec.Workload = v1alpha2.WorkloadSpec{}
-	for _, m := range mods {
-		m(l)
-	}
-	return l
-}
-
-// childrenOf is every child of the CR app the fake API holds, by kind, as JSON without
-// the fields the fake's server-side apply fills in (managedFields).
-func childrenOf(t *testing.T, f *fixture) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, k := range allOwnedKinds {
-		o := f.stored(k, k.name(f.llsd("app")))
-		if o == nil {
-			continue
-		}
-		o = o.(runtime.Object).DeepCopyObject().(metav1.Object)
-		o.SetManagedFields(nil)
-		raw, err := json.Marshal(o)
-		require.NoError(t, err)
-		out[k.kind] = string(raw)
-	}
-	return out
-}
-
-// convergedChildren converges the CR app of a fixture seeded with objs and returns its children.
-func convergedChildren(t *testing.T, objs ...runtime.Object) map[string]string {
-	t.Helper()
-	f := newFixture(t, objs...)
-	f.converge("app")
-	return childrenOf(t, f)
-}
+// The controller reads v1alpha2. A CR written in v1alpha1 (newLLSDv1) reaches it
+// converted; these compare the two forms of one CR, and the v1alpha2-only fields.
 
 func TestV1alpha2UnsetFieldsActAsTheirDefaults(t *testing.T) {
 	// workload.replicas unset is one replica, as v1alpha1's default replicas: 1.
-	want := convergedChildren(t, newLLSD("app"))
-	got := convergedChildren(t, newHubLLSD("app"))
+	want := convergedChildren(t, newLLSDv1("app"))
+	got := convergedChildren(t, newLLSD("app"))
 	assert.Equal(t, want, got)
 	assert.Contains(t, got, "Deployment")
 	assert.NotContains(t, got, "PodDisruptionBudget", "one replica: no PDB")
 }
 
 func TestV1alpha2ExposeIsEnabledOnceWritten(t *testing.T) {
-	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	got := convergedChildren(t, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
 	}))
-	want := convergedChildren(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	want := convergedChildren(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true}
 	}))
 	assert.Contains(t, got, "Ingress", "expose: {} exposes")
 	assert.Equal(t, want, got)
 
-	got = convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	got = convergedChildren(t, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{Enabled: ptr.To(false)}}
 	}))
 	assert.NotContains(t, got, "Ingress", "expose.enabled: false")
 }
 
 func TestV1alpha2ExposeAndIngressOptions(t *testing.T) {
-	got := convergedChildren(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	got := convergedChildren(t, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9000, Expose: &v1alpha2.ExposeSpec{
 			Hostname: "llama.example.com", ClassName: ptr.To("nginx"), TLSSecretName: "tls",
 			Annotations: map[string]string{"a.example.com/b": "c"},
 		}}
 	}))
-	want := convergedChildren(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	want := convergedChildren(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.ContainerSpec.Port = 9000
 		l.Spec.Network = &v1alpha1.NetworkSpec{ExposeRoute: true, Ingress: &v1alpha1.IngressSpec{
 			Host: "llama.example.com", ClassName: ptr.To("nginx"), TLSSecretName: "tls",
@@ -99,10 +58,10 @@ func TestV1alpha2ExposeAndIngressOptions(t *testing.T) {
 
 func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
 	cfg := configMap(testNamespace, "run", map[string]string{"config.yaml": startingUserConfig}, nil)
-	got := convergedChildren(t, cfg, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	got := convergedChildren(t, cfg, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "run"}
 	}))
-	want := convergedChildren(t, cfg.DeepCopy(), newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	want := convergedChildren(t, cfg.DeepCopy(), newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run"}
 	}))
 	assert.Equal(t, want, got)
@@ -110,7 +69,7 @@ func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
 }
 
 func TestV1alpha2StatusIsWrittenInV1alpha2(t *testing.T) {
-	f := newFixture(t, newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	f := newFixture(t, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Status.ResolvedDistribution = &v1alpha2.ResolvedDistributionStatus{ConfigHash: "kept"}
 	}))
 	f.converge("app")

@@ -40,7 +40,7 @@ func claimNames(d *appsv1.Deployment) []string {
 func TestForeignPVCIsNeverMounted(t *testing.T) {
 	for variant, labelled := range foreignVariants {
 		t.Run(variant, func(t *testing.T) {
-			l := newLLSD("app", withStorage("10Gi"))
+			l := newLLSDv1("app", withStorage("10Gi"))
 			f := newFixture(t, l, foreignObject(kindPVC, "app-pvc", labelled))
 			actions := f.sync("app")
 			assert.Empty(t, writesTo(actions, "deployments", "app"), "no Deployment may mount someone else's claim")
@@ -56,7 +56,7 @@ func TestForeignPVCIsNeverMounted(t *testing.T) {
 // A running server without storage keeps its Deployment as it is when storage is asked
 // for under a name someone else's claim holds: it is not rolled to mount that claim.
 func TestStorageAddedOverForeignPVCKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	before := f.deployment("app").DeepCopy()
 
@@ -80,7 +80,7 @@ func TestStorageAddedOverForeignPVCKeepsWhatRuns(t *testing.T) {
 // An error writing the claim leaves the Deployment as it is: it is retried, not
 // rolled on without its volume's owner known.
 func TestPVCErrorHoldsTheDeployment(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi")))
 	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd is having a bad day"))
 	})
@@ -118,7 +118,7 @@ func TestManagedConfigMapOutlivesItsMount(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, append(tc.objs, newLLSD("app", tc.mods...))...)
+			f := newFixture(t, append(tc.objs, newLLSDv1("app", tc.mods...))...)
 			f.converge("app")
 			require.True(t, mountsConfigMap(f.deployment("app"), tc.name))
 			f.updateLLSD("app", tc.disable)
@@ -159,7 +159,7 @@ func TestManagedConfigMapOutlivesItsMount(t *testing.T) {
 // after the CR) is in sync when its class and modes are what the spec asks: no sync
 // reports StorageFieldImmutable, which advises deleting the claim.
 func TestUpstreamPVCIsInSync(t *testing.T) {
-	l := newLLSD("app", withStorage("10Gi"))
+	l := newLLSDv1("app", withStorage("10Gi"))
 	f := newFixture(t, l)
 	upstream := coreac.PersistentVolumeClaim("app-pvc", testNamespace).
 		WithLabels(childLabels(hub(l))).
@@ -191,7 +191,7 @@ func TestUpstreamPVCIsInSync(t *testing.T) {
 // A child left by an earlier CR of the same name, deleted since, is waited for rather
 // than reported as someone else's to delete or rename.
 func TestChildOfEarlierCROfTheSameName(t *testing.T) {
-	l := newLLSD("app")
+	l := newLLSDv1("app")
 	f := newFixture(t, l, foreignObject(kindService, "app-service", true))
 	f.sync("app")
 	dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
@@ -221,7 +221,7 @@ func TestChildOfEarlierCROfTheSameName(t *testing.T) {
 
 // A claim being deleted is not written, and StorageReady says why the server keeps it.
 func TestTerminatingClaimIsNotWritten(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi")))
 	f.converge("app")
 	p := f.pvc("app-pvc").DeepCopy()
 	p.DeletionTimestamp = ptr.To(metav1.Now())

@@ -20,7 +20,7 @@ const (
 // onto it: the CR keeps the image it runs and says why and how to hold the old line.
 // One that fits moves with the pin; a fix moves it.
 func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
 		configMap(testNamespace, "cfg", map[string]string{"config.yaml": config07}, nil),
 		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
 	f.converge("app")
@@ -55,7 +55,7 @@ func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
 
 // A config that fits both lines moves with the pin at once.
 func TestUserConfigThatFitsMovesWithThePin(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
 		configMap(testNamespace, "cfg", map[string]string{"config.yaml": configBoth}, nil),
 		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
 	f.converge("app")
@@ -68,7 +68,7 @@ func TestUserConfigThatFitsMovesWithThePin(t *testing.T) {
 // A user config the server of its image would refuse is not rolled out, for a new CR
 // as for an edit; the skip annotation rolls it out unchecked, told once.
 func TestUserConfigPreflight(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap("cfg", "")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
 		configMap(testNamespace, "cfg", map[string]string{"config.yaml": config07}, nil))
 	f.converge("app")
 	assert.Nil(t, f.stored(kindDeployment, "app"), "nothing is rolled out")

@@ -70,7 +70,7 @@ func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			l := newLLSD("demo", tc.edits...)
+			l := newLLSDv1("demo", tc.edits...)
 			got := podConflict(hub(l), tc.in, nil)
 			if len(tc.want) == 0 {
 				assert.Nil(t, got)
@@ -186,7 +186,7 @@ func TestNestedMounts(t *testing.T) {
 
 func TestNestedMountsMessage(t *testing.T) {
 	assert.Empty(t, nestedMountsMessage(nil))
-	l := newLLSD("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
+	l := newLLSDv1("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
 	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"})))
 	// In the order of the inner mounts: the controller's come first.
 	assert.Equal(t,
@@ -198,7 +198,7 @@ func TestNestedMountsMessage(t *testing.T) {
 
 // volumeMounts is serverMounts without the origins: the Deployment's mounts, in order.
 func TestVolumeMountsFollowServerMounts(t *testing.T) {
-	l := newLLSD("demo", withMounts("/models"))
+	l := newLLSDv1("demo", withMounts("/models"))
 	got := volumeMounts(hub(l), deploymentInputs{userConfigMap: "cfg", caBundleHash: "h"})
 	assert.Equal(t, []corev1.VolumeMount{
 		{Name: "lls-storage", MountPath: "/.llama"},
@@ -212,7 +212,7 @@ func TestVolumeMountsFollowServerMounts(t *testing.T) {
 // a VolumeMountWarning condition and one Warning Event while it holds. Removing the
 // nested mount removes the condition.
 func TestNestedMountIsAWarning(t *testing.T) {
-	f := newFixture(t, newLLSD("demo", withMounts("/.llama/data")))
+	f := newFixture(t, newLLSDv1("demo", withMounts("/.llama/data")))
 	assert.Contains(t, describe(f.sync("demo")), "patch deployments demo")
 	l := f.llsd("demo")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)

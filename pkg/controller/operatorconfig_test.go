@@ -23,27 +23,8 @@ const (
 	invalidYAML    = "starter: [unclosed\n  - : :"
 )
 
-// restartController replaces the controller by a new one over the same fakes, with empty
-// informer factories filled from the fakes, as after a restart of the process.
-func (f *fixture) restartController() {
-	f.t.Helper()
-	f.newController()
-}
-
-func (f *fixture) image(name string) string {
-	f.t.Helper()
-	return serverContainerOf(f.t, f.deployment(name)).Image
-}
-
-// createLLSD adds a CR to the fake API and the caches.
-func (f *fixture) createLLSD(l *v1alpha1.LlamaStackDistribution) {
-	f.t.Helper()
-	require.NoError(f.t, f.client.Tracker().Add(hub(l)))
-	f.refreshCaches()
-}
-
 func TestImageOverridesChangeTheImage(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	assert.Equal(t, testImage, f.image("app"))
 
@@ -66,7 +47,7 @@ func TestImageOverridesChangeTheImage(t *testing.T) {
 }
 
 func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
+	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
 	f.converge("app")
 	require.Equal(t, overrideImage, f.image("app"))
 
@@ -89,7 +70,7 @@ func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
 	assert.Equal(t, overrideImage, f.image("app"))
 
 	// A new CR gets the built-in image of its distribution.
-	f.createLLSD(newLLSD("fresh"))
+	f.createLLSD(newLLSDv1("fresh"))
 	f.converge("fresh")
 	assert.Equal(t, builtinDistributions()["starter"], f.image("fresh"))
 	assert.Equal(t, testImage, f.image("fresh"))
@@ -215,7 +196,7 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 const sha256Zeros = "0000000000000000000000000000000000000000000000000000000000000000"
 
 func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), newLLSD("vllm", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app"), newLLSDv1("vllm", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Distribution.Name = "postgres-demo"
 	}), operatorConfigMap(map[string]string{
 		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: 'Not An Image!'\n",
@@ -231,7 +212,7 @@ func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
 // they are; the other entries still apply and new CRs get the built-in image.
 func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
 	vllm := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "postgres-demo" }
-	f := newFixture(t, newLLSD("app"), newLLSD("vllm", vllm), operatorConfigMap(map[string]string{
+	f := newFixture(t, newLLSDv1("app"), newLLSDv1("vllm", vllm), operatorConfigMap(map[string]string{
 		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: " + overrideImage + "\n",
 	}))
 	f.converge("app")
@@ -258,7 +239,7 @@ func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
 	}
 
 	// A new CR of that distribution gets the built-in image.
-	f.createLLSD(newLLSD("vllm2", vllm))
+	f.createLLSD(newLLSDv1("vllm2", vllm))
 	f.converge("vllm2")
 	assert.Equal(t, builtinDistributions()["postgres-demo"], f.image("vllm2"))
 
@@ -281,7 +262,7 @@ func TestFeatureFlagTyposKeepNetworkPolicies(t *testing.T) {
 		{"featureflags": featureFlagsOff},
 	} {
 		t.Run(fmt.Sprint(data), func(t *testing.T) {
-			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
+			f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
 			f.converge("app")
 			require.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
 			h := f.c.operatorConfigHandler(f.ctx)
@@ -309,7 +290,7 @@ func TestFeatureFlagTyposKeepNetworkPolicies(t *testing.T) {
 // (NetworkPolicies, images), new CRs get the built-in defaults, and the deletion is
 // reported on the ConfigMap.
 func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{
+	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{
 		"featureFlags": featureFlagsOn, "image-overrides": "starter: " + overrideImage + "\n",
 	}))
 	f.converge("app")
@@ -335,7 +316,7 @@ func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
 	assert.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
 	assert.Equal(t, overrideImage, f.image("app"))
 
-	f.createLLSD(newLLSD("fresh"))
+	f.createLLSD(newLLSDv1("fresh"))
 	f.converge("fresh")
 	assert.Nil(t, f.stored(kindNetworkPolicy, "fresh-network-policy"))
 	assert.Equal(t, testImage, f.image("fresh"))
@@ -353,7 +334,7 @@ func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
 }
 
 func TestNetworkPolicyFollowsTheFeatureFlag(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	assert.Nil(t, f.stored(kindNetworkPolicy, "app-network-policy"), "off by default")
 
@@ -382,13 +363,13 @@ func TestNetworkPolicyFollowsTheFeatureFlag(t *testing.T) {
 }
 
 func TestInvalidFeatureFlagsCreateNoNetworkPolicy(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"featureFlags": "enableNetworkPolicy: [oops"}))
+	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"featureFlags": "enableNetworkPolicy: [oops"}))
 	f.converge("app")
 	assert.Nil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
 }
 
 func TestOperatorConfigHandlerReportsInvalidContent(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), newLLSD("other"))
+	f := newFixture(t, newLLSDv1("app"), newLLSDv1("other"))
 	h := f.c.operatorConfigHandler(f.ctx)
 	drain := func() []cache.ObjectName {
 		var keys []cache.ObjectName
@@ -450,7 +431,7 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 		"unreadable": operatorConfigMap(map[string]string{"image-overrides": invalidYAML}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
+			f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
 			f.converge("app")
 			require.Equal(t, overrideImage, f.deployment("app").Annotations[annotationImage])
 			if cm == nil {
@@ -504,7 +485,7 @@ func TestBuiltinImagesArePinned(t *testing.T) {
 
 	for name, image := range published {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = name }))
+			f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = name }))
 			f.converge("app")
 			assert.Equal(t, image, f.image("app"))
 			assert.Equal(t, published, f.llsd("app").Status.DistributionConfig.AvailableDistributions)
@@ -544,7 +525,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 			}
 			t.Run(name, func(t *testing.T) {
 				// The Deployment as an earlier release made it: the controller chose :latest.
-				f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
+				f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
 				f.converge("app")
 				require.Equal(t, latest, f.image("app"))
 				if !annotated {

@@ -28,15 +28,8 @@ func withStorage(size string, mods ...func(*v1alpha1.StorageSpec)) func(*v1alpha
 	}
 }
 
-func (f *fixture) pvc(name string) *corev1.PersistentVolumeClaim {
-	f.t.Helper()
-	p, err := f.kubeclient.CoreV1().PersistentVolumeClaims(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
-	require.NoError(f.t, err)
-	return p
-}
-
 func TestStorageClassAndAccessModes(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi", func(s *v1alpha1.StorageSpec) {
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi", func(s *v1alpha1.StorageSpec) {
 		s.StorageClassName = ptr.To("fast")
 		s.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	})))
@@ -61,7 +54,7 @@ func TestStorageClassAndAccessModes(t *testing.T) {
 }
 
 func TestStorageShrinkRefused(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("20Gi")))
+	f := newFixture(t, newLLSDv1("app", withStorage("20Gi")))
 	f.converge("app")
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage.Size = ptr.To(resource.MustParse("10Gi"))
@@ -85,7 +78,7 @@ func TestStorageShrinkRefused(t *testing.T) {
 // An expansion the API server refuses (a StorageClass without allowVolumeExpansion) is
 // reported once and not retried on every sync.
 func TestStorageExpansionRefused(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi")))
 	f.converge("app")
 	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "app-pvc",
@@ -104,7 +97,7 @@ func TestStorageExpansionRefused(t *testing.T) {
 
 // ReadWriteOnce storage with several replicas or autoscaling is accepted, with a warning.
 func TestReadWriteOnceSharedWarning(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi"), func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 2 }))
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi"), func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 2 }))
 	f.converge("app")
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionStorageAccessWarning)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
@@ -125,7 +118,7 @@ func TestReadWriteOnceSharedWarning(t *testing.T) {
 // A claim that cannot be created (a quota, say) is an error retried with backoff, not an
 // expansion refused.
 func TestPVCCreateRefusedIsRetried(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withStorage("10Gi")))
+	f := newFixture(t, newLLSDv1("app", withStorage("10Gi")))
 	f.kubeclient.PrependReactor("patch", "persistentvolumeclaims", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "app-pvc",
 			errors.New("exceeded quota: storage"))

@@ -114,7 +114,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	full := newLLSD("full", func(l *v1alpha1.LlamaStackDistribution) {
+	full := newLLSDv1("full", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Replicas = 2
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 3}
@@ -123,7 +123,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run", ConfigMapNamespace: "shared"}
 		l.Spec.Server.TLSConfig = &v1alpha1.TLSConfig{CABundle: &v1alpha1.CABundleConfig{ConfigMapName: "ca"}}
 	})
-	broken := newLLSD("broken", func(l *v1alpha1.LlamaStackDistribution) {
+	broken := newLLSDv1("broken", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Distribution.Name = "no-such-distribution"
 	})
 	opConfig := func(enabled bool) *corev1.ConfigMap {
@@ -191,7 +191,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		if l.Generation == 2 {
 			return
 		}
-		l.Spec = hub(newLLSD("full", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec = hub(newLLSDv1("full", func(l *v1alpha1.LlamaStackDistribution) {
 			l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 		})).Spec
 		l.Generation, l.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano()) // the fake tracker bumps neither
@@ -225,12 +225,12 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	// A server of its own certificate: its Secret is read. Made once the rest is done,
 	// so that its writes do not race the edits above.
 	require.NoError(t, kubeclient.Tracker().Add(newTestServing(t, "serving-service.demo.svc").secret("serving-cert")))
-	require.NoError(t, client.Tracker().Add(newHubLLSD("serving", withServerTLS("serving-cert"))))
+	require.NoError(t, client.Tracker().Add(newLLSD("serving", withServerTLS("serving-cert"))))
 	waitFor("the TLS server's status is written", func() bool { return phase("serving") != "" })
 
 	// A failed rollout rolled back: the template of the ReplicaSet that served is read.
 	// The test plays the Deployment controller and the kubelet.
-	require.NoError(t, client.Tracker().Add(newHubLLSD("rb")))
+	require.NoError(t, client.Tracker().Add(newLLSD("rb")))
 	rbDeployment := func() *appsv1.Deployment {
 		obj, err := kubeclient.Tracker().Get(deployments, ns, "rb")
 		if apierrors.IsNotFound(err) {

@@ -117,7 +117,7 @@ func TestRefusedConfigOfANewCRIsFailed(t *testing.T) {
 // not exist stays Ready, the problem in Progressing; the ConfigMap made, it rolls.
 func TestMissingConfigMapOfAServingCRIsARefusedChange(t *testing.T) {
 	data := map[string]string{"config.yaml": startingUserConfig}
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")), configMap(testNamespace, userConfigName, data, nil))
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")), configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -193,7 +193,7 @@ func TestProblemWhileServing(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := hub(newLLSD("app", tc.mods...))
+			l := hub(newLLSDv1("app", tc.mods...))
 			obs := tc.obs(l)
 			obs.problems = problems
 			l.Status = f.c.calculateStatus(l, obs, metav1.Now())

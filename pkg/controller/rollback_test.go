@@ -371,7 +371,7 @@ func TestRollbackAfterTheProgressDeadline(t *testing.T) {
 // A config edited inside the user's own ConfigMap cannot be put back: the old pods
 // would read the new content. The failure is reported, saying why it is not rolled back.
 func TestNoRollbackOfAConfigEditedInPlace(t *testing.T) {
-	f := newRollbackFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")),
+	f := newRollbackFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
 		configMap(testNamespace, userConfigName, map[string]string{"config.yaml": startingUserConfig}, nil))
 	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2\nimage_name: broken\n")}, nil))
 	f.converge("app")
@@ -403,7 +403,7 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 	running.Status.ContainerStatuses[0].Ready = true
 	assert.False(t, crashLoopsOn(running), "serving again")
 
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	h := f.c.podHandler()
 	for _, tc := range []struct {
 		from, to int32

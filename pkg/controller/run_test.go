@@ -40,7 +40,7 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	l := newLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
+	l := newLLSDv1("demo", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "cfg"}
 	})
 	// The CR exists before the informers start: the generated fake cannot create custom
@@ -201,7 +201,7 @@ func TestRunOnOpenShift(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	client := fake.NewClientset(hub(newLLSD("demo")))
+	client := fake.NewClientset(hub(newLLSDv1("demo")))
 	kubeclient := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
 		cfg.OpenShift = true

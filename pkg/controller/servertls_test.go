@@ -118,7 +118,7 @@ func TestCheckTLSSecret(t *testing.T) {
 // The pod of a TLS server mounts the Secret, is probed over HTTPS and is told where the
 // certificate is in the way its line reads it.
 func TestDeploymentServesTLS(t *testing.T) {
-	l := newHubLLSD("app", withServerTLS("serving"))
+	l := newLLSD("app", withServerTLS("serving"))
 	for name, tc := range map[string]struct {
 		version string
 		uvicorn bool
@@ -162,12 +162,12 @@ func TestDeploymentServesTLS(t *testing.T) {
 }
 
 func TestServiceOfATLSServer(t *testing.T) {
-	svc := newService(newHubLLSD("app", withServerTLS("serving")))
+	svc := newService(newLLSD("app", withServerTLS("serving")))
 	require.Len(t, svc.Spec.Ports, 1)
 	assert.Equal(t, "https", svc.Spec.Ports[0].Name)
 	require.NotNil(t, svc.Spec.Ports[0].AppProtocol)
 	assert.Equal(t, "https", *svc.Spec.Ports[0].AppProtocol)
-	plain := newService(newHubLLSD("app"))
+	plain := newService(newLLSD("app"))
 	assert.Equal(t, "http", plain.Spec.Ports[0].Name)
 	assert.Nil(t, plain.Spec.Ports[0].AppProtocol)
 }
@@ -176,7 +176,7 @@ func TestServiceOfATLSServer(t *testing.T) {
 // Secret mounted where it says; the status URL is https.
 func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 	serving := newTestServing(t, "app-service.demo.svc")
-	f := newFixture(t, newHubLLSD("app", withServerTLS("serving")), serving.secret("serving"))
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")), serving.secret("serving"))
 	f.converge("app")
 	d := f.deployment("app")
 	name := mountedConfig(d)
@@ -200,7 +200,7 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 // A missing Secret is reported and rolls nothing: the running Deployment is kept, and
 // the Secret is looked for again on a back-off, not at every sync.
 func TestMissingTLSSecretRollsNothing(t *testing.T) {
-	f := newFixture(t, newHubLLSD("app"))
+	f := newFixture(t, newLLSD("app"))
 	clk := testingclock.NewFakeClock(time.Now())
 	f.c.clock = clk
 	f.converge("app")
@@ -249,7 +249,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	plain := "version: 2\ndistro_name: mine\napis: [inference]\nproviders: {inference: []}\n"
 	named := plain + "server:\n  tls_certfile: " + serverCertFile + "\n  tls_keyfile: " + serverKeyFile + "\n"
 
-	f := newFixture(t, newHubLLSD("app", withServerTLS("serving"), withOverride),
+	f := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
 		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil))
 	f.converge("app")
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
@@ -264,7 +264,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.
-	f2 := newFixture(t, newHubLLSD("app", withServerTLS("serving"), withOverride),
+	f2 := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
 		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil),
 		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
 	f2.converge("app")
@@ -275,7 +275,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 // The controller's probe verifies the server's certificate against the Secret's ca.crt,
 // for any of the Service's names, and refuses another CA or another name.
 func TestServiceEndpointsVerifyTheServerCertificate(t *testing.T) {
-	l := newHubLLSD("app", withServerTLS("serving"))
+	l := newLLSD("app", withServerTLS("serving"))
 	for name, tc := range map[string]struct {
 		names   []string
 		trusted bool
@@ -323,7 +323,7 @@ func TestServiceEndpointsVerifyTheServerCertificate(t *testing.T) {
 func TestProxyEndpointOfATLSServer(t *testing.T) {
 	proxied, err := ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
 	require.NoError(t, err)
-	l := newHubLLSD("app")
+	l := newLLSD("app")
 	assert.Equal(t, "/api/v1/namespaces/demo/services/https:app-service:8321/proxy",
 		proxied(l, &ServerTLS{}).(interface{ String() string }).String())
 	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy",

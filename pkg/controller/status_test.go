@@ -21,37 +21,8 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// setDeploymentStatus writes the stored Deployment's status as the Deployment controller
-// would, and refreshes the caches.
-func (f *fixture) setDeploymentStatus(name string, edit func(*appsv1.Deployment)) {
-	f.t.Helper()
-	d := f.deployment(name).DeepCopy()
-	edit(d)
-	_, err := f.kubeclient.AppsV1().Deployments(testNamespace).UpdateStatus(f.ctx, d, metav1.UpdateOptions{FieldManager: hpaManager})
-	require.NoError(f.t, err)
-	f.refreshCaches()
-}
-
-// rolledOut reports every replica of the Deployment's spec as updated and available.
-func rolledOut(d *appsv1.Deployment) {
-	n := ptr.Deref(d.Spec.Replicas, 1)
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation,
-		Replicas:           n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-	}
-}
-
-func (f *fixture) setPVCPhase(name string, phase corev1.PersistentVolumeClaimPhase) {
-	f.t.Helper()
-	p := f.stored(kindPVC, name).(*corev1.PersistentVolumeClaim).DeepCopy()
-	p.Status.Phase = phase
-	_, err := f.kubeclient.CoreV1().PersistentVolumeClaims(testNamespace).UpdateStatus(f.ctx, p, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
-	require.NoError(f.t, err)
-	f.refreshCaches()
-}
-
 func TestStatusObservedGeneration(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Generation = 3 }))
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) { l.Generation = 3 }))
 	f.converge("app")
 	got := f.llsd("app")
 	assert.Equal(t, int64(3), got.Status.ObservedGeneration)
@@ -67,7 +38,7 @@ func TestStatusObservedGeneration(t *testing.T) {
 }
 
 func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	got := f.llsd("app")
 	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase, "a Deployment without available pods")
@@ -105,7 +76,7 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 // DeploymentReady stay True (same lastTransitionTime), and Progressing shows the
 // rollout, from the Deployment's status lagging its new generation to its end.
 func TestRolloutKeepsReady(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -175,7 +146,7 @@ func TestRolloutKeepsReady(t *testing.T) {
 // An HPA scaling above what the CR asks for does not make a serving CR unready while
 // the new replicas start.
 func TestHPAScaleUpKeepsReady(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 	}))
 	f.converge("app")
@@ -188,19 +159,9 @@ func TestHPAScaleUpKeepsReady(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Status)
 }
 
-// findCondition is the CR's condition of that type, or nil.
-func findCondition(l *v1alpha2.LlamaStackDistribution, condType string) *metav1.Condition {
-	for i := range l.Status.Conditions {
-		if l.Status.Conditions[i].Type == condType {
-			return &l.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func TestStatusPendingWithoutADeployment(t *testing.T) {
 	f := newFixture(t)
-	l := hub(newLLSD("app"))
+	l := hub(newLLSDv1("app"))
 	st := f.c.calculateStatus(l, observed{service: newService(l)}, metav1.Now())
 	assert.Equal(t, v1alpha2.PhasePending, st.Phase)
 	l.Status = st
@@ -210,7 +171,7 @@ func TestStatusPendingWithoutADeployment(t *testing.T) {
 
 // Upstream §12.1: an HPA above spec.replicas must not make the CR look unready.
 func TestStatusReadyWhileTheHPAScaledAboveSpecReplicas(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 	}))
 	f.converge("app")
@@ -225,7 +186,7 @@ func TestStatusReadyWhileTheHPAScaledAboveSpecReplicas(t *testing.T) {
 }
 
 func TestStatusReadyWithZeroReplicas(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }))
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }))
 	f.converge("app")
 	assert.Equal(t, int32(0), f.replicas("app"))
 	f.setDeploymentStatus("app", rolledOut)
@@ -236,7 +197,7 @@ func TestStatusReadyWithZeroReplicas(t *testing.T) {
 }
 
 func TestStorageReadyFollowsThePVC(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 	}))
 	f.converge("app")
@@ -270,7 +231,7 @@ func TestStorageReadyFollowsThePVC(t *testing.T) {
 }
 
 func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 
 	// Move every transition into the past.
@@ -295,7 +256,7 @@ func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
 }
 
 func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	actions := f.sync("app")
 	assert.Contains(t, describe(actions), "update llamastackdistributions/status app")
 	second := f.sync("app")
@@ -309,7 +270,7 @@ func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 }
 
 func TestStatusServiceURL(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
 
@@ -319,7 +280,7 @@ func TestStatusServiceURL(t *testing.T) {
 }
 
 func TestStatusRouteURL(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	assert.Nil(t, f.llsd("app").Status.RouteURL, "no route without exposeRoute")
 
@@ -343,7 +304,7 @@ func TestStatusRouteURL(t *testing.T) {
 }
 
 func TestTerminatingCRWritesOnlyItsStatus(t *testing.T) {
-	f := newFixture(t, append(allChildrenObjects(), newLLSD("app", allChildren))...)
+	f := newFixture(t, append(allChildrenObjects(), newLLSDv1("app", allChildren))...)
 	f.converge("app")
 	require.Equal(t, v1alpha2.PhaseInitializing, f.llsd("app").Status.Phase)
 
@@ -367,7 +328,7 @@ func TestTerminatingCRWritesOnlyItsStatus(t *testing.T) {
 }
 
 func TestUnknownDistributionIsReportedOnce(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "nope" }))
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "nope" }))
 	actions := f.sync("app")
 	assert.Equal(t, []string{"update llamastackdistributions/status app"}, describe(mutating(actions)))
 	assert.Nil(t, f.stored(kindDeployment, "app"))
@@ -386,7 +347,7 @@ func TestUnknownDistributionIsReportedOnce(t *testing.T) {
 }
 
 func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	before := f.deployment("app")
 	f.events()
@@ -417,7 +378,7 @@ func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
 func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 	// Someone else's Service blocks only the Service: the Deployment still runs and its
 	// status still moves, so the CR's status is rewritten while the problem stays.
-	f := newFixture(t, newLLSD("app"), foreignObject(kindService, "app-service", true))
+	f := newFixture(t, newLLSDv1("app"), foreignObject(kindService, "app-service", true))
 	f.converge("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonResourceNotOwned, "Service demo/app-service")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ResourceNotOwned"))
@@ -443,7 +404,7 @@ func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 // The Events of a status change are recorded once the status write succeeded: a
 // conflict and its retry record them once.
 func TestStatusEventsAfterTheWrite(t *testing.T) {
-	f := newFixture(t, newLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Distribution.Name = "no-such-distribution"
 	}))
 	conflicts := 1
@@ -466,7 +427,7 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 	RegisterMetrics()
 	labels := map[string]string{"namespace": testNamespace, "name": "app"}
 	const name = "llama_stack_controller_llamastackdistribution_ready"
-	f := newFixture(t, newLLSD("app"))
+	f := newFixture(t, newLLSDv1("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -494,7 +455,7 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 // A child the controller did not try to make, because a problem stops the children, is
 // not reported as failed.
 func TestChildrenNotAttemptedAreNotFailed(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap("missing", ""), func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("missing", ""), func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Storage = &v1alpha1.StorageSpec{}
 	}))
 	f.converge("app")

@@ -110,7 +110,7 @@ func TestDeploymentReadyCondition(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, deploymentReadyCondition(newHubLLSD("app", tc.mods...), tc.obs))
+			assert.Equal(t, tc.want, deploymentReadyCondition(newLLSD("app", tc.mods...), tc.obs))
 		})
 	}
 }
@@ -159,7 +159,7 @@ func TestProgressingCondition(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, progressingCondition(newHubLLSD("app"), tc.obs))
+			assert.Equal(t, tc.want, progressingCondition(newLLSD("app"), tc.obs))
 		})
 	}
 }
@@ -215,7 +215,7 @@ func TestHealthCheckCondition(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, gotProviders := healthCheckCondition(tc.probing, newHubLLSD("app", tc.mods...), tc.obs, tc.previous)
+			got, gotProviders := healthCheckCondition(tc.probing, newLLSD("app", tc.mods...), tc.obs, tc.previous)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.providers, gotProviders)
 		})
@@ -223,7 +223,7 @@ func TestHealthCheckCondition(t *testing.T) {
 }
 
 func TestServiceReadyCondition(t *testing.T) {
-	l := newHubLLSD("app")
+	l := newLLSD("app")
 	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready"),
 		serviceReadyCondition(l, observed{service: &corev1.Service{}}))
 	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
@@ -287,7 +287,7 @@ func TestStorageConditions(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newHubLLSD("app", tc.mods...)
+			l := newLLSD("app", tc.mods...)
 			assert.Equal(t, tc.ready, storageReadyCondition(l, tc.obs), "StorageReady")
 			assert.Equal(t, tc.inSync, storageInSyncCondition(l, tc.obs), "StorageInSync")
 			assert.Equal(t, tc.warning, storageAccessWarningCondition(l, tc.obs), "StorageAccessWarning")
@@ -326,7 +326,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 		"generated": {
 			mods: hubMods(withProvidersSpec), obs: observed{generation: ok},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
-				"Generated ConfigMap "+ok.configMapName(newHubLLSD("app"))+" for server 1.3.0 from distribution starter"),
+				"Generated ConfigMap "+ok.configMapName(newLLSD("app"))+" for server 1.3.0 from distribution starter"),
 			resolved: &resolved,
 		},
 		"generated, held by a problem": {
@@ -338,13 +338,13 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 		"generated, rolled back": {
 			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, rollback: &rollbackOutcome{held: true}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
-				"Generated ConfigMap "+ok.configMapName(newHubLLSD("app"))+" for server 1.3.0 from distribution starter"+
+				"Generated ConfigMap "+ok.configMapName(newLLSD("app"))+" for server 1.3.0 from distribution starter"+
 					"; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"),
 			resolved: &resolved,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newHubLLSD("app", tc.mods...)
+			l := newLLSD("app", tc.mods...)
 			assert.Equal(t, tc.want, configGeneratedCondition(l, tc.obs))
 			assert.Equal(t, tc.resolved, resolvedDistribution(l, tc.obs, prev, tc.conds))
 		})
@@ -401,7 +401,7 @@ func TestReadyCondition(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			phase, got := readyCondition(newHubLLSD("app", tc.mods...), tc.obs, tc.conds)
+			phase, got := readyCondition(newLLSD("app", tc.mods...), tc.obs, tc.conds)
 			assert.Equal(t, tc.phase, phase)
 			assert.Equal(t, tc.want, got)
 		})
@@ -420,8 +420,8 @@ func TestVersionStatus(t *testing.T) {
 }
 
 func TestRouteURL(t *testing.T) {
-	assert.Nil(t, routeURL(newHubLLSD("app"), observed{}))
-	exposed := newHubLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	assert.Nil(t, routeURL(newLLSD("app"), observed{}))
+	exposed := newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
 	})
 	assert.Equal(t, ptr.To(""), routeURL(exposed, observed{}), "asked for, not admitted yet")

@@ -12,31 +12,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
+// The first sync of a minimal CR applies its Deployment and Service, exactly as their
+// builders make them, and writes its status; the next sync sends nothing.
 func TestCreateThenNoOp(t *testing.T) {
-	f := newFixture(t, newLLSD("demo"))
-	actions := f.sync("demo")
-	t.Logf("%v", describe(actions))
-	assert.Equal(t, []string{
-		"get deployments demo",
-		"get services demo-service",
-		"patch deployments demo",
-		"patch services demo-service",
-		"update llamastackdistributions/status demo",
-	}, describe(actions))
-	second := f.sync("demo")
-	require.Empty(t, describe(second))
+	l := newLLSD("demo")
+	f := newFixture(t, l)
+	image := builtinDistributions()["starter"]
+	checkWrites(t, f.sync("demo"), []expectedWrite{
+		{"patch", "deployments", "demo", newDeployment(l, deploymentInputs{image: image, replicas: ptr.To(int32(1)),
+			serverVersion: imageServerVersion(image), distro: "starter"})},
+		{"patch", "services", "demo-service", newService(l)},
+		{"update", "llamastackdistributions/status", "demo", nil},
+	})
+	require.Empty(t, describe(f.sync("demo")))
 }
 
 // A child the API server rejects as invalid (here a podOverrides volume without a
 // source, which only the API server's validation catches) is a user error: a condition
 // and an Event, not a retry loop.
 func TestInvalidChildIsAUserError(t *testing.T) {
-	f := newFixture(t, newLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSDv1("demo", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{Volumes: []corev1.Volume{{Name: "data"}}}
 	}))
 	f.kubeclient.PrependReactor("patch", "deployments", func(core.Action) (bool, runtime.Object, error) {
@@ -86,7 +87,7 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSD("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: startingUserConfig}, nil))
+			f := newFixture(t, newLLSDv1("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: startingUserConfig}, nil))
 			assert.NotContains(t, describe(f.sync("demo")), "patch deployments demo")
 			l := f.llsd("demo")
 			assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)

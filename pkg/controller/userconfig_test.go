@@ -49,7 +49,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 	data := map[string]string{"config.yaml": startingUserConfig}
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
 		configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
 
@@ -79,7 +79,7 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 }
 
 func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}, nil))
 
 	actions := f.sync("app")
@@ -98,7 +98,7 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 	for _, allowed := range []string{"other,demo", "*", " other , demo "} {
 		t.Run(allowed, func(t *testing.T) {
 			data := map[string]string{"config.yaml": startingUserConfig, "extra.txt": "more"}
-			f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
+			f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 				configMap("other", userConfigName, data, map[string]string{AllowedNamespacesAnnotation: allowed}))
 
 			actions := f.sync("app")
@@ -123,7 +123,7 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 
 func TestEditedSourceUpdatesTheCopyAndRollsTheDeployment(t *testing.T) {
 	allow := map[string]string{AllowedNamespacesAnnotation: "*"}
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, allow))
 	f.converge("app")
 	oldHash := userConfigHash(f.deployment("app"))
@@ -140,7 +140,7 @@ func TestEditedSourceUpdatesTheCopyAndRollsTheDeployment(t *testing.T) {
 }
 
 func TestWithdrawnOptInLeavesTheCopyUntouched(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, map[string]string{AllowedNamespacesAnnotation: "demo"}))
 	f.converge("app")
 	copyBefore := f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).DeepCopy()
@@ -162,7 +162,7 @@ func TestWithdrawnOptInLeavesTheCopyUntouched(t *testing.T) {
 }
 
 func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")))
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")))
 
 	actions := f.sync("app")
 	assert.Empty(t, childWrites(actions))
@@ -181,7 +181,7 @@ func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
 }
 
 func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
 		configMap(testNamespace, userConfigName, map[string]string{"other.yaml": "x"}, nil))
 
 	assert.Empty(t, childWrites(f.sync("app")))
@@ -198,7 +198,7 @@ func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
 // never restarts the server, which reads its configuration only at startup.
 func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSawIt(t *testing.T) {
 	allow := map[string]string{AllowedNamespacesAnnotation: "*"}
-	f := newFixture(t, newLLSD("app", withUserConfigMap(userConfigName, "other")),
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, allow))
 	f.converge("app")
 	requireHashMatchesCopy := func(step string) {
