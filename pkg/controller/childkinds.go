@@ -30,9 +30,9 @@ import (
 // so that one generic writer (apply.go) ensures and deletes every child.
 
 // bindChildKinds binds every owned kind, one line each, to the informer the factory
-// makes for it (the caller starts the factory), and returns those informers. The
+// makes for it (the caller starts the factory), and returns them. The
 // managed ConfigMaps are read from the ConfigMap cache, which is not the factory's.
-func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]cache.SharedIndexInformer, error) {
+func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]boundKind, error) {
 	k := c.kubeclient
 	b := kindBinder{factory: f, recorder: c.recorder}
 	c.deployments = bindKind(&b, appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment",
@@ -77,7 +77,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ca
 			wanted: always(wantsIngress), build: newIngress,
 			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
 	}
-	return b.informers, b.err
+	return b.kinds, b.err
 }
 
 // askedChild is a child the CR has while it asks for it: applied while it does, deleted
@@ -130,12 +130,19 @@ func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.Ll
 	return func(l *v1alpha2.LlamaStackDistribution, _ operatorConfig) (bool, bool) { return wants(l), true }
 }
 
-// kindBinder collects the informers of the kinds bound by bindKind.
+// kindBinder collects the kinds bound by bindKind.
 type kindBinder struct {
-	factory   kubeinformers.SharedInformerFactory
-	recorder  record.EventRecorder
-	informers []cache.SharedIndexInformer
-	err       error
+	factory  kubeinformers.SharedInformerFactory
+	recorder record.EventRecorder
+	kinds    []boundKind
+	err      error
+}
+
+// boundKind is one kind of the table: its resource, kind and informer.
+type boundKind struct {
+	resource schema.GroupVersionResource
+	kind     string
+	informer cache.SharedIndexInformer
 }
 
 // bindKind binds one kind to the factory's informer for its resource.
@@ -149,7 +156,7 @@ func bindKind[T metav1.Object, AC any, C typedClient[T, AC]](
 		return nil
 	}
 	informer := generic.Informer()
-	b.informers = append(b.informers, informer)
+	b.kinds = append(b.kinds, boundKind{resource: gvr, kind: kind, informer: informer})
 	return newChildKind(b.recorder, kind, fromIndexer[T](informer.GetIndexer(), gvr.GroupResource()), client, extract, flags)
 }
 

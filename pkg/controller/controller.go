@@ -109,6 +109,8 @@ type Controller struct {
 	ingresses       *childKind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]
 	networkPolicies *childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
 	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
+	// childKinds are the kinds bound to the child informers (childkinds.go).
+	childKinds []boundKind
 	// beforeServer and afterServer are the children a CR has while it asks for them,
 	// made before and after its Deployment (childkinds.go).
 	beforeServer, afterServer []askedChild
@@ -208,6 +210,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.childKinds = children
 
 	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
@@ -235,7 +238,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		{podInformer.Informer(), c.podHandler()},
 	}
 	for _, child := range children {
-		handlers = append(handlers, informerHandler{child, c.ownedHandler()})
+		handlers = append(handlers, informerHandler{child.informer, c.ownedHandler()})
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {

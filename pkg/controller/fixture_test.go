@@ -141,20 +141,11 @@ func (f *fixture) refreshCaches() {
 	strip := TransformStripManagedFields
 	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions("").List(ctx, all)
 	fill(f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer(), strip, nil, l, err)
-	d, err := k.AppsV1().Deployments("").List(ctx, all)
-	fill(f.childInformers.Apps().V1().Deployments().Informer(), strip, managed, d, err)
-	s, err := k.CoreV1().Services("").List(ctx, all)
-	fill(f.childInformers.Core().V1().Services().Informer(), strip, managed, s, err)
-	p, err := k.CoreV1().PersistentVolumeClaims("").List(ctx, all)
-	fill(f.childInformers.Core().V1().PersistentVolumeClaims().Informer(), strip, managed, p, err)
-	h, err := k.AutoscalingV2().HorizontalPodAutoscalers("").List(ctx, all)
-	fill(f.childInformers.Autoscaling().V2().HorizontalPodAutoscalers().Informer(), strip, managed, h, err)
-	b, err := k.PolicyV1().PodDisruptionBudgets("").List(ctx, all)
-	fill(f.childInformers.Policy().V1().PodDisruptionBudgets().Informer(), strip, managed, b, err)
-	i, err := k.NetworkingV1().Ingresses("").List(ctx, all)
-	fill(f.childInformers.Networking().V1().Ingresses().Informer(), strip, managed, i, err)
-	n, err := k.NetworkingV1().NetworkPolicies("").List(ctx, all)
-	fill(f.childInformers.Networking().V1().NetworkPolicies().Informer(), strip, managed, n, err)
+	for _, kind := range f.c.childKinds {
+		gvk := kind.resource.GroupVersion().WithKind(kind.kind)
+		list, err := k.Tracker().List(kind.resource, gvk, "")
+		fill(kind.informer, strip, managed, list, err)
+	}
 	cms, err := k.CoreV1().ConfigMaps("").List(ctx, all)
 	fill(f.configMapInformers.Core().V1().ConfigMaps().Informer(), TransformConfigMap, nil, cms, err)
 	fill(f.operatorInformers.Core().V1().ConfigMaps().Informer(), strip, func(o metav1.Object) bool {
