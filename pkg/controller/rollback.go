@@ -238,12 +238,20 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if !rollbackEnabled(l) {
 		return desired, nil
 	}
+	// Most syncs find neither a record of a rollback nor a failing rollout: they read
+	// no more (the hash and our fields of the Deployment cost as much as the rest of
+	// the sync).
+	rec := readRollbackRecord(cur)
+	failure := c.failedRollout(l, cur, current)
+	if rec == nil && failure == nil {
+		return desired, nil
+	}
 	hash := inputsHash(&desired.Spec.Template)
 	ours, err := c.deployments.extract(cur, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	if rec := readRollbackRecord(cur); rec != nil && rec.Inputs == hash {
+	if rec != nil && rec.Inputs == hash {
 		// The inputs rolled back: what the Deployment runs stays, and so does the record.
 		if ours.Spec != nil && ours.Spec.Template != nil {
 			if err := fromApplyConfiguration(ours.Spec.Template, &desired.Spec.Template); err != nil {
@@ -262,11 +270,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if err != nil {
 		return nil, err
 	}
-	if ours.Spec == nil || ac.Spec == nil || !equality.Semantic.DeepEqual(ours.Spec.Template, ac.Spec.Template) {
-		return desired, nil
-	}
-	failure := c.failedRollout(l, cur, current)
-	if failure == nil {
+	if failure == nil || ours.Spec == nil || ac.Spec == nil || !equality.Semantic.DeepEqual(ours.Spec.Template, ac.Spec.Template) {
 		return desired, nil
 	}
 	target := st.ServedReplicaSet
@@ -300,7 +304,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	tmpl := rs.Spec.Template.DeepCopy()
 	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	desired.Spec.Template = *tmpl
-	rec := rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message, Time: metav1.NewTime(c.clock.Now())}
+	rec = &rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message, Time: metav1.NewTime(c.clock.Now())}
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
