@@ -8,10 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -19,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // The children's life through whole syncs: made, changed, deleted when no longer wanted,
@@ -84,93 +82,90 @@ func TestMinimalCRGetsOnlyDeploymentAndService(t *testing.T) {
 	require.Empty(t, describe(f.sync("app")))
 }
 
+// A spec change reapplies the child it concerns, exactly as its builder now makes it,
+// and nothing else but what the change also concerns.
 func TestChildIsUpdatedOnSpecChange(t *testing.T) {
+	type cr = v1alpha2.LlamaStackDistribution
+	overrides := func(l *cr) *v1alpha2.WorkloadOverrides {
+		if l.Spec.Workload.Overrides == nil {
+			l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{}
+		}
+		return l.Spec.Workload.Overrides
+	}
+	networking := func(l *cr) *v1alpha2.NetworkingSpec {
+		if l.Spec.Networking == nil {
+			l.Spec.Networking = &v1alpha2.NetworkingSpec{}
+		}
+		return l.Spec.Networking
+	}
 	tests := map[string]struct {
-		initial func(*v1alpha1.LlamaStackDistribution)
-		edit    func(*v1alpha1.LlamaStackDistribution)
-		kind    ownedKind
-		name    string
-		check   func(t *testing.T, f *fixture)
+		initial, edit func(*cr)
+		// writes are the children's writes the edit makes, given the CR as edited.
+		writes func(l *cr) []expectedWrite
+		check  func(t *testing.T, f *fixture)
 	}{
 		"env change patches the Deployment": {
-			initial: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "FOO", Value: "1"}}
-			},
-			edit: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Server.ContainerSpec.Env = []corev1.EnvVar{{Name: "FOO", Value: "2"}}
-			},
-			kind: kindDeployment, name: "app",
+			initial: func(l *cr) { overrides(l).Env = []corev1.EnvVar{{Name: "FOO", Value: "1"}} },
+			edit:    func(l *cr) { overrides(l).Env = []corev1.EnvVar{{Name: "FOO", Value: "2"}} },
+			writes:  func(*cr) []expectedWrite { return []expectedWrite{{"patch", "deployments", "app", nil}} },
 			check: func(t *testing.T, f *fixture) {
 				assert.Equal(t, "2", envValue(t, serverOf(t, f.deployment("app")).Env, "FOO"))
 			},
 		},
-		"port change patches the Service": {
-			edit: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 9000 },
-			kind: kindService, name: "app-service",
-			check: func(t *testing.T, f *fixture) {
-				svc := f.stored(kindService, "app-service").(*corev1.Service)
-				require.Len(t, svc.Spec.Ports, 1)
-				assert.Equal(t, int32(9000), svc.Spec.Ports[0].Port)
+		"port change patches the Service and the Deployment": {
+			edit: func(l *cr) { networking(l).Port = 9000 },
+			writes: func(l *cr) []expectedWrite {
+				return []expectedWrite{{"patch", "services", "app-service", newService(l)}, {"patch", "deployments", "app", nil},
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
 			},
 		},
 		"maxReplicas change patches the HPA": {
-			initial: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
-			},
-			edit: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Autoscaling.MaxReplicas = 7 },
-			kind: kindHPA, name: "app-hpa",
-			check: func(t *testing.T, f *fixture) {
-				assert.Equal(t, int32(7), f.stored(kindHPA, "app-hpa").(*autoscalingv2.HorizontalPodAutoscaler).Spec.MaxReplicas)
+			initial: func(l *cr) { l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MaxReplicas: 5} },
+			edit:    func(l *cr) { l.Spec.Workload.Autoscaling.MaxReplicas = 7 },
+			writes: func(l *cr) []expectedWrite {
+				return []expectedWrite{{"patch", "horizontalpodautoscalers", "app-hpa", newHPA(l)}}
 			},
 		},
 		"maxUnavailable change patches the PDB": {
-			initial: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Server.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+			initial: func(l *cr) {
+				l.Spec.Workload.PodDisruptionBudget = &v1alpha2.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
 			},
-			edit: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Server.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-			},
-			kind: kindPDB, name: "app-pdb",
-			check: func(t *testing.T, f *fixture) {
-				assert.Equal(t, ptr.To(intstr.FromInt32(2)), f.stored(kindPDB, "app-pdb").(*policyv1.PodDisruptionBudget).Spec.MaxUnavailable)
+			edit: func(l *cr) { l.Spec.Workload.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(2)) },
+			writes: func(l *cr) []expectedWrite {
+				return []expectedWrite{{"patch", "poddisruptionbudgets", "app-pdb", newPDB(l)}}
 			},
 		},
-		"exposeRoute turned on creates the Ingress": {
-			initial: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = &v1alpha1.NetworkSpec{} },
-			edit:    func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network.ExposeRoute = true },
-			kind:    kindIngress, name: "app-ingress",
-			check: func(t *testing.T, f *fixture) {
-				assert.NotNil(t, f.stored(kindIngress, "app-ingress"))
+		"expose turned on creates the Ingress and admits the ingress controllers": {
+			edit: func(l *cr) { networking(l).Expose = &v1alpha2.ExposeSpec{} },
+			writes: func(l *cr) []expectedWrite {
+				return []expectedWrite{{"patch", "ingresses", "app-ingress", newIngress(l)},
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
 			},
 		},
 		"allowedFrom change patches the NetworkPolicy": {
-			edit: func(l *v1alpha1.LlamaStackDistribution) {
-				l.Spec.Network = &v1alpha1.NetworkSpec{AllowedFrom: &v1alpha1.AllowedFromSpec{Namespaces: []string{"monitoring"}}}
-			},
-			kind: kindNetworkPolicy, name: "app-network-policy",
-			check: func(t *testing.T, f *fixture) {
-				np := f.stored(kindNetworkPolicy, "app-network-policy").(*networkingv1.NetworkPolicy)
-				require.Len(t, np.Spec.Ingress, 1)
-				assert.Contains(t, np.Spec.Ingress[0].From, peerNamespace("monitoring"))
+			edit: func(l *cr) { networking(l).AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: []string{"monitoring"}} },
+			writes: func(l *cr) []expectedWrite {
+				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
 			},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var mods []func(*v1alpha1.LlamaStackDistribution)
+			var mods []func(*cr)
 			if tc.initial != nil {
 				mods = append(mods, tc.initial)
 			}
-			f := newFixture(t, newLLSDv1("app", mods...), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
+			f := newFixture(t, newLLSD("app", mods...), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
 			f.converge("app")
 			require.Empty(t, describe(f.sync("app")))
 
-			f.updateLLSD("app", tc.edit)
+			f.updateHub("app", tc.edit)
 			actions := f.sync("app")
 			requireApplies(t, actions)
-			assert.Equal(t, []string{fmt.Sprintf("patch %s %s", tc.kind.resource, tc.name)}, writesTo(actions, tc.kind.resource, tc.name))
-			tc.check(t, f)
-			assertControlledChild(t, f.stored(tc.kind, tc.name), f.llsd("app"))
+			checkWrites(t, actions, append(tc.writes(f.llsd("app")), expectedWrite{"update", "llamastackdistributions/status", "app", nil}))
+			if tc.check != nil {
+				tc.check(t, f)
+			}
 
 			f.converge("app")
 			require.Empty(t, describe(f.sync("app")))
