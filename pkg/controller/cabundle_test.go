@@ -367,6 +367,6 @@ func TestCABundleTooLargeForConfigMap(t *testing.T) {
 	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: a})})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	l := newLLSDv1("big")
-	require.Empty(t, configMapErrors(newCABundleConfigMap(hub(l), bundle, "h")))
+	l := newLLSD("big")
+	require.Empty(t, configMapErrors(newCABundleConfigMap(l, bundle, "h")))
 }

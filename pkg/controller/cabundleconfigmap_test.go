@@ -109,7 +109,7 @@ func TestCABundleLifecycle(t *testing.T) {
 // blank is ignored rather than failing the CR (upstream §12.6).
 func TestODHTrustedCABundle(t *testing.T) {
 	certs := testCertPEMs(t, 2)
-	f := newFixture(t, newLLSDv1("app"),
+	f := newFixture(t, newLLSD("app"),
 		configMap(testNamespace, odhTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
 	f.converge("app")
 	l := f.llsd("app")
@@ -152,7 +152,7 @@ func TestCABundleUserErrors(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSDv1("app"))
+			f := newFixture(t, newLLSD("app"))
 			f.converge("app")
 			before := f.deployment("app").DeepCopy()
 			if tc.data != nil {

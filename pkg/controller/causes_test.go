@@ -39,7 +39,7 @@ func replicaFailure(d *appsv1.Deployment) {
 // conditions: the CR reports it (Failed, with the Deployment's reason and message, one
 // Warning Event) instead of Initializing forever.
 func TestDeploymentCausesReachTheStatus(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.events()
 
@@ -164,7 +164,7 @@ func countLines(logs, s string) int {
 func TestForeignServiceIsNotProbed(t *testing.T) {
 	for _, userError := range []bool{false, true} {
 		srv := newFakeLlamaStack(t)
-		f := newFixture(t, newLLSDv1("app"), foreignObject(kindService, "app-service", true))
+		f := newFixture(t, newLLSD("app"), foreignObject(kindService, "app-service", true))
 		f.withProber(srv, time.Second)
 		f.converge("app")
 		f.setDeploymentStatus("app", rolledOut)
@@ -184,7 +184,7 @@ func TestForeignServiceIsNotProbed(t *testing.T) {
 // has it; its status write finds nothing) is dropped quietly, not logged as an error
 // nor retried; a NotFound for something else still is.
 func TestDeletedDuringSyncIsNotAnError(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(0)))
 	ctx := klog.NewContext(f.ctx, logger)
 	buffer := logger.GetSink().(ktesting.Underlier).GetBuffer()
@@ -196,7 +196,7 @@ func TestDeletedDuringSyncIsNotAnError(t *testing.T) {
 	assert.Zero(t, f.c.queue.NumRequeues(key("app")))
 
 	// The real thing: the CR is there and something else is not found.
-	g := newFixture(t, newLLSDv1("app"))
+	g := newFixture(t, newLLSD("app"))
 	g.c.syncHandler = func(context.Context, cache.ObjectName) error {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "app")
 	}

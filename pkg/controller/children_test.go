@@ -71,7 +71,7 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 }
 
 func TestMinimalCRGetsOnlyDeploymentAndService(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	actions := f.sync("app")
 	for _, k := range allOwnedKinds {
 		want := k.kind == "Deployment" || k.kind == "Service"
@@ -272,7 +272,7 @@ func TestPVCGrowsButNeverShrinksOrIsDeleted(t *testing.T) {
 // 'Recreate'"), so adding storage to a running CR (which switches the Deployment to
 // Recreate) must remove the defaulted rollingUpdate in the same apply.
 func TestSwitchingToRecreateClearsTheDefaultedRollingUpdate(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.updateDeployment("app", "kube-apiserver", defaultRollingUpdate)
 	f.converge("app")

@@ -908,7 +908,7 @@ func TestScalingKeepsThePodTemplate(t *testing.T) {
 // upgraded controller does not roll it for that alone, and adds the spreading with the
 // next change that rolls the pods anyway.
 func TestUpgradeDoesNotRollForTheSpreading(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	// As the earlier release applied it: no affinity, no spread constraints.
 	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) {

@@ -46,7 +46,7 @@ func TestServiceAccountOverrideRemovedCompletely(t *testing.T) {
 // While image-overrides does not parse, a running image is kept only for the same
 // distribution: switching the distribution still takes the new one's image.
 func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
 	f.converge("app")
 	require.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"))
 
@@ -63,7 +63,7 @@ func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
 // is reported with what to use instead, and what runs is kept: the Deployment is never
 // moved to an image that cannot be pulled. image-overrides can still run one.
 func TestUnpublishedDistributionIsReportedAndKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	require.Equal(t, "docker.io/ogxai/distribution-starter:1.3.0", f.image("app"))
 	f.events()
@@ -130,7 +130,7 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 // An API error that is not the user's is retried; once it has persisted for 30 s the CR
 // says what is wrong, and a success clears it.
 func TestAPIErrorIsReportedAndRetried(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")

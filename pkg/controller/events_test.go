@@ -36,9 +36,9 @@ func TestEventsGoThroughTheEventClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	l := newLLSDv1("demo")
+	l := newLLSD("demo")
 	broken := newLLSDv1("broken", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "no-such-distribution" })
-	client := fake.NewClientset(hub(l), hub(broken))
+	client := fake.NewClientset(l, hub(broken))
 	work := k8sfake.NewClientset()
 	events := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, work, func(cfg *Config) { cfg.EventClient = events })
@@ -85,7 +85,7 @@ func TestEventsWithoutAnEventClientUseTheKubeClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	client := fake.NewClientset(hub(newLLSDv1("demo")))
+	client := fake.NewClientset(newLLSD("demo"))
 	work := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, work, func(*Config) {})
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true,

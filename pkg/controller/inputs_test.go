@@ -56,7 +56,7 @@ func TestForeignPVCIsNeverMounted(t *testing.T) {
 // A running server without storage keeps its Deployment as it is when storage is asked
 // for under a name someone else's claim holds: it is not rolled to mount that claim.
 func TestStorageAddedOverForeignPVCKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	before := f.deployment("app").DeepCopy()
 
@@ -191,7 +191,7 @@ func TestUpstreamPVCIsInSync(t *testing.T) {
 // A child left by an earlier CR of the same name, deleted since, is waited for rather
 // than reported as someone else's to delete or rename.
 func TestChildOfEarlierCROfTheSameName(t *testing.T) {
-	l := newLLSDv1("app")
+	l := newLLSD("app")
 	f := newFixture(t, l, foreignObject(kindService, "app-service", true))
 	f.sync("app")
 	dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)

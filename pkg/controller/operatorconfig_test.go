@@ -24,7 +24,7 @@ const (
 )
 
 func TestImageOverridesChangeTheImage(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	assert.Equal(t, testImage, f.image("app"))
 
@@ -47,7 +47,7 @@ func TestImageOverridesChangeTheImage(t *testing.T) {
 }
 
 func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
 	f.converge("app")
 	require.Equal(t, overrideImage, f.image("app"))
 
@@ -196,7 +196,7 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 const sha256Zeros = "0000000000000000000000000000000000000000000000000000000000000000"
 
 func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), newLLSDv1("vllm", func(l *v1alpha1.LlamaStackDistribution) {
+	f := newFixture(t, newLLSD("app"), newLLSDv1("vllm", func(l *v1alpha1.LlamaStackDistribution) {
 		l.Spec.Server.Distribution.Name = "postgres-demo"
 	}), operatorConfigMap(map[string]string{
 		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: 'Not An Image!'\n",
@@ -212,7 +212,7 @@ func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
 // they are; the other entries still apply and new CRs get the built-in image.
 func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
 	vllm := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Distribution.Name = "postgres-demo" }
-	f := newFixture(t, newLLSDv1("app"), newLLSDv1("vllm", vllm), operatorConfigMap(map[string]string{
+	f := newFixture(t, newLLSD("app"), newLLSDv1("vllm", vllm), operatorConfigMap(map[string]string{
 		"image-overrides": "starter: " + overrideImage + "\npostgres-demo: " + overrideImage + "\n",
 	}))
 	f.converge("app")
@@ -262,7 +262,7 @@ func TestFeatureFlagTyposKeepNetworkPolicies(t *testing.T) {
 		{"featureflags": featureFlagsOff},
 	} {
 		t.Run(fmt.Sprint(data), func(t *testing.T) {
-			f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
+			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"featureFlags": featureFlagsOn}))
 			f.converge("app")
 			require.NotNil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
 			h := f.c.operatorConfigHandler(f.ctx)
@@ -290,7 +290,7 @@ func TestFeatureFlagTyposKeepNetworkPolicies(t *testing.T) {
 // (NetworkPolicies, images), new CRs get the built-in defaults, and the deletion is
 // reported on the ConfigMap.
 func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{
 		"featureFlags": featureFlagsOn, "image-overrides": "starter: " + overrideImage + "\n",
 	}))
 	f.converge("app")
@@ -334,7 +334,7 @@ func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
 }
 
 func TestNetworkPolicyFollowsTheFeatureFlag(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	assert.Nil(t, f.stored(kindNetworkPolicy, "app-network-policy"), "off by default")
 
@@ -363,13 +363,13 @@ func TestNetworkPolicyFollowsTheFeatureFlag(t *testing.T) {
 }
 
 func TestInvalidFeatureFlagsCreateNoNetworkPolicy(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"featureFlags": "enableNetworkPolicy: [oops"}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"featureFlags": "enableNetworkPolicy: [oops"}))
 	f.converge("app")
 	assert.Nil(t, f.stored(kindNetworkPolicy, "app-network-policy"))
 }
 
 func TestOperatorConfigHandlerReportsInvalidContent(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"), newLLSDv1("other"))
+	f := newFixture(t, newLLSD("app"), newLLSD("other"))
 	h := f.c.operatorConfigHandler(f.ctx)
 	drain := func() []cache.ObjectName {
 		var keys []cache.ObjectName
@@ -431,7 +431,7 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 		"unreadable": operatorConfigMap(map[string]string{"image-overrides": invalidYAML}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
+			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
 			f.converge("app")
 			require.Equal(t, overrideImage, f.deployment("app").Annotations[annotationImage])
 			if cm == nil {
@@ -525,7 +525,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 			}
 			t.Run(name, func(t *testing.T) {
 				// The Deployment as an earlier release made it: the controller chose :latest.
-				f := newFixture(t, newLLSDv1("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
+				f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
 				f.converge("app")
 				require.Equal(t, latest, f.image("app"))
 				if !annotated {

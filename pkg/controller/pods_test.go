@@ -224,7 +224,7 @@ type podFixture struct {
 }
 
 func newPodFixture(t *testing.T) *podFixture {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.events()
 	// The Deployment controller's revision, and a UID the fake does not give.

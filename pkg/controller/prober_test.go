@@ -100,7 +100,7 @@ func waitProbed(t *testing.T, probed chan cache.ObjectName) {
 
 func TestHealthCheckFromTheServer(t *testing.T) {
 	srv := newFakeLlamaStack(t)
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	probed := f.withProber(srv, time.Second)
 	f.converge("app")
 
@@ -139,7 +139,7 @@ func TestHealthCheckFromTheServer(t *testing.T) {
 func TestHealthCheckUnhealthyServer(t *testing.T) {
 	srv := newFakeLlamaStack(t)
 	srv.healthy.Store(false)
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	probed := f.withProber(srv, time.Second)
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
@@ -159,7 +159,7 @@ func TestHealthCheckSlowServerDoesNotBlock(t *testing.T) {
 	srv := newFakeLlamaStack(t)
 	release := make(chan struct{})
 	srv.hold.Store(&release)
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	// A timeout far longer than the test: the probe ends only when the server is
 	// released, so syncs that return before that did not wait for it.
 	probed := f.withProber(srv, time.Minute)
@@ -197,7 +197,7 @@ func TestHealthCheckSlowServerDoesNotBlock(t *testing.T) {
 // its status reports; probed receives the CRs whose probe finished.
 func healthyAndProbed(t *testing.T, srv *fakeLlamaStack) (*fixture, chan cache.ObjectName) {
 	t.Helper()
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	probed := f.withProber(srv, time.Second)
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
@@ -224,7 +224,7 @@ func TestHealthCheckSurvivesARestart(t *testing.T) {
 
 // A healthy server whose /v1/providers does not answer keeps the providers last reported.
 func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.withProber(newFakeLlamaStack(t), time.Second)
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
@@ -268,7 +268,7 @@ func TestDeletedCRLeavesNoState(t *testing.T) {
 	for _, probing := range []bool{true, false} {
 		t.Run(fmt.Sprintf("probing=%t", probing), func(t *testing.T) {
 			srv := newFakeLlamaStack(t)
-			f := newFixture(t, newLLSDv1("app"))
+			f := newFixture(t, newLLSD("app"))
 			var probed chan cache.ObjectName
 			if probing {
 				probed = f.withProber(srv, time.Second)

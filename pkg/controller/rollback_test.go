@@ -403,7 +403,7 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 	running.Status.ContainerStatuses[0].Ready = true
 	assert.False(t, crashLoopsOn(running), "serving again")
 
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	h := f.c.podHandler()
 	for _, tc := range []struct {
 		from, to int32

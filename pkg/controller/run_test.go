@@ -201,7 +201,7 @@ func TestRunOnOpenShift(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	client := fake.NewClientset(hub(newLLSDv1("demo")))
+	client := fake.NewClientset(newLLSD("demo"))
 	kubeclient := k8sfake.NewClientset()
 	_, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
 		cfg.OpenShift = true

@@ -38,7 +38,7 @@ func TestStatusObservedGeneration(t *testing.T) {
 }
 
 func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	got := f.llsd("app")
 	assert.Equal(t, v1alpha2.PhaseInitializing, got.Status.Phase, "a Deployment without available pods")
@@ -76,7 +76,7 @@ func TestStatusPhaseFollowsTheDeployment(t *testing.T) {
 // DeploymentReady stay True (same lastTransitionTime), and Progressing shows the
 // rollout, from the Deployment's status lagging its new generation to its end.
 func TestRolloutKeepsReady(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -161,7 +161,7 @@ func TestHPAScaleUpKeepsReady(t *testing.T) {
 
 func TestStatusPendingWithoutADeployment(t *testing.T) {
 	f := newFixture(t)
-	l := hub(newLLSDv1("app"))
+	l := newLLSD("app")
 	st := f.c.calculateStatus(l, observed{service: newService(l)}, metav1.Now())
 	assert.Equal(t, v1alpha2.PhasePending, st.Phase)
 	l.Status = st
@@ -231,7 +231,7 @@ func TestStorageReadyFollowsThePVC(t *testing.T) {
 }
 
 func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 
 	// Move every transition into the past.
@@ -256,7 +256,7 @@ func TestLastTransitionTimeHoldsWhileAConditionKeepsItsStatus(t *testing.T) {
 }
 
 func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	actions := f.sync("app")
 	assert.Contains(t, describe(actions), "update llamastackdistributions/status app")
 	second := f.sync("app")
@@ -270,7 +270,7 @@ func TestStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 }
 
 func TestStatusServiceURL(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
 
@@ -280,7 +280,7 @@ func TestStatusServiceURL(t *testing.T) {
 }
 
 func TestStatusRouteURL(t *testing.T) {
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	assert.Nil(t, f.llsd("app").Status.RouteURL, "no route without exposeRoute")
 
@@ -378,7 +378,7 @@ func TestUnknownDistributionLeavesTheRunningDeploymentAlone(t *testing.T) {
 func TestSameProblemIsNotReportedAgainWhenTheStatusMoves(t *testing.T) {
 	// Someone else's Service blocks only the Service: the Deployment still runs and its
 	// status still moves, so the CR's status is rewritten while the problem stays.
-	f := newFixture(t, newLLSDv1("app"), foreignObject(kindService, "app-service", true))
+	f := newFixture(t, newLLSD("app"), foreignObject(kindService, "app-service", true))
 	f.converge("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonResourceNotOwned, "Service demo/app-service")
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ResourceNotOwned"))
@@ -427,7 +427,7 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 	RegisterMetrics()
 	labels := map[string]string{"namespace": testNamespace, "name": "app"}
 	const name = "llama_stack_controller_llamastackdistribution_ready"
-	f := newFixture(t, newLLSDv1("app"))
+	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")

@@ -46,7 +46,7 @@ func TestTruncate(t *testing.T) {
 func TestConditionMessageIsTruncated(t *testing.T) {
 	f := newFixture(t)
 	long := strings.Repeat("é", maxConditionMessage)
-	st := f.c.calculateStatus(hub(newLLSDv1("app")), observed{problems: []userError{{reason: "Invalid", message: long}}}, metav1.Now())
+	st := f.c.calculateStatus(newLLSD("app"), observed{problems: []userError{{reason: "Invalid", message: long}}}, metav1.Now())
 	cut := 0
 	for _, c := range st.Conditions {
 		assert.LessOrEqual(t, len(c.Message), maxConditionMessage, "condition %s", c.Type)
