@@ -212,6 +212,23 @@ func (u *upgradeCluster) startCurrent(t *testing.T, webhookAddr, version string)
 		})
 	}
 	t.Cleanup(stop)
+	// The controller listens for conversions before it starts its informers: wait for
+	// that, and fail at once with its error if it stops instead.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", webhookAddr, time.Second)
+		if err == nil {
+			require.NoError(t, conn.Close())
+			break
+		}
+		select {
+		case runErr := <-done:
+			once.Do(cancel)
+			require.FailNow(t, "the upgrade test's controller stopped while starting", "%v", runErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the upgrade test's controller does not listen on %s after 30s: %v", webhookAddr, err)
+	}
 	return stop
 }
 

@@ -266,8 +266,16 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	opNamespace := ResolveOperatorNamespace(o.OperatorNamespace)
 	logger.Info("Starting", "version", o.Version, "namespace", o.Namespace, "operatorNamespace", opNamespace, "workers", o.Workers, "leaderElect", o.LeaderElect)
 	if o.webhookEnabled() {
-		// Every replica serves conversions, leader or not.
-		ready, err := startWebhook(ctx, cfg, kubeClient, o, opNamespace)
+		// Every replica serves conversions, leader or not. Run returns once the webhook
+		// has stopped too (its listener closed).
+		webhookCtx, stopWebhook := context.WithCancel(ctx)
+		ready, stopped, err := startWebhook(webhookCtx, cfg, kubeClient, o, opNamespace)
+		defer func() {
+			stopWebhook()
+			if stopped != nil {
+				<-stopped
+			}
+		}()
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -65,23 +66,27 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // startWebhook serves the conversion webhook until ctx is cancelled, on every replica
 // (the API server calls any of them through the Service), with the certificates of
-// o.WebhookCertMode, and returns its readiness check.
-func startWebhook(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, o Options, opNamespace string) (func() error, error) {
+// o.WebhookCertMode. It returns its readiness check, and a channel closed once the
+// server and its certificate source have stopped after ctx ends: the listener is then
+// closed, and a controller started again in the same process can listen on the same
+// address.
+func startWebhook(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.Interface, o Options, opNamespace string) (ready func() error, stopped <-chan struct{}, err error) {
 	logger := klog.FromContext(ctx).WithName("webhook")
 	ctx = klog.NewContext(ctx, logger)
+	var running sync.WaitGroup
 	var certs webhook.CertificateSource
 	switch o.WebhookCertMode {
 	case WebhookCertModeFiles:
 		files, err := webhook.NewFileCertificates(o.WebhookCertDir+"/tls.crt", o.WebhookCertDir+"/tls.key")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		go files.Run(ctx, fileCertsInterval)
+		running.Go(func() { files.Run(ctx, fileCertsInterval) })
 		certs = files
 	default:
 		crdClient, err := apiextensionsclient.NewForConfig(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("building the CustomResourceDefinition client: %w", err)
+			return nil, nil, fmt.Errorf("building the CustomResourceDefinition client: %w", err)
 		}
 		service := o.WebhookServiceName
 		if service == "" {
@@ -92,27 +97,31 @@ func startWebhook(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.I
 			CAValidity: o.WebhookCAValidity, ServingValidity: o.WebhookServingValidity, CAPropagation: o.WebhookCAPropagation,
 		}, kubeClient, crdClient)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		go manager.Run(ctx)
+		running.Go(func() { manager.Run(ctx) })
 		certs = manager
 	}
 	handler, err := webhook.NewConversionHandler(schema.GroupKind{Group: "llamastack.io", Kind: "LlamaStackDistribution"},
 		conversion.Versions, webhook.ConverterFunc(conversion.Convert), 0)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := webhook.NewServer(webhook.ServerOptions{BindAddress: o.WebhookBindAddress, Certificates: certs, Handler: handler})
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		if err := srv.Serve(ctx); err != nil {
-			logger.Error(err, "Conversion webhook stopped")
+	if err == nil {
+		var srv *webhook.Server
+		if srv, err = webhook.NewServer(webhook.ServerOptions{BindAddress: o.WebhookBindAddress, Certificates: certs, Handler: handler}); err == nil {
+			running.Go(func() {
+				if err := srv.Serve(ctx); err != nil {
+					logger.Error(err, "Conversion webhook stopped")
+				}
+			})
+			logger.Info("Serving the conversion webhook", "address", srv.Addr().String(), "certMode", o.WebhookCertMode)
+			ready = srv.Ready
 		}
+	}
+	done := make(chan struct{})
+	go func() {
+		running.Wait()
+		close(done)
 	}()
-	logger.Info("Serving the conversion webhook", "address", srv.Addr().String(), "certMode", o.WebhookCertMode)
-	return srv.Ready, nil
+	return ready, done, err
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

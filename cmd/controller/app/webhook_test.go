@@ -43,7 +43,7 @@ func TestWebhookServesRealConversions(t *testing.T) {
 
 	o := Options{Workers: 1, QPS: 1, Burst: 1, WebhookBindAddress: addr, WebhookCertMode: WebhookCertModeFiles, WebhookCertDir: dir}
 	require.NoError(t, o.Validate())
-	ready, err := startWebhook(ctx, &rest.Config{Host: "https://127.0.0.1:1"}, k8sfake.NewClientset(), o, "llama-stack-controller-system")
+	ready, stopped, err := startWebhook(ctx, &rest.Config{Host: "https://127.0.0.1:1"}, k8sfake.NewClientset(), o, "llama-stack-controller-system")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return ready() == nil }, 10*time.Second, 50*time.Millisecond)
 
@@ -70,4 +70,16 @@ func TestWebhookServesRealConversions(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Response.ConvertedObjects[0].Raw, &converted))
 	assert.Equal(t, "llamastack.io/v1alpha2", converted["apiVersion"])
 	assert.EqualValues(t, 2, converted["spec"].(map[string]any)["workload"].(map[string]any)["replicas"])
+
+	// Stopped, the webhook has let go of its address: a controller started again in the
+	// same process listens on it.
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the webhook did not stop within 10s of its context ending")
+	}
+	again, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "the stopped webhook's address is free")
+	require.NoError(t, again.Close())
 }
