@@ -23,6 +23,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
+	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
@@ -80,13 +84,42 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 	return b.kinds, b.err
 }
 
+// bindOptionalKinds binds the kinds whose API the cluster may not serve
+// (optionalkinds.go), each to the watch of its CRD, and adds them to the children a CR
+// has while it asks for them.
+func (c *Controller) bindOptionalKinds(cfg Config) error {
+	// Without a Gateway API client the kind is never served, and its client never called.
+	crds := cfg.CRDClient
+	if cfg.GatewayClient == nil {
+		crds = nil
+	}
+	routes, err := newOptionalKind("HTTPRoute", httpRouteResource, crds,
+		func() cache.SharedIndexInformer { return newHTTPRouteInformer(cfg.GatewayClient, c.watchNamespace) },
+		c.ownedHandler(), c.enqueueAsking(wantsHTTPRoute))
+	if err != nil {
+		return fmt.Errorf("watching the HTTPRoute CRD: %w", err)
+	}
+	c.optionalKinds = append(c.optionalKinds, routes)
+	c.httpRoutes = newChildKind(c.recorder, "HTTPRoute", fromOptionalCache[*gatewayv1.HTTPRoute](routes),
+		func(ns string) gatewayv1client.HTTPRouteInterface {
+			return cfg.GatewayClient.GatewayV1().HTTPRoutes(ns)
+		},
+		gatewayac.ExtractHTTPRoute, neverTakeOver)
+	c.afterServer = append(c.afterServer,
+		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: httpRouteName,
+			api: routes, wanted: always(wantsHTTPRoute), build: newHTTPRoute,
+			seen:    func(obs *observed, route *gatewayv1.HTTPRoute) { obs.httpRoute = route },
+			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
+	return nil
+}
+
 // askedChild is a child the CR has while it asks for it: applied while it does, deleted
 // (when the CR's) once it does not.
 type askedChild interface {
 	// sync applies or deletes it, and records it in obs.
 	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error
 	// observe records it in obs as it is, for a sync that changes nothing.
-	observe(l *v1alpha2.LlamaStackDistribution, obs *observed)
+	observe(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed)
 }
 
 // asked is an askedChild of one kind.
@@ -99,9 +132,30 @@ type asked[T metav1.Object, AC any] struct {
 	build  func(*v1alpha2.LlamaStackDistribution) T
 	// seen records it in what the sync observed; nil when the status does not read it.
 	seen func(*observed, T)
+	// api is the optional kind's API (nil for a kind always served); seenAPI records,
+	// for a CR that asks for the child, what is known of it.
+	api     *optionalKind
+	seenAPI func(*observed, apiState)
+}
+
+// served tells whether the kind's API is served; for a CR that asks for the child,
+// what is known of it is recorded in obs.
+func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) bool {
+	if a.api == nil {
+		return true
+	}
+	state := a.api.state()
+	if want, _ := a.wanted(l, cfg); want && a.seenAPI != nil {
+		a.seenAPI(obs, state)
+	}
+	return state == apiServed
 }
 
 func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error {
+	if !a.served(l, cfg, obs) {
+		// Nothing of the kind can exist, or what exists is not known yet.
+		return nil
+	}
 	want, known := a.wanted(l, cfg)
 	switch {
 	case !known:
@@ -116,8 +170,8 @@ func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 	return err
 }
 
-func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, obs *observed) {
-	if a.seen == nil {
+func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) {
+	if a.seen == nil || !a.served(l, cfg, obs) {
 		return
 	}
 	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil {

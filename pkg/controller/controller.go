@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,6 +34,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
@@ -87,6 +91,11 @@ type Config struct {
 	// OpenShift says the cluster serves the security.openshift.io API group: server pods
 	// then leave runAsUser and fsGroup to the namespace's SCC.
 	OpenShift bool
+	// CRDClient watches the CRDs of the optional kinds (optionalkinds.go), and
+	// GatewayClient writes and watches HTTPRoutes; without both, no HTTPRoute is made
+	// and a CR that asks for one is told the API is not served.
+	CRDClient     apiextensionsclient.Interface
+	GatewayClient gatewayclient.Interface
 }
 
 // Controller is the LlamaStackDistribution controller.
@@ -109,6 +118,10 @@ type Controller struct {
 	ingresses       *childKind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]
 	networkPolicies *childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
 	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
+	httpRoutes      *childKind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
+	// optionalKinds are the kinds whose API the cluster may not serve, each watched
+	// while it does (optionalkinds.go).
+	optionalKinds []*optionalKind
 	// childKinds are the kinds bound to the child informers (childkinds.go).
 	childKinds []boundKind
 	// beforeServer and afterServer are the children a CR has while it asks for them,
@@ -211,6 +224,9 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.childKinds = children
+	if err := c.bindOptionalKinds(cfg); err != nil {
+		return nil, err
+	}
 
 	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
@@ -278,6 +294,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	logger.Info("Starting workers", "count", workers)
 	var wg wait.Group
+	// The optional kinds are watched beside the workers: nothing waits for them.
+	for _, k := range c.optionalKinds {
+		wg.StartWithContext(ctx, k.run)
+	}
 	for range workers {
 		wg.StartWithContext(ctx, func(ctx context.Context) { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -54,6 +57,10 @@ type fixture struct {
 
 	client     *fake.Clientset
 	kubeclient *k8sfake.Clientset
+	// gatewayclient holds the HTTPRoutes, while the fixture serves them (serveHTTPRoutes).
+	gatewayclient *gatewayfake.Clientset
+	// crdclient, when set, is the controller's CRD client (the optional kinds' watches).
+	crdclient *apiextensionsfake.Clientset
 
 	llsdInformers      informers.SharedInformerFactory
 	childInformers     kubeinformers.SharedInformerFactory
@@ -83,7 +90,8 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 			kube = append(kube, o)
 		}
 	}
-	f := &fixture{t: t, ctx: ctx, client: fake.NewClientset(llsds...), kubeclient: k8sfake.NewClientset(kube...)}
+	f := &fixture{t: t, ctx: ctx, client: fake.NewClientset(llsds...), kubeclient: k8sfake.NewClientset(kube...),
+		gatewayclient: gatewayfake.NewClientset()}
 	f.recorder = record.NewFakeRecorder(100)
 	f.newController()
 	return f
@@ -99,7 +107,7 @@ func (f *fixture) newController() {
 	f.operatorInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.rsInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
 	f.podInformers = kubeinformers.NewSharedInformerFactory(f.kubeclient, 0)
-	c, err := NewController(f.ctx, Config{
+	cfg := Config{
 		KubeClient:          f.kubeclient,
 		Client:              f.client,
 		LLSDInformers:       f.llsdInformers,
@@ -111,17 +119,45 @@ func (f *fixture) newController() {
 		OperatorNamespace:   testOperatorNamespace,
 		OperatorVersion:     "test",
 		Recorder:            f.recorder,
-	})
+		GatewayClient:       f.gatewayclient,
+	}
+	if f.crdclient != nil {
+		cfg.CRDClient = f.crdclient
+	}
+	c, err := NewController(f.ctx, cfg)
 	require.NoError(f.t, err)
 	f.c = c
 	f.refreshCaches()
+}
+
+// serveHTTPRoutes makes the HTTPRoute API served, as once its CRD is established and
+// its informer synced; without it the cluster does not serve it. The route cache is
+// then filled from the Gateway API fake.
+func (f *fixture) serveHTTPRoutes() {
+	f.t.Helper()
+	routes := f.routeKind()
+	routes.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
+	routes.crdsSynced = func() bool { return true }
+	routes.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
+	f.refreshCaches()
+}
+
+// routeKind is the controller's HTTPRoute optional kind.
+func (f *fixture) routeKind() *optionalKind {
+	for _, k := range f.c.optionalKinds {
+		if k.kind == "HTTPRoute" {
+			return k
+		}
+	}
+	f.t.Fatal("no HTTPRoute optional kind")
+	return nil
 }
 
 // refreshCaches replaces every informer cache with the fakes' current objects, passed
 // through the same transforms as in cmd/controller, as the informers would deliver them.
 func (f *fixture) refreshCaches() {
 	f.t.Helper()
-	fill := func(informer cache.SharedIndexInformer, transform cache.TransformFunc, keep func(metav1.Object) bool, list runtime.Object, err error) {
+	fill := func(indexer cache.Indexer, transform cache.TransformFunc, keep func(metav1.Object) bool, list runtime.Object, err error) {
 		require.NoError(f.t, err)
 		items, err := meta.ExtractList(list)
 		require.NoError(f.t, err)
@@ -134,29 +170,33 @@ func (f *fixture) refreshCaches() {
 			require.NoError(f.t, err)
 			objs = append(objs, obj)
 		}
-		require.NoError(f.t, informer.GetIndexer().Replace(objs, ""))
+		require.NoError(f.t, indexer.Replace(objs, ""))
 	}
 	managed := func(o metav1.Object) bool { return o.GetLabels()[labelManagedBy] == ManagedByValue }
 	ctx, all, k := f.ctx, metav1.ListOptions{}, f.kubeclient
 	strip := TransformStripManagedFields
 	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions("").List(ctx, all)
-	fill(f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer(), strip, nil, l, err)
+	fill(f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer().GetIndexer(), strip, nil, l, err)
 	for _, kind := range f.c.childKinds {
 		gvk := kind.resource.GroupVersion().WithKind(kind.kind)
 		list, err := k.Tracker().List(kind.resource, gvk, "")
-		fill(kind.informer, strip, managed, list, err)
+		fill(kind.informer.GetIndexer(), strip, managed, list, err)
+	}
+	if routes := f.routeKind().cache(); routes != nil {
+		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
+		fill(routes, strip, managed, list, err)
 	}
 	cms, err := k.CoreV1().ConfigMaps("").List(ctx, all)
-	fill(f.configMapInformers.Core().V1().ConfigMaps().Informer(), TransformConfigMap, nil, cms, err)
-	fill(f.operatorInformers.Core().V1().ConfigMaps().Informer(), strip, func(o metav1.Object) bool {
+	fill(f.configMapInformers.Core().V1().ConfigMaps().Informer().GetIndexer(), TransformConfigMap, nil, cms, err)
+	fill(f.operatorInformers.Core().V1().ConfigMaps().Informer().GetIndexer(), strip, func(o metav1.Object) bool {
 		return o.GetNamespace() == testOperatorNamespace && o.GetName() == OperatorConfigMapName
 	}, cms.DeepCopy(), err)
 	rs, err := k.AppsV1().ReplicaSets("").List(ctx, all)
-	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer(), TransformReplicaSet, func(o metav1.Object) bool {
+	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer().GetIndexer(), TransformReplicaSet, func(o metav1.Object) bool {
 		return o.GetLabels()[labelApp] == labelAppValue
 	}, rs, err)
 	pods, err := k.CoreV1().Pods("").List(ctx, all)
-	fill(f.podInformers.Core().V1().Pods().Informer(), TransformPod, func(o metav1.Object) bool {
+	fill(f.podInformers.Core().V1().Pods().Informer().GetIndexer(), TransformPod, func(o metav1.Object) bool {
 		return o.GetLabels()[labelApp] == labelAppValue
 	}, pods, err)
 }
@@ -167,9 +207,11 @@ func (f *fixture) sync(name string) []core.Action {
 	f.t.Helper()
 	f.client.ClearActions()
 	f.kubeclient.ClearActions()
+	f.gatewayclient.ClearActions()
 	err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: testNamespace, Name: name})
 	require.NoError(f.t, err)
-	actions := append(filterInformerActions(f.client.Actions()), filterInformerActions(f.kubeclient.Actions())...)
+	actions := slices.Concat(filterInformerActions(f.client.Actions()), filterInformerActions(f.kubeclient.Actions()),
+		filterInformerActions(f.gatewayclient.Actions()))
 	f.refreshCaches()
 	return actions
 }

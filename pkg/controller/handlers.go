@@ -52,6 +52,23 @@ func (c *Controller) updateLLSD(oldObj, newObj any) {
 	c.enqueue(n)
 }
 
+// enqueueAsking returns a function that enqueues every CR for which asks is true: the
+// CRs an optional kind's API matters to, when it comes or goes.
+func (c *Controller) enqueueAsking(asks func(*v1alpha2.LlamaStackDistribution) bool) func() {
+	return func() {
+		all, err := c.llsdLister.List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		for _, l := range all {
+			if asks(l) {
+				c.enqueue(l)
+			}
+		}
+	}
+}
+
 // ownedHandler enqueues the CR that controls a changed child, resolved by Kind and UID.
 func (c *Controller) ownedHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{

@@ -11,6 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
@@ -54,6 +57,12 @@ func indexByControllerUID(obj any) ([]string, error) {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
+}
+
+// ManagedSelector selects the children of every CR: the child informers list and watch
+// only these.
+func ManagedSelector() string {
+	return labels.SelectorFromSet(labels.Set{labelManagedBy: ManagedByValue}).String()
 }
 
 // ReplicaSetSelector selects the ReplicaSets of server Deployments: their pod template
@@ -201,4 +210,16 @@ func TransformConfigMap(obj any) (any, error) {
 	default:
 		return TransformStripManagedFields(obj)
 	}
+}
+
+// newHTTPRouteInformer is the informer of the HTTPRoute children (an optional kind,
+// started while the cluster serves it): the controller's own routes only, kept without
+// others' managed fields, never resynced (the CRs are).
+func newHTTPRouteInformer(client gatewayclient.Interface, namespace string) cache.SharedIndexInformer {
+	informer := gatewayinformers.NewFilteredHTTPRouteInformer(client, namespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() })
+	// Only fails once the informer has started.
+	_ = informer.SetTransform(TransformStripManagedFields)
+	return informer
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// wantsIngress tells whether the server is exposed outside the cluster.
+// wantsIngress tells whether the server is exposed outside the cluster through an
+// Ingress (the default type).
 func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
 	e := networking(l).Expose
-	return e != nil && ptr.Deref(e.Enabled, true)
+	return e != nil && ptr.Deref(e.Enabled, true) && (e.Type == "" || e.Type == v1alpha2.ExposeIngress)
 }
 
 // newIngress builds the Ingress routing every path to the server Service. Without

@@ -69,7 +69,7 @@ const (
 	defaultUID = int64(1001)
 )
 
-// Child names, exactly as upstream.
+// Child names, exactly as upstream (which has no HTTPRoute).
 func deploymentName(l *v1alpha2.LlamaStackDistribution) string    { return l.Name }
 func serviceName(l *v1alpha2.LlamaStackDistribution) string       { return l.Name + "-service" }
 func pvcName(l *v1alpha2.LlamaStackDistribution) string           { return l.Name + "-pvc" }
@@ -77,6 +77,7 @@ func hpaName(l *v1alpha2.LlamaStackDistribution) string           { return l.Nam
 func pdbName(l *v1alpha2.LlamaStackDistribution) string           { return l.Name + "-pdb" }
 func ingressName(l *v1alpha2.LlamaStackDistribution) string       { return l.Name + "-ingress" }
 func networkPolicyName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-network-policy" }
+func httpRouteName(l *v1alpha2.LlamaStackDistribution) string     { return l.Name + "-route" }
 func userConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-user-config"
 }

@@ -16,8 +16,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -64,14 +67,18 @@ func TestRBACMatchesWhatTheControllerDoes(t *testing.T) {
 	used := recordControllerRequests(t)
 	granted := clusterRolePermissions(t, clusterRoleFile)
 
+	// A request for one object by name (a list or watch narrowed to metadata.name) is
+	// granted by a rule for that name or by one for every name.
+	unnamed := func(p string) string { before, _, _ := strings.Cut(p, " @"); return before }
 	var missing, excess []string
 	for _, p := range sets.List(used) {
-		if !granted.Has(p) {
+		if !granted.Has(p) && !granted.Has(unnamed(p)) {
 			missing = append(missing, p)
 		}
 	}
 	for _, p := range sets.List(granted) {
-		if !used.Has(p) && rbacExceptions[p] == "" {
+		usedByName := slices.ContainsFunc(sets.List(used), func(u string) bool { return unnamed(u) == p })
+		if !used.Has(p) && !usedByName && rbacExceptions[p] == "" {
 			excess = append(excess, p)
 		}
 	}
@@ -92,14 +99,18 @@ func clusterRolePermissions(t *testing.T, file string) sets.Set[string] {
 	require.Equal(t, "ClusterRole", role.Kind)
 	out := sets.New[string]()
 	for _, r := range role.Rules {
-		require.Empty(t, r.ResourceNames, "rule %v: resourceNames are not checked here", r)
 		require.Empty(t, r.NonResourceURLs)
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
 					require.NotEqual(t, "*", v, "wildcard verbs grant more than the controller needs")
 					require.NotEqual(t, "*", res, "wildcard resources grant more than the controller needs")
-					out.Insert(permission(g, res, v))
+					if len(r.ResourceNames) == 0 {
+						out.Insert(permission(g, res, v))
+					}
+					for _, name := range r.ResourceNames {
+						out.Insert(permission(g, res, v) + " @" + name)
+					}
 				}
 			}
 		}
@@ -136,8 +147,14 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		configMap("shared", "run", map[string]string{userConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
+	// A cluster that serves Gateway API: an HTTPRoute is made and deleted too.
+	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true))
+	gatewayclient := gatewayfake.NewClientset()
+	require.NoError(t, client.Tracker().Add(newLLSD("routed", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))))
 	// No recorder: the controller records Events through the API, as in a cluster.
-	c, done := runController(ctx, t, client, kubeclient, nil)
+	c, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
+		cfg.CRDClient, cfg.GatewayClient = crdclient, gatewayclient
+	})
 
 	// The test reads and writes through the fakes' trackers, which record no action:
 	// only the controller's requests are recorded.
@@ -178,6 +195,17 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
 	})
 	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed })
+	routeExists := func() bool {
+		_, err := gatewayclient.Tracker().Get(httpRouteResource, ns, "routed-route")
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+		return err == nil
+	}
+	waitFor("the HTTPRoute is created", routeExists)
+	unrouted := cr("routed")
+	unrouted.Spec.Networking = nil
+	unrouted.Generation, unrouted.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano())
+	require.NoError(t, client.Tracker().Update(llsdGVR, unrouted, ns))
+	waitFor("the HTTPRoute is deleted", func() bool { return !routeExists() })
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
 		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")
@@ -287,13 +315,27 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	require.NoError(t, <-done)
 
 	used := sets.New[string]()
-	for _, a := range append(kubeclient.Actions(), client.Actions()...) {
+	for _, a := range slices.Concat(kubeclient.Actions(), client.Actions(), crdclient.Actions(), gatewayclient.Actions()) {
 		res := a.GetResource()
 		name := res.Resource
 		if s := a.GetSubresource(); s != "" {
 			name += "/" + s
 		}
-		used.Insert(permission(res.Group, name, a.GetVerb()))
+		p := permission(res.Group, name, a.GetVerb())
+		var fieldSel fields.Selector
+		switch act := a.(type) {
+		case core.ListAction:
+			fieldSel = act.GetListRestrictions().Fields
+		case core.WatchAction:
+			fieldSel = act.GetWatchRestrictions().Fields
+		}
+		if fieldSel != nil {
+			if n, ok := fieldSel.RequiresExactMatch("metadata.name"); ok {
+				// Authorized as a request for that object: a rule may name it.
+				p += " @" + n
+			}
+		}
+		used.Insert(p)
 		if p, ok := a.(core.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
 			// A server-side apply that creates the object is also authorized as a create.
 			used.Insert(permission(res.Group, name, "create"))

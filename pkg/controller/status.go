@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -20,6 +21,10 @@ type observed struct {
 	service    *corev1.Service
 	pvc        *corev1.PersistentVolumeClaim
 	ingress    *networkingv1.Ingress
+	httpRoute  *gatewayv1.HTTPRoute
+	// httpRouteAPI is what the sync knew of the HTTPRoute API; apiUnknown when it did
+	// not look (the CR does not ask for an HTTPRoute).
+	httpRouteAPI apiState
 	// storage is what ensurePVC found; nil when it did not run.
 	storage *storageSync
 	// pod is why a current pod of the Deployment does not start; nil when none is stuck
@@ -104,6 +109,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	set(v1alpha2.ConditionVolumeMountWarning, volumeMountWarningCondition(obs))
 
 	st.RouteURL = routeURL(l, obs)
+	set(v1alpha2.ConditionExposed, exposedCondition(l, obs))
 
 	var ready conditionUpdate
 	st.Phase, ready = readyCondition(l, obs, st.Conditions)

@@ -53,6 +53,7 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 		{v1alpha2.ConditionStorageInSync, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
 		{v1alpha2.ConditionStorageAccessWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
 		{v1alpha2.ConditionVolumeMountWarning, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue }},
+		{v1alpha2.ConditionExposed, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionFalse }},
 		{v1alpha2.ConditionDeploymentReady, func(c *metav1.Condition) bool { return deploymentStuck([]metav1.Condition{*c}) != nil }},
 		{v1alpha2.ConditionProgressing, func(c *metav1.Condition) bool {
 			dr := meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionDeploymentReady)

@@ -242,7 +242,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
 		for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
-			child.observe(l, &obs)
+			child.observe(l, cfg, &obs)
 		}
 		return obs, errors.Join(errs...)
 	}

@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
@@ -340,7 +341,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if resync == 0 {
 		resync = DefaultResyncPeriod
 	}
-	managed := labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": controller.ManagedByValue}).String()
+	managed := controller.ManagedSelector()
 	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(o.Namespace),
 		informers.WithTransform(controller.TransformStripManagedFields))
@@ -374,6 +375,16 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return err
 	}
+	// The optional kinds' CRDs are watched by name, and their clients used only while
+	// the cluster serves them.
+	crdClient, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the CustomResourceDefinition client: %w", err)
+	}
+	gatewayClient, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the Gateway API client: %w", err)
+	}
 	openShift, err := discoverOpenShift(ctx, kubeClient.Discovery(), discoveryBackoff)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -399,6 +410,8 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		OperatorVersion:     o.Version,
 		ServerProbe:         probe,
 		OpenShift:           openShift,
+		CRDClient:           crdClient,
+		GatewayClient:       gatewayClient,
 	})
 	if err != nil {
 		return err

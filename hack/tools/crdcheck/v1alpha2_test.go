@@ -392,6 +392,46 @@ workload:
 			spec: validV2 + "workload:\n  overrides: {containerName: Bad_Name}\n",
 			want: []string{"spec.workload.overrides.containerName", "should match"},
 		},
+		"an HTTPRoute": {
+			spec: validV2 + "networking:\n  expose:\n    type: HTTPRoute\n    hostname: llama.example.com\n" +
+				"    httpRoute: {parentRefs: [{name: gw, namespace: infra, sectionName: https}], path: /llama}\n",
+		},
+		"type HTTPRoute without httpRoute": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute}\n",
+			want: []string{"spec.networking.expose", "httpRoute is set with type HTTPRoute, and only then"},
+		},
+		"httpRoute without type HTTPRoute": {
+			spec: validV2 + "networking:\n  expose: {httpRoute: {parentRefs: [{name: gw}]}}\n",
+			want: []string{"spec.networking.expose", "httpRoute is set with type HTTPRoute, and only then"},
+		},
+		"an HTTPRoute with an Ingress class": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, className: nginx, httpRoute: {parentRefs: [{name: gw}]}}\n",
+			want: []string{"spec.networking.expose", "className and tlsSecretName are Ingress settings"},
+		},
+		"an HTTPRoute with an Ingress TLS Secret": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, tlsSecretName: tls, httpRoute: {parentRefs: [{name: gw}]}}\n",
+			want: []string{"spec.networking.expose", "className and tlsSecretName are Ingress settings"},
+		},
+		"an HTTPRoute attached to nothing": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, httpRoute: {parentRefs: []}}\n",
+			want: []string{"spec.networking.expose.httpRoute.parentRefs", "should have at least 1 items"},
+		},
+		"an HTTPRoute path not normalized": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, httpRoute: {parentRefs: [{name: gw}], path: /a/../b}}\n",
+			want: []string{"spec.networking.expose.httpRoute.path", "normalized absolute path"},
+		},
+		"an HTTPRoute path not absolute": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, httpRoute: {parentRefs: [{name: gw}], path: llama}}\n",
+			want: []string{"spec.networking.expose.httpRoute.path", "should match"},
+		},
+		"a Gateway name that is no name": {
+			spec: validV2 + "networking:\n  expose: {type: HTTPRoute, httpRoute: {parentRefs: [{name: My_Gateway}]}}\n",
+			want: []string{"spec.networking.expose.httpRoute.parentRefs[0].name", "should match"},
+		},
+		"an expose type not known": {
+			spec: validV2 + "networking:\n  expose: {type: Route}\n",
+			want: []string{"spec.networking.expose.type", "Unsupported value"},
+		},
 		"ingress annotation key not a qualified name": {
 			spec: validV2 + "networking:\n  expose: {annotations: {\"bad key!\": v}}\n",
 			want: []string{"spec.networking.expose.annotations", "annotation keys must be qualified names"},

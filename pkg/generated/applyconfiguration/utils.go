@@ -90,6 +90,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &llamastackv1alpha2.DistributionSpecApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("ExposeSpec"):
 		return &llamastackv1alpha2.ExposeSpecApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("GatewayParentRef"):
+		return &llamastackv1alpha2.GatewayParentRefApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("HTTPRouteSpec"):
+		return &llamastackv1alpha2.HTTPRouteSpecApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("KVStorageSpec"):
 		return &llamastackv1alpha2.KVStorageSpecApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("LlamaStackDistribution"):

@@ -34,6 +34,9 @@ const (
 	// the spec and its base, taken from overrideConfig, or why neither could be
 	// done. While False, what runs is kept.
 	ConditionConfigGenerated = "ConfigGenerated"
+	// ConditionExposed reports the HTTPRoute of networking.expose.type HTTPRoute: whether
+	// every Gateway it names has accepted it. Absent for an Ingress.
+	ConditionExposed = "Exposed"
 )
 
 // Condition reasons of a LlamaStackDistribution.
@@ -140,4 +143,14 @@ const (
 	// config has a shape the controller does not generate (0.2.x, or newer
 	// than the versions it knows); overrideConfig still works.
 	ReasonServerVersionNotSupported = "ServerVersionNotSupported"
+
+	// ReasonRouteAccepted: every Gateway the route names has accepted it.
+	ReasonRouteAccepted = "Accepted"
+	// ReasonRouteNotAccepted: a Gateway refused the route, or cannot resolve its backend.
+	ReasonRouteNotAccepted = "NotAccepted"
+	// ReasonRoutePending: a Gateway the route names has not reported on it yet.
+	ReasonRoutePending = "Pending"
+	// ReasonAPINotServed: the cluster does not serve the API of the kind asked for
+	// (gateway.networking.k8s.io/v1 for an HTTPRoute).
+	ReasonAPINotServed = "APINotServed"
 )

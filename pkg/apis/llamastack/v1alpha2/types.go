@@ -694,14 +694,30 @@ type CABundleConfig struct {
 // +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="a ConfigMap key must not contain '..'"
 type ConfigMapKey string
 
-// ExposeSpec configures the Ingress <name>-ingress to the server's Service.
+// ExposeSpec configures what routes to the server's Service from outside the cluster:
+// the Ingress <name>-ingress, or with type HTTPRoute the Gateway API HTTPRoute
+// <name>-route.
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'HTTPRoute') == has(self.httpRoute)",message="httpRoute is set with type HTTPRoute, and only then: it names the Gateways the route attaches to"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'HTTPRoute' || (!has(self.className) && !has(self.tlsSecretName))",message="className and tlsSecretName are Ingress settings: an HTTPRoute takes its class and TLS from the Gateway listener it attaches to"
 type ExposeSpec struct {
-	// Enabled creates the Ingress; default true, so expose: {} exposes the server.
+	// Enabled creates the Ingress (or HTTPRoute); default true, so expose: {} exposes the server.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// Hostname is the host name the Ingress serves; unset serves every host.
+	// Type is what exposes the server: Ingress (the default) or HTTPRoute, a Gateway API
+	// route attached to the Gateways of httpRoute.parentRefs. An HTTPRoute is made only
+	// on a cluster that serves gateway.networking.k8s.io/v1; elsewhere the Exposed
+	// condition says so.
+	// +kubebuilder:validation:Enum=Ingress;HTTPRoute
+	// +optional
+	Type ExposeType `json:"type,omitempty"`
+
+	// HTTPRoute configures the HTTPRoute of type HTTPRoute.
+	// +optional
+	HTTPRoute *HTTPRouteSpec `json:"httpRoute,omitempty"`
+
+	// Hostname is the host name the Ingress (or HTTPRoute) serves; unset serves every host.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
@@ -728,6 +744,61 @@ type ExposeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ExposeType is what exposes the server outside the cluster.
+type ExposeType string
+
+const (
+	// ExposeIngress exposes the server through an Ingress.
+	ExposeIngress ExposeType = "Ingress"
+	// ExposeHTTPRoute exposes the server through a Gateway API HTTPRoute.
+	ExposeHTTPRoute ExposeType = "HTTPRoute"
+)
+
+// HTTPRouteSpec configures the HTTPRoute <name>-route: the Gateways it attaches to and
+// the path prefix it routes to the server's Service.
+type HTTPRouteSpec struct {
+	// ParentRefs are the Gateways (or listeners of them) the route attaches to. A Gateway
+	// in another namespace must allow routes from the CR's namespace.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +required
+	ParentRefs []GatewayParentRef `json:"parentRefs"`
+
+	// Path is the path prefix routed to the server; default "/".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[-A-Za-z0-9/._~!$&'()*+,;=:@%]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.contains('/./') && !self.contains('/../') && !self.endsWith('/.') && !self.endsWith('/..')",message="path must be a normalized absolute path: no '//', '/./' or '/../'"
+	// +optional
+	Path string `json:"path,omitempty"`
+}
+
+// GatewayParentRef names a Gateway, or one listener of it, that an HTTPRoute attaches to.
+type GatewayParentRef struct {
+	// Name is the Gateway's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+
+	// Namespace is the Gateway's namespace; unset means the CR's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// SectionName is the name of the Gateway's listener to attach to; unset attaches to
+	// every listener that allows the route.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	SectionName string `json:"sectionName,omitempty"`
 }
 
 // AllowedFromSpec lists the namespaces allowed to reach the server when the

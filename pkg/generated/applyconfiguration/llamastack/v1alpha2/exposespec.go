@@ -18,14 +18,27 @@ limitations under the License.
 
 package v1alpha2
 
+import (
+	llamastackv1alpha2 "github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
 // ExposeSpecApplyConfiguration represents a declarative configuration of the ExposeSpec type for use
 // with apply.
 //
-// ExposeSpec configures the Ingress <name>-ingress to the server's Service.
+// ExposeSpec configures what routes to the server's Service from outside the cluster:
+// the Ingress <name>-ingress, or with type HTTPRoute the Gateway API HTTPRoute
+// <name>-route.
 type ExposeSpecApplyConfiguration struct {
-	// Enabled creates the Ingress; default true, so expose: {} exposes the server.
+	// Enabled creates the Ingress (or HTTPRoute); default true, so expose: {} exposes the server.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Hostname is the host name the Ingress serves; unset serves every host.
+	// Type is what exposes the server: Ingress (the default) or HTTPRoute, a Gateway API
+	// route attached to the Gateways of httpRoute.parentRefs. An HTTPRoute is made only
+	// on a cluster that serves gateway.networking.k8s.io/v1; elsewhere the Exposed
+	// condition says so.
+	Type *llamastackv1alpha2.ExposeType `json:"type,omitempty"`
+	// HTTPRoute configures the HTTPRoute of type HTTPRoute.
+	HTTPRoute *HTTPRouteSpecApplyConfiguration `json:"httpRoute,omitempty"`
+	// Hostname is the host name the Ingress (or HTTPRoute) serves; unset serves every host.
 	Hostname *string `json:"hostname,omitempty"`
 	// ClassName is the IngressClass to use; unset leaves the cluster's default class in charge.
 	ClassName *string `json:"className,omitempty"`
@@ -48,6 +61,22 @@ func ExposeSpec() *ExposeSpecApplyConfiguration {
 // If called multiple times, the Enabled field is set to the value of the last call.
 func (b *ExposeSpecApplyConfiguration) WithEnabled(value bool) *ExposeSpecApplyConfiguration {
 	b.Enabled = &value
+	return b
+}
+
+// WithType sets the Type field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Type field is set to the value of the last call.
+func (b *ExposeSpecApplyConfiguration) WithType(value llamastackv1alpha2.ExposeType) *ExposeSpecApplyConfiguration {
+	b.Type = &value
+	return b
+}
+
+// WithHTTPRoute sets the HTTPRoute field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the HTTPRoute field is set to the value of the last call.
+func (b *ExposeSpecApplyConfiguration) WithHTTPRoute(value *HTTPRouteSpecApplyConfiguration) *ExposeSpecApplyConfiguration {
+	b.HTTPRoute = value
 	return b
 }
 
