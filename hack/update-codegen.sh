@@ -35,3 +35,9 @@ go -C "${SCRIPT_ROOT}/hack/tools" tool controller-gen crd \
 # Webhook, the controller's Service) is added to its output by a tool of the same module.
 go -C "${SCRIPT_ROOT}/hack/tools" run ./crdconversion \
     "${SCRIPT_ROOT}/artifacts/crd/llamastack.io_llamastackdistributions.yaml"
+# Kept on helm uninstall: deleting the CRD would delete every CR and, through them,
+# their claims. kubectl ignores the annotation; the chart renders the same CRD.
+sed -i '/^  annotations:$/a\    helm.sh/resource-policy: keep' \
+    "${SCRIPT_ROOT}/artifacts/crd/llamastack.io_llamastackdistributions.yaml"
+# The Helm chart's templates that are artifacts/ as they are (hack/update-chart.sh).
+"${SCRIPT_ROOT}/hack/update-chart.sh"

@@ -11,7 +11,7 @@ tar -C "${SCRIPT_ROOT}" --exclude=.git -cf - . | tar -C "${TMP}" -xf -
 "${TMP}/hack/update-codegen.sh" >/dev/null
 
 status=0
-for dir in pkg/apis pkg/generated artifacts/crd; do
+for dir in pkg/apis pkg/generated artifacts/crd charts/llama-stack-controller/templates; do
     if ! diff -Naupr "${SCRIPT_ROOT}/${dir}" "${TMP}/${dir}"; then
         status=1
     fi
