@@ -10,7 +10,7 @@ ARGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/llamastack/llama-stack-controller/cmd/controller/app.version=$(VERSION)
 
-.PHONY: all generate verify build test test-unit test-e2e fuzz bench cluster vet run image clean
+.PHONY: all generate verify build test test-unit test-e2e fuzz bench cluster vet run image clean tools
 
 all: build
 
@@ -36,13 +36,17 @@ vet:
 test: test-unit test-e2e
 
 ## test-unit: vet, every unit test and the CRD admission checks (no API server needed)
-test-unit: vet
+test-unit: vet tools
 	$(GO) test ./...
 	hack/test-crd.sh
 
 ## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~16 min, then cached)
-test-e2e:
+test-e2e: tools
 	$(GO) test -p 1 -tags e2e -count=1 -timeout 45m ./test/...
+
+## tools: promtool and prometheus from Debian's package prometheus, when missing (the monitoring tests)
+tools:
+	hack/install-tools.sh
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s), then check every builder input with the
 ## API's own validators and the CRD (hack/fuzz.sh, hack/validate); plain go test runs the seeds

@@ -56,3 +56,20 @@ for f in namespace.yaml operator_config.yaml pod_disruption_budget.yaml webhook_
     esac
   } > "${OUT}/generated-controller-${f}"
 done
+
+# artifacts/monitoring with monitoring.enabled (off by default, as artifacts/ leaves it
+# out). The rules' and the dashboard's own {{ }} are escaped so that helm prints them.
+for f in $(grep '^- ' "${ROOT}/artifacts/monitoring/kustomization.yaml" | sed 's/^- //'); do
+  case "${f}" in
+    service_monitor.yaml|metrics_service.yaml) toggle=serviceMonitor ;;
+    prometheus_rule.yaml) toggle=prometheusRule ;;
+    dashboard_configmap.yaml) toggle=dashboard ;;
+    *) echo "update-chart.sh: no monitoring value for ${f}" >&2; exit 1 ;;
+  esac
+  {
+    header "monitoring/${f}"
+    echo "{{- if and .Values.monitoring.enabled .Values.monitoring.${toggle} }}"
+    sed 's/{{/{{ "{{" }}/g' "${ROOT}/artifacts/monitoring/${f}" | sed "s/llama-stack-controller-system/${NS}/g"
+    echo '{{- end }}'
+  } > "${OUT}/generated-monitoring-${f}"
+done

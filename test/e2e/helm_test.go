@@ -78,17 +78,24 @@ func objectsOf(t *testing.T, manifest string) map[string]map[string]any {
 
 // The chart renders exactly what kustomize renders: with the default values the
 // objects of kubectl kustomize artifacts/, with webhook.certMode=cert-manager those of
-// artifacts/overlays/cert-manager; and the values reach the objects.
+// artifacts/overlays/cert-manager, with monitoring.enabled=true those of artifacts/ and
+// artifacts/monitoring; and the values reach the objects.
 func TestHelmChartRendersTheArtifacts(t *testing.T) {
 	for _, tc := range []struct {
-		name, kustomization string
-		set                 []string
+		name           string
+		kustomizations []string
+		set            []string
 	}{
-		{"defaults", "artifacts", nil},
-		{"cert-manager", "artifacts/overlays/cert-manager", []string{"--set", "webhook.certMode=cert-manager"}},
+		{"defaults", []string{"artifacts"}, nil},
+		{"cert-manager", []string{"artifacts/overlays/cert-manager"}, []string{"--set", "webhook.certMode=cert-manager"}},
+		{"monitoring", []string{"artifacts", "artifacts/monitoring"}, []string{"--set", "monitoring.enabled=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := objectsOf(t, kubectl(t, "kustomize", filepath.Join(env.root, tc.kustomization)))
+			var manifests []string
+			for _, k := range tc.kustomizations {
+				manifests = append(manifests, kubectl(t, "kustomize", filepath.Join(env.root, k)))
+			}
+			want := objectsOf(t, strings.Join(manifests, "\n---\n"))
 			got := objectsOf(t, runHelm(t, append([]string{"template", "llsc", chartDir}, tc.set...)...))
 			require.NotEmpty(t, want)
 			assert.ElementsMatch(t, keysOf(want), keysOf(got), "the same objects")
@@ -114,6 +121,13 @@ func TestHelmChartRendersTheArtifacts(t *testing.T) {
 	binding := got["ClusterRoleBinding <nil>/llama-stack-controller"]
 	require.NotNil(t, binding)
 	assert.Equal(t, "llsc", binding["subjects"].([]any)[0].(map[string]any)["namespace"])
+	for key := range got {
+		assert.NotContains(t, key, "Monitor", "monitoring is off by default")
+	}
+	got = objectsOf(t, runHelm(t, "template", "llsc", chartDir, "--set", "monitoring.enabled=true,monitoring.dashboard=false,monitoring.prometheusRule=false"))
+	assert.Contains(t, got, "ServiceMonitor llama-stack-controller-system/llama-stack-controller")
+	assert.NotContains(t, got, "PrometheusRule llama-stack-controller-system/llama-stack-controller")
+	assert.NotContains(t, got, "ConfigMap llama-stack-controller-system/llama-stack-controller-dashboard")
 
 	cmd := exec.Command(helm(t), "template", "llsc", chartDir, "--set", "webhook.certMode=other")
 	cmd.Dir = env.root
