@@ -18,9 +18,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
 // startPrometheus runs a real Prometheus (Debian's package; make tools installs it) on
@@ -212,4 +216,50 @@ func TestPrometheusScrapesTheControllerAndEvaluatesTheRules(t *testing.T) {
 		}
 	}
 	assert.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), "Prometheus listens on loopback only: %s", base)
+}
+
+// prometheusOperatorModule holds the monitoring.coreos.com CRDs the tests install: the
+// Prometheus Operator's own, from its Go module (the newest version the module proxy
+// serves), never from the network at run time.
+const prometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.94.0"
+
+// prometheusOperatorCRD returns the path of one of the module's CRD manifests.
+func prometheusOperatorCRD(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", prometheusOperatorModule).Output()
+	require.NoError(t, err, "go mod download %s", prometheusOperatorModule)
+	var mod struct {
+		Dir   string `json:"Dir"`
+		Error string `json:"Error"`
+	}
+	require.NoError(t, json.Unmarshal(out, &mod))
+	require.Empty(t, mod.Error)
+	return filepath.Join(mod.Dir, "example", "prometheus-operator-crd", name)
+}
+
+// artifacts/monitoring is what the Prometheus Operator's CRDs accept, field for field
+// (strict validation: a misspelled or unknown field fails).
+func TestMonitoringArtifactsApplyToThePrometheusOperatorCRDs(t *testing.T) {
+	ctx := context.Background()
+	for _, crd := range []string{"servicemonitors", "prometheusrules"} {
+		name := crd + ".monitoring.coreos.com"
+		kubectl(t, "apply", "--server-side", "-f", prometheusOperatorCRD(t, "monitoring.coreos.com_"+crd+".yaml"))
+		t.Cleanup(func() { kubectl(t, "delete", "crd", name, "--ignore-not-found", "--wait=true") })
+		require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, name, 30*time.Second))
+	}
+	const ns = "llama-stack-controller-system"
+	if _, err := env.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err := env.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	} else {
+		require.NoError(t, err)
+	}
+	out := kubectl(t, "apply", "--dry-run=server", "--validate=strict", "-k", filepath.Join(env.root, "artifacts", "monitoring"))
+	for _, obj := range []string{
+		"service/llama-stack-controller-metrics", "servicemonitor.monitoring.coreos.com/llama-stack-controller",
+		"prometheusrule.monitoring.coreos.com/llama-stack-controller", "configmap/llama-stack-controller-dashboard",
+	} {
+		assert.Contains(t, out, obj+" created (server dry run)")
+	}
 }
