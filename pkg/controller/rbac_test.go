@@ -201,19 +201,25 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return err == nil
 	}
 	waitFor("the HTTPRoute is created", routeExists)
-	unrouted := cr("routed")
-	unrouted.Spec.Networking = nil
-	unrouted.Generation, unrouted.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano())
-	require.NoError(t, client.Tracker().Update(llsdGVR, unrouted, ns))
-	waitFor("the HTTPRoute is deleted", func() bool { return !routeExists() })
+	// The fake's status update stores the whole object the controller read, so a status
+	// write racing this edit can undo it: the edit is made again until it holds.
+	unroute := func() {
+		l := cr("routed")
+		if l.Spec.Networking == nil {
+			return
+		}
+		l.Spec.Networking = nil
+		l.Generation, l.ResourceVersion = 2, fmt.Sprint(time.Now().UnixNano())
+		require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
+	}
+	waitFor("the HTTPRoute is deleted", func() bool { unroute(); return !routeExists() })
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
 		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")
 	}
 
 	// Every optional child and managed ConfigMap goes away.
-	// The fake's status update stores the whole object the controller read, so a status
-	// write racing this edit can undo it: the edit is made again until it holds.
+	// As for the route, the edit is made again until it holds.
 	edit := func() {
 		l := cr("full")
 		if l.Generation == 2 {
