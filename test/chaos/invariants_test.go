@@ -205,9 +205,52 @@ func (s *scenario) waitConverged(timeout time.Duration) {
 		return len(pending) == 0, nil
 	})
 	if err != nil {
+		// What the cluster's own controllers made of the pending CRs' children tells a
+		// stalled controller from a stalled scheduler, kwok or volume binder.
+		for i, p := range pending {
+			ns, rest, _ := strings.Cut(p, "/")
+			name, _, _ := strings.Cut(rest, " ")
+			pending[i] = p + "\n    cluster: " + childState(ns, name)
+		}
 		t.Fatalf("not converged within %s: %d CRs pending:\n%s", timeout, len(pending), strings.Join(pending, "\n"))
 	}
 	t.Logf("every CR converged %s after the wait began", time.Since(start).Round(100*time.Millisecond))
+}
+
+// childState sums up the Deployment, ReplicaSets, pods and claim of a CR as the
+// cluster sees them.
+func childState(ns, name string) string {
+	ctx := context.Background()
+	var parts []string
+	if d, err := env.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		parts = append(parts, fmt.Sprintf("deployment gen %d observed %d replicas %d updated %d available %d",
+			d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas))
+	} else {
+		parts = append(parts, "deployment: "+err.Error())
+	}
+	if rss, err := env.kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range rss.Items {
+			if strings.HasPrefix(rs.Name, name+"-") {
+				parts = append(parts, fmt.Sprintf("replicaset %s replicas %d ready %d", rs.Name, rs.Status.Replicas, rs.Status.ReadyReplicas))
+			}
+		}
+	}
+	if pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Name, name+"-") {
+				continue
+			}
+			var conds []string
+			for _, c := range p.Status.Conditions {
+				conds = append(conds, fmt.Sprintf("%s=%s%s", c.Type, c.Status, strings.TrimSpace(" "+c.Reason)))
+			}
+			parts = append(parts, fmt.Sprintf("pod %s node %q phase %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, strings.Join(conds, ",")))
+		}
+	}
+	if pvc, err := env.kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name+"-pvc", metav1.GetOptions{}); err == nil {
+		parts = append(parts, fmt.Sprintf("pvc %s volume %q", pvc.Status.Phase, pvc.Spec.VolumeName))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func describe(l *v1alpha1.LlamaStackDistribution) string {
