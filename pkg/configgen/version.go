@@ -66,6 +66,9 @@ func (v Version) atLeast(minor int) bool { return !v.less(Version{0, minor, 0}) 
 // from reports whether v is major.minor or newer.
 func (v Version) from(major, minor int) bool { return !v.less(Version{major, minor, 0}) }
 
+// AtLeast reports whether v is major.minor or newer.
+func (v Version) AtLeast(major, minor int) bool { return v.from(major, minor) }
+
 // line numbers the version's minor release: 100*major + minor (0.7 is 7,
 // 1.3 is 103), the unit of the provider registry's ranges.
 func (v Version) line() int { return v.Major*100 + v.Minor }

@@ -102,7 +102,7 @@ func TestChildObjectMetadata(t *testing.T) {
 	}{
 		"service": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newService(hub(l))
+				o := newService(hub(l), "")
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "Service", wantName: "demo-service",

@@ -59,7 +59,7 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 	f := newFixture(t, append(allChildrenObjects(), l)...)
 	checkWrites(t, f.sync("app"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "app-pvc", newPVC(l)},
-		{"patch", "services", "app-service", newService(l)},
+		{"patch", "services", "app-service", newService(l, starterVersion())},
 		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)},
 		{"patch", "configmaps", "app-user-config", nil},
 		{"patch", "deployments", "app", nil},
@@ -115,7 +115,7 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 		"port change patches the Service and the Deployment": {
 			edit: func(l *cr) { networking(l).Port = 9000 },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "services", "app-service", newService(l)}, {"patch", "deployments", "app", nil},
+				return []expectedWrite{{"patch", "services", "app-service", newService(l, starterVersion())}, {"patch", "deployments", "app", nil},
 					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
 			},
 		},

@@ -234,10 +234,14 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 	cs := overrides(l)
 	p := port(l)
 
+	ports := []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}}
+	if metricsOn(l, in.serverVersion) {
+		ports = append(ports, metricsContainerPort())
+	}
 	c := corev1.Container{
 		Name:            containerName(l),
 		Image:           in.image,
-		Ports:           []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}},
+		Ports:           ports,
 		Env:             mergeEnv(controllerEnv(l, in), cs.Env),
 		Resources:       resolveResources(l),
 		SecurityContext: containerSecurityContext(cs.ContainerSecurityContext),

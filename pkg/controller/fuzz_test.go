@@ -100,7 +100,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		in.replicas = &min
 	}
 	obs.deployment = newDeployment(h, in)
-	obs.service = newService(h)
+	obs.service = newService(h, in.serverVersion)
 	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace))
 	if spec.Server.Storage != nil {
 		obs.pvc = newPVC(h)

@@ -28,9 +28,11 @@ func TestImageOverridesChangeTheImage(t *testing.T) {
 	f.converge("app")
 	assert.Equal(t, testImage, f.image("app"))
 
+	// The override's tag names no server version: the Service loses the metrics port
+	// of the pinned server (servermetrics.go), which it gets back with the pin.
 	f.setOperatorConfig(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"})
 	actions := f.sync("app")
-	assert.Equal(t, []string{"patch deployments app"}, childWrites(actions))
+	assert.Equal(t, []string{"patch deployments app", "patch services app-service"}, childWrites(actions))
 	assert.Equal(t, overrideImage, f.image("app"))
 	f.converge("app")
 
@@ -40,7 +42,7 @@ func TestImageOverridesChangeTheImage(t *testing.T) {
 
 	// An override of another distribution does not touch this one; removing ours restores the default.
 	f.setOperatorConfig(map[string]string{"image-overrides": "remote-vllm: " + overrideImage + "\n"})
-	assert.Equal(t, []string{"patch deployments app"}, childWrites(f.sync("app")))
+	assert.Equal(t, []string{"patch deployments app", "patch services app-service"}, childWrites(f.sync("app")))
 	assert.Equal(t, testImage, f.image("app"))
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")))
@@ -329,7 +331,7 @@ func TestDeletedOperatorConfigKeepsWhatRuns(t *testing.T) {
 
 	// Recreated: it says again what runs.
 	f.setOperatorConfig(map[string]string{"featureFlags": featureFlagsOff})
-	assert.Equal(t, []string{"delete networkpolicies app-network-policy", "patch deployments app"}, childWrites(f.sync("app")))
+	assert.Equal(t, []string{"delete networkpolicies app-network-policy", "patch deployments app", "patch services app-service"}, childWrites(f.sync("app")))
 	assert.Equal(t, testImage, f.image("app"))
 }
 
@@ -546,7 +548,12 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 				if tc.want == latest && annotated {
 					assert.Empty(t, writes, "the running image is kept: nothing is written")
 				} else {
-					assert.Equal(t, []string{"patch deployments app"}, writes, "one write of the Deployment")
+					want := []string{"patch deployments app"}
+					if serverServesMetrics(imageServerVersion(tc.want)) {
+						// The move to a server with metrics names its port on the Service.
+						want = append(want, "patch services app-service")
+					}
+					assert.Equal(t, want, writes, "one write of the Deployment")
 				}
 				assert.Equal(t, tc.want, d.Annotations[annotationImage])
 				f.converge("app")

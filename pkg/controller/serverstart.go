@@ -124,6 +124,9 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 				corev1.EnvVar{Name: envOGXConfig, Value: userConfigPath},
 			)
 		}
+		if metricsOn(l, in.serverVersion) {
+			env = append(env, metricsEnv()...)
+		}
 		if in.distro != "" {
 			// Where a llama-stack server of this distribution kept them on the
 			// volume mounted at /.llama (~/.llama/distributions/<name>).

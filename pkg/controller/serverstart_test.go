@@ -72,7 +72,8 @@ func TestServerStartByLine(t *testing.T) {
 		},
 		"OGX with a config runs the image's entrypoint on the mounted file": {
 			version: "1.3.0", config: true, distro: "starter",
-			env: []string{"HF_HOME", "OGX_CONFIG_DIR", "OGX_WORKERS", "OGX_PORT", "RUN_CONFIG_PATH", "OGX_CONFIG", "SQLITE_STORE_DIR", "FILES_STORAGE_DIR"},
+			env: []string{"HF_HOME", "OGX_CONFIG_DIR", "OGX_WORKERS", "OGX_PORT", "RUN_CONFIG_PATH", "OGX_CONFIG",
+				"OGX_METRICS_ENDPOINT_ENABLED", "OGX_METRICS_HOST", "OGX_METRICS_PORT", "SQLITE_STORE_DIR", "FILES_STORAGE_DIR"},
 			values: map[string]string{
 				"RUN_CONFIG_PATH": "/etc/llama-stack/config.yaml", "OGX_CONFIG": "/etc/llama-stack/config.yaml",
 				"OGX_CONFIG_DIR": "/.llama", "SQLITE_STORE_DIR": "/.llama/distributions/starter",
@@ -89,7 +90,7 @@ func TestServerStartByLine(t *testing.T) {
 		},
 		"OGX without a config or distribution runs the bundled config": {
 			version: "1.3.0",
-			env:     []string{"HF_HOME", "OGX_CONFIG_DIR", "OGX_WORKERS", "OGX_PORT"},
+			env:     []string{"HF_HOME", "OGX_CONFIG_DIR", "OGX_WORKERS", "OGX_PORT", "OGX_METRICS_ENDPOINT_ENABLED", "OGX_METRICS_HOST", "OGX_METRICS_PORT"},
 		},
 		"unknown line with a config asks the image which package it has": {
 			config:  true,

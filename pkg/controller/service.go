@@ -20,11 +20,17 @@ const (
 )
 
 // newService builds the ClusterIP Service in front of the server pods. It always exists.
-func newService(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
+// For a server version that serves metrics (servermetrics.go) it has a second port,
+// named metrics.
+func newService(l *v1alpha2.LlamaStackDistribution, serverVersion string) *corev1.Service {
 	p := port(l)
 	sp := corev1.ServicePort{Name: servicePortName, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP}
 	if tlsEnabled(l) {
 		sp.Name, sp.AppProtocol = servicePortNameTLS, ptr.To("https")
+	}
+	ports := []corev1.ServicePort{sp}
+	if metricsOn(l, serverVersion) {
+		ports = append(ports, metricsServicePort())
 	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"},
@@ -32,7 +38,7 @@ func newService(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selectorLabels(l),
-			Ports:    []corev1.ServicePort{sp},
+			Ports:    ports,
 		},
 	}
 }

@@ -258,21 +258,21 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 	}
 
-	svc, err := c.services.ensure(ctx, l, newService(l))
-	if !report(err) && err == nil {
-		obs.service = svc
-	}
-
-	for _, child := range c.beforeServer {
-		report(child.sync(ctx, l, cfg, &obs))
-	}
-
 	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift,
 		serverVersion: imageServerVersion(image), distro: l.Spec.Distribution.Name, tls: serverTLS}
 	current := ""
 	if gen != nil {
 		in.configEnv, current = gen.out.Env, gen.configMapName(l)
 		in.serverVersion, in.distro = gen.resolved.ServerVersion, gen.out.Distro
+	}
+
+	svc, err := c.services.ensure(ctx, l, newService(l, in.serverVersion))
+	if !report(err) && err == nil {
+		obs.service = svc
+	}
+
+	for _, child := range c.beforeServer {
+		report(child.sync(ctx, l, cfg, &obs))
 	}
 	obs.deployment = c.controlledDeployment(l)
 	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)

@@ -230,7 +230,7 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	require.Less(t, len(pinned), len(names), "a CR with a direct image too")
 	after := u.snapshot(t, ns)
 	assertUpgradeChanges(t, before, after, pinned)
-	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names)
+	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names, pinned)
 
 	// A restart of the controller writes nothing in the namespace: the pin was applied
 	// once, and the Deployments are as the first sync left them.
@@ -332,14 +332,22 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 		case resource == "deployments" || resource == "replicasets":
 		case pinned[owner(b)] != "":
 			// A child of a CR whose pods rolled: its status may follow the rollout (a
-			// PDB's counts, a PVC's conditions), written by Kubernetes' controllers (the
-			// audit log shows the controller wrote none); nothing else changed.
+			// PDB's counts, a PVC's conditions), written by Kubernetes' controllers; the
+			// controller writes none but the Service, when the pin serves metrics.
 			strip := func(u *unstructured.Unstructured) map[string]any {
 				o := withoutWriteMarks(u)
 				delete(o, "status")
 				return o
 			}
-			assert.Empty(t, diffJSON(strip(b), strip(a), ""), "%s changed beyond its status", key)
+			want, got := strip(b), strip(a)
+			if resource == "services" && pinServesMetrics(pinned[owner(b)]) {
+				// The pinned server serves metrics: the Service gains their port, after the
+				// API's, in the one write of it.
+				ports, _, _ := unstructured.NestedSlice(want, "spec", "ports")
+				ports = append(ports, map[string]any{"name": "metrics", "port": int64(9464), "protocol": "TCP", "targetPort": "metrics"})
+				require.NoError(t, unstructured.SetNestedSlice(want, ports, "spec", "ports"))
+			}
+			assert.Empty(t, diffJSON(want, got, ""), "%s changed beyond its status", key)
 			continue
 		default:
 			assert.Equal(t, b.GetResourceVersion(), a.GetResourceVersion(), "%s was written; differences: %v", key, diffJSON(b.Object, a.Object, ""))
@@ -379,6 +387,11 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 			server["image"] = image
 			server["env"] = gotServer["env"]
 			delete(server, "command")
+			if pinServesMetrics(image) {
+				assert.True(t, envNames["OGX_METRICS_ENDPOINT_ENABLED"], "%s: the metrics endpoint is turned on", key)
+				ports, _ := server["ports"].([]any)
+				server["ports"] = append(ports, map[string]any{"name": "metrics", "containerPort": int64(9464), "protocol": "TCP"})
+			}
 			require.NoError(t, unstructured.SetNestedSlice(want, containers, "spec", "template", "spec", "containers"))
 			// The pods roll anyway: the default spreading, which this release puts in the
 			// template at every replica count, comes with the same rollout.
@@ -438,10 +451,22 @@ func withoutWriteMarks(u *unstructured.Unstructured) map[string]any {
 	return c.Object
 }
 
+// pinServesMetrics reports whether the server of a pinned image serves metrics (OGX
+// 1.2 and later), so that the upgrade turns them on.
+func pinServesMetrics(image string) bool {
+	_, tag, ok := strings.Cut(image, ":")
+	if !ok {
+		return false
+	}
+	v, err := configgen.ParseVersion(tag)
+	return err == nil && v.AtLeast(1, 2)
+}
+
 // assertChildWrites checks what the controller wrote into ns after the upgrade: one
-// patch of each Deployment (the image annotation) and nothing else of any child, only
+// patch of each Deployment (the image annotation, or the pin) and of the Service of each
+// CR whose pinned server serves metrics (their port), nothing else of any child, only
 // status writes of the CRs and Events besides.
-func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string) {
+func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, pinned map[string]string) {
 	t.Helper()
 	patched := map[string]int{}
 	var all []string
@@ -455,6 +480,8 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 			w.ObjectRef.Resource == "events":
 		case w.ObjectRef.Resource == "deployments" && w.ObjectRef.Subresource == "" && w.Verb == "patch":
 			patched[w.ObjectRef.Name]++
+		case w.ObjectRef.Resource == "services" && w.ObjectRef.Subresource == "" && w.Verb == "patch":
+			patched["services/"+w.ObjectRef.Name]++
 		default:
 			t.Errorf("a write of a child after the upgrade: %s", w)
 		}
@@ -462,8 +489,11 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 	want := map[string]int{}
 	for _, name := range names {
 		want[name] = 1
+		if pinServesMetrics(pinned[name]) {
+			want["services/"+name+"-service"] = 1
+		}
 	}
-	assert.Equal(t, want, patched, "one patch of each Deployment")
+	assert.Equal(t, want, patched, "one patch of each Deployment, and of each Service that gains the metrics port")
 	t.Logf("writes of the controller of this tree after the upgrade:\n%s", strings.Join(all, "\n"))
 }
 
