@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -65,20 +66,20 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 	// NetworkPolicy is in place before the pods start; the others follow the Deployment.
 	c.beforeServer = []askedChild{
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: networkPolicyName,
-			wanted: func(_ *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (bool, bool) {
-				return cfg.enableNetworkPolicy, cfg.networkPolicyKnown
+			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
+				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
 			},
-			build: func(l *v1alpha2.LlamaStackDistribution) *networkingv1.NetworkPolicy {
-				return newNetworkPolicy(l, c.operatorNamespace)
+			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
+				return newNetworkPolicy(l, c.operatorNamespace, in.serverVersion)
 			}},
 	}
 	c.afterServer = []askedChild{
 		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: hpaName,
-			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: newHPA},
+			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(newHPA)},
 		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: pdbName,
-			wanted: always(wantsPDB), build: newPDB},
+			wanted: always(wantsPDB), build: fromCR(newPDB)},
 		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: ingressName,
-			wanted: always(wantsIngress), build: newIngress,
+			wanted: always(wantsIngress), build: fromCR(newIngress),
 			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
 	}
 	return b.kinds, b.err
@@ -107,19 +108,53 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		gatewayac.ExtractHTTPRoute, neverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: httpRouteName,
-			api: routes, wanted: always(wantsHTTPRoute), build: newHTTPRoute,
+			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
 			seen:    func(obs *observed, route *gatewayv1.HTTPRoute) { obs.httpRoute = route },
 			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
+
+	// Without a dynamic client no ServiceMonitor is made. A CR hears of the CRD whatever
+	// it asks: whether its server serves metrics is known only in its sync.
+	crds = cfg.CRDClient
+	if cfg.DynamicClient == nil {
+		crds = nil
+	}
+	monitors, err := newOptionalKind(serviceMonitorKind, serviceMonitorResource, crds,
+		func() cache.SharedIndexInformer {
+			return newServiceMonitorInformer(cfg.DynamicClient, c.watchNamespace)
+		},
+		c.ownedHandler(), c.enqueueAsking(func(*v1alpha2.LlamaStackDistribution) bool { return true }))
+	if err != nil {
+		return fmt.Errorf("watching the ServiceMonitor CRD: %w", err)
+	}
+	c.optionalKinds = append(c.optionalKinds, monitors)
+	c.serviceMonitors = newChildKind(c.recorder, serviceMonitorKind, fromOptionalCache[*unstructured.Unstructured](monitors),
+		func(ns string) unstructuredClient {
+			return unstructuredClient{resource: cfg.DynamicClient.Resource(serviceMonitorResource).Namespace(ns)}
+		},
+		extractUnstructured, neverTakeOver)
+	c.afterServer = append(c.afterServer,
+		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: serviceMonitorName,
+			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)})
 	return nil
+}
+
+// childInputs are what a sync knows, besides the CR, that decides whether a child is
+// wanted and what it holds.
+type childInputs struct {
+	// cfg is the operator ConfigMap as the sync read it.
+	cfg operatorConfig
+	// serverVersion is the version of the server the Deployment runs or is about to
+	// ("" when not known).
+	serverVersion string
 }
 
 // askedChild is a child the CR has while it asks for it: applied while it does, deleted
 // (when the CR's) once it does not.
 type askedChild interface {
 	// sync applies or deletes it, and records it in obs.
-	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error
+	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) error
 	// observe records it in obs as it is, for a sync that changes nothing.
-	observe(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed)
+	observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed)
 }
 
 // asked is an askedChild of one kind.
@@ -128,8 +163,8 @@ type asked[T metav1.Object, AC any] struct {
 	name func(*v1alpha2.LlamaStackDistribution) string
 	// wanted tells whether the CR asks for it; while known is false (the operator
 	// ConfigMap does not say) it is neither made nor deleted.
-	wanted func(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (want, known bool)
-	build  func(*v1alpha2.LlamaStackDistribution) T
+	wanted func(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool)
+	build  func(*v1alpha2.LlamaStackDistribution, childInputs) T
 	// seen records it in what the sync observed; nil when the status does not read it.
 	seen func(*observed, T)
 	// api is the optional kind's API (nil for a kind always served); seenAPI records,
@@ -140,38 +175,38 @@ type asked[T metav1.Object, AC any] struct {
 
 // served tells whether the kind's API is served; for a CR that asks for the child,
 // what is known of it is recorded in obs.
-func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) bool {
+func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) bool {
 	if a.api == nil {
 		return true
 	}
 	state := a.api.state()
-	if want, _ := a.wanted(l, cfg); want && a.seenAPI != nil {
+	if want, _ := a.wanted(l, in); want && a.seenAPI != nil {
 		a.seenAPI(obs, state)
 	}
 	return state == apiServed
 }
 
-func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) error {
-	if !a.served(l, cfg, obs) {
+func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) error {
+	if !a.served(l, in, obs) {
 		// Nothing of the kind can exist, or what exists is not known yet.
 		return nil
 	}
-	want, known := a.wanted(l, cfg)
+	want, known := a.wanted(l, in)
 	switch {
 	case !known:
 		return nil
 	case !want:
 		return a.kind.deleteIfOwned(ctx, l, a.name(l))
 	}
-	obj, err := a.kind.ensure(ctx, l, a.build(l))
+	obj, err := a.kind.ensure(ctx, l, a.build(l, in))
 	if err == nil && a.seen != nil {
 		a.seen(obs, obj)
 	}
 	return err
 }
 
-func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig, obs *observed) {
-	if a.seen == nil || !a.served(l, cfg, obs) {
+func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) {
+	if a.seen == nil || !a.served(l, in, obs) {
 		return
 	}
 	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil {
@@ -180,8 +215,13 @@ func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, cfg operatorCo
 }
 
 // always is a wanted function for a child the CR alone decides.
-func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.LlamaStackDistribution, operatorConfig) (bool, bool) {
-	return func(l *v1alpha2.LlamaStackDistribution, _ operatorConfig) (bool, bool) { return wants(l), true }
+func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.LlamaStackDistribution, childInputs) (bool, bool) {
+	return func(l *v1alpha2.LlamaStackDistribution, _ childInputs) (bool, bool) { return wants(l), true }
+}
+
+// fromCR is a build function for a child made from the CR alone.
+func fromCR[T any](build func(*v1alpha2.LlamaStackDistribution) T) func(*v1alpha2.LlamaStackDistribution, childInputs) T {
+	return func(l *v1alpha2.LlamaStackDistribution, _ childInputs) T { return build(l) }
 }
 
 // kindBinder collects the kinds bound by bindKind.

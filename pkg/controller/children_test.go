@@ -60,7 +60,7 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 	checkWrites(t, f.sync("app"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "app-pvc", newPVC(l)},
 		{"patch", "services", "app-service", newService(l, starterVersion())},
-		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)},
+		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())},
 		{"patch", "configmaps", "app-user-config", nil},
 		{"patch", "deployments", "app", nil},
 		{"patch", "horizontalpodautoscalers", "app-hpa", newHPA(l)},
@@ -116,7 +116,7 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 			edit: func(l *cr) { networking(l).Port = 9000 },
 			writes: func(l *cr) []expectedWrite {
 				return []expectedWrite{{"patch", "services", "app-service", newService(l, starterVersion())}, {"patch", "deployments", "app", nil},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
 			},
 		},
 		"maxReplicas change patches the HPA": {
@@ -139,13 +139,13 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 			edit: func(l *cr) { networking(l).Expose = &v1alpha2.ExposeSpec{} },
 			writes: func(l *cr) []expectedWrite {
 				return []expectedWrite{{"patch", "ingresses", "app-ingress", newIngress(l)},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
 			},
 		},
 		"allowedFrom change patches the NetworkPolicy": {
 			edit: func(l *cr) { networking(l).AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: []string{"monitoring"}} },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace)}}
+				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
 			},
 		},
 	}

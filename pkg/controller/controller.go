@@ -16,6 +16,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -23,6 +24,7 @@ import (
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -96,6 +98,9 @@ type Config struct {
 	// and a CR that asks for one is told the API is not served.
 	CRDClient     apiextensionsclient.Interface
 	GatewayClient gatewayclient.Interface
+	// DynamicClient writes and watches the optional kinds without a typed client
+	// (ServiceMonitors); without it and CRDClient, none is made.
+	DynamicClient dynamic.Interface
 }
 
 // Controller is the LlamaStackDistribution controller.
@@ -119,6 +124,7 @@ type Controller struct {
 	networkPolicies *childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
 	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
 	httpRoutes      *childKind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
+	serviceMonitors *childKind[*unstructured.Unstructured, unstructured.Unstructured]
 	// optionalKinds are the kinds whose API the cluster may not serve, each watched
 	// while it does (optionalkinds.go).
 	optionalKinds []*optionalKind

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -59,6 +60,9 @@ type fixture struct {
 	kubeclient *k8sfake.Clientset
 	// gatewayclient holds the HTTPRoutes, while the fixture serves them (serveHTTPRoutes).
 	gatewayclient *gatewayfake.Clientset
+	// dynamicclient holds the ServiceMonitors, while the fixture serves them
+	// (serveServiceMonitors).
+	dynamicclient *dynamicfake.FakeDynamicClient
 	// crdclient, when set, is the controller's CRD client (the optional kinds' watches).
 	crdclient *apiextensionsfake.Clientset
 
@@ -91,7 +95,7 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 		}
 	}
 	f := &fixture{t: t, ctx: ctx, client: fake.NewClientset(llsds...), kubeclient: k8sfake.NewClientset(kube...),
-		gatewayclient: gatewayfake.NewClientset()}
+		gatewayclient: gatewayfake.NewClientset(), dynamicclient: newMonitoringClient(t)}
 	f.recorder = record.NewFakeRecorder(100)
 	f.newController()
 	return f
@@ -120,6 +124,7 @@ func (f *fixture) newController() {
 		OperatorVersion:     "test",
 		Recorder:            f.recorder,
 		GatewayClient:       f.gatewayclient,
+		DynamicClient:       f.dynamicclient,
 	}
 	if f.crdclient != nil {
 		cfg.CRDClient = f.crdclient
@@ -142,14 +147,28 @@ func (f *fixture) serveHTTPRoutes() {
 	f.refreshCaches()
 }
 
+// serveServiceMonitors makes the ServiceMonitor API served, as serveHTTPRoutes does
+// the HTTPRoute API.
+func (f *fixture) serveServiceMonitors() {
+	f.t.Helper()
+	monitors := f.optionalKind(serviceMonitorKind)
+	monitors.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
+	monitors.crdsSynced = func() bool { return true }
+	monitors.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
+	f.refreshCaches()
+}
+
 // routeKind is the controller's HTTPRoute optional kind.
-func (f *fixture) routeKind() *optionalKind {
+func (f *fixture) routeKind() *optionalKind { return f.optionalKind("HTTPRoute") }
+
+// optionalKind is the controller's optional kind of that kind.
+func (f *fixture) optionalKind(kind string) *optionalKind {
 	for _, k := range f.c.optionalKinds {
-		if k.kind == "HTTPRoute" {
+		if k.kind == kind {
 			return k
 		}
 	}
-	f.t.Fatal("no HTTPRoute optional kind")
+	f.t.Fatalf("no %s optional kind", kind)
 	return nil
 }
 
@@ -186,6 +205,10 @@ func (f *fixture) refreshCaches() {
 		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
 		fill(routes, strip, managed, list, err)
 	}
+	if monitors := f.optionalKind(serviceMonitorKind).cache(); monitors != nil {
+		list, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace("").List(ctx, all)
+		fill(monitors, strip, managed, list, err)
+	}
 	cms, err := k.CoreV1().ConfigMaps("").List(ctx, all)
 	fill(f.configMapInformers.Core().V1().ConfigMaps().Informer().GetIndexer(), TransformConfigMap, nil, cms, err)
 	fill(f.operatorInformers.Core().V1().ConfigMaps().Informer().GetIndexer(), strip, func(o metav1.Object) bool {
@@ -208,10 +231,11 @@ func (f *fixture) sync(name string) []core.Action {
 	f.client.ClearActions()
 	f.kubeclient.ClearActions()
 	f.gatewayclient.ClearActions()
+	f.dynamicclient.ClearActions()
 	err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: testNamespace, Name: name})
 	require.NoError(f.t, err)
 	actions := slices.Concat(filterInformerActions(f.client.Actions()), filterInformerActions(f.kubeclient.Actions()),
-		filterInformerActions(f.gatewayclient.Actions()))
+		filterInformerActions(f.gatewayclient.Actions()), filterInformerActions(f.dynamicclient.Actions()))
 	f.refreshCaches()
 	return actions
 }

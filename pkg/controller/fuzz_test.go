@@ -101,7 +101,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	}
 	obs.deployment = newDeployment(h, in)
 	obs.service = newService(h, in.serverVersion)
-	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace))
+	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace, in.serverVersion))
 	if spec.Server.Storage != nil {
 		obs.pvc = newPVC(h)
 		res.children = append(res.children, obs.pvc)

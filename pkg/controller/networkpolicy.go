@@ -14,18 +14,22 @@ const (
 	// allNamespaces in allowedFrom.namespaces opens the server to every namespace.
 	allNamespaces = "*"
 
-	// labelPolicyGroup and policyGroupIngress select the OpenShift router namespaces.
-	labelPolicyGroup   = "network.openshift.io/policy-group"
-	policyGroupIngress = "ingress"
+	// labelPolicyGroup and policyGroupIngress select the OpenShift router namespaces,
+	// policyGroupMonitoring its monitoring stack's.
+	labelPolicyGroup      = "network.openshift.io/policy-group"
+	policyGroupIngress    = "ingress"
+	policyGroupMonitoring = "monitoring"
 )
 
 // newNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
 // the CR's namespace, the controller's namespace, the namespaces named or labelled in
 // spec.networking.allowedFrom and, once networking.expose or allowedFrom is written (in
 // v1alpha1: once spec.network is), the OpenShift routers. A "*" namespace admits every
-// namespace instead.
-func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) *networkingv1.NetworkPolicy {
-	return &networkingv1.NetworkPolicy{
+// namespace instead. While the server serves its metrics (servermetrics.go), a second
+// rule admits to the metrics port the same sources, but the routers, and OpenShift's
+// monitoring namespaces.
+func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace, serverVersion string) *networkingv1.NetworkPolicy {
+	np := &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: childObjectMeta(l, networkPolicyName(l)),
 		Spec: networkingv1.NetworkPolicySpec{
@@ -40,23 +44,63 @@ func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace stri
 			}},
 		},
 	}
+	if metricsOn(l, serverVersion) {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{{
+				Protocol: ptr.To(corev1.ProtocolTCP),
+				Port:     ptr.To(intstr.FromInt32(serverMetricsPort)),
+			}},
+			From: metricsPeers(l, operatorNamespace),
+		})
+	}
+	return np
+}
+
+// metricsPeers lists the sources admitted to the metrics port: those admitted to the
+// server but the routers (a Prometheus in a namespace of allowedFrom scrapes it), and
+// the namespaces of OpenShift's monitoring stack.
+func metricsPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) []networkingv1.NetworkPolicyPeer {
+	peers, everyNamespace := sourcePeers(l, operatorNamespace)
+	if everyNamespace {
+		return peers
+	}
+	return append(peers, networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{labelPolicyGroup: policyGroupMonitoring},
+		},
+	})
 }
 
 // networkPolicyPeers lists the sources admitted to the server, in upstream's order.
 func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) []networkingv1.NetworkPolicyPeer {
+	peers, everyNamespace := sourcePeers(l, operatorNamespace)
+	if everyNamespace {
+		return peers
+	}
+	if net := networking(l); net.Expose != nil || net.AllowedFrom != nil {
+		peers = append(peers, networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{labelPolicyGroup: policyGroupIngress},
+			},
+		})
+	}
+	return peers
+}
+
+// sourcePeers lists the pods of the CR's namespace, the operator namespace and the
+// namespaces allowedFrom names or labels; or, when it names "*", every namespace
+// alone (everyNamespace).
+func sourcePeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) (peers []networkingv1.NetworkPolicyPeer, everyNamespace bool) {
 	var allowed v1alpha2.AllowedFromSpec
-	net := networking(l)
-	if net.AllowedFrom != nil {
+	if net := networking(l); net.AllowedFrom != nil {
 		allowed = *net.AllowedFrom
 	}
-
 	for _, ns := range allowed.Namespaces {
 		if ns == allNamespaces {
-			return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+			return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}, true
 		}
 	}
-
-	peers := []networkingv1.NetworkPolicyPeer{
+	peers = []networkingv1.NetworkPolicyPeer{
 		{PodSelector: &metav1.LabelSelector{}},
 		namespaceNamePeer(operatorNamespace),
 	}
@@ -73,14 +117,7 @@ func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace st
 			},
 		})
 	}
-	if net.Expose != nil || net.AllowedFrom != nil {
-		peers = append(peers, networkingv1.NetworkPolicyPeer{
-			NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{labelPolicyGroup: policyGroupIngress},
-			},
-		})
-	}
-	return peers
+	return peers, false
 }
 
 // namespaceNamePeer admits every pod of the namespace with the given name.

@@ -116,7 +116,7 @@ func TestNewNetworkPolicy(t *testing.T) {
 			})
 			before := l.DeepCopy()
 
-			got := newNetworkPolicy(hub(l), testOperatorNamespace)
+			got := newNetworkPolicy(hub(l), testOperatorNamespace, "")
 
 			want := &networkingv1.NetworkPolicy{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
@@ -157,6 +157,56 @@ func TestNewNetworkPolicy(t *testing.T) {
 				assert.Nil(t, p.IPBlock, "peer %d", i+1)
 			}
 			assert.Equal(t, before, l, "the CR must not be mutated")
+		})
+	}
+}
+
+// While the server serves metrics, a second rule admits to the metrics port the sources
+// the server admits, without the routers (nothing routes to it from outside) and with
+// OpenShift's monitoring namespaces; an older server has one rule only.
+func TestNetworkPolicyAdmitsScrapesToTheMetricsPort(t *testing.T) {
+	peerMonitoring := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+		MatchLabels: map[string]string{"network.openshift.io/policy-group": "monitoring"},
+	}}
+	tests := map[string]struct {
+		network  *v1alpha1.NetworkSpec
+		port     int32
+		version  string
+		wantFrom []networkingv1.NetworkPolicyPeer // nil: no metrics rule
+	}{
+		"a server without the endpoint": {version: "0.7.1"},
+		"version not known":             {version: ""},
+		"the API on the metrics port":   {version: starterVersion(), port: 9464},
+		"own and operator namespace": {version: starterVersion(),
+			wantFrom: []networkingv1.NetworkPolicyPeer{peerSameNamespace, peerNamespace(testOperatorNamespace), peerMonitoring}},
+		"allowedFrom names the Prometheus namespace, not the routers": {version: starterVersion(),
+			network: &v1alpha1.NetworkSpec{ExposeRoute: true, AllowedFrom: &v1alpha1.AllowedFromSpec{
+				Namespaces: []string{"monitoring"}, Labels: []v1alpha1.LabelKey{"team/ok"}}},
+			wantFrom: []networkingv1.NetworkPolicyPeer{peerSameNamespace, peerNamespace(testOperatorNamespace),
+				peerNamespace("monitoring"), peerLabelKey("team/ok"), peerMonitoring}},
+		"star admits every namespace": {version: starterVersion(),
+			network:  &v1alpha1.NetworkSpec{AllowedFrom: &v1alpha1.AllowedFromSpec{Namespaces: []string{"*"}}},
+			wantFrom: []networkingv1.NetworkPolicyPeer{peerAllNamespaces}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := childTestCR(func(l *v1alpha1.LlamaStackDistribution) {
+				l.Spec.Server.ContainerSpec.Port = tc.port
+				l.Spec.Network = tc.network
+			})
+			got := newNetworkPolicy(hub(l), testOperatorNamespace, tc.version)
+			apiRule := newNetworkPolicy(hub(l), testOperatorNamespace, "").Spec.Ingress[0]
+			require.NotEmpty(t, got.Spec.Ingress)
+			assert.Equal(t, apiRule, got.Spec.Ingress[0], "the server's rule does not depend on the metrics")
+			if tc.wantFrom == nil {
+				assert.Len(t, got.Spec.Ingress, 1)
+				return
+			}
+			require.Len(t, got.Spec.Ingress, 2)
+			assert.Equal(t, networkingv1.NetworkPolicyIngressRule{
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(9464))}},
+				From:  tc.wantFrom,
+			}, got.Spec.Ingress[1])
 		})
 	}
 }

@@ -42,6 +42,11 @@ type operatorConfig struct {
 	// NetworkPolicies are then left as they are (neither made nor deleted).
 	networkPolicyKnown  bool
 	enableNetworkPolicy bool
+	// serviceMonitorKnown is false when the ConfigMap is missing or featureFlags cannot
+	// be read: existing ServiceMonitors are then left as they are. Otherwise they are
+	// made unless enableServiceMonitor.enabled is false.
+	serviceMonitorKnown  bool
+	enableServiceMonitor bool
 	// imageOverrides are the valid entries of image-overrides.
 	imageOverrides map[string]string
 	// keepAllImages is true when image-overrides cannot be read as a whole (or has an
@@ -102,7 +107,7 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 	if cm == nil {
 		return missingOperatorConfig()
 	}
-	cfg := operatorConfig{networkPolicyKnown: true}
+	cfg := operatorConfig{networkPolicyKnown: true, serviceMonitorKnown: true, enableServiceMonitor: true}
 	for _, k := range sortedKeys(cm.Data) {
 		if k != keyFeatureFlags && k != keyImageOverrides {
 			cfg.problems = append(cfg.problems, fmt.Sprintf("unknown key %q (known keys: %s, %s)%s", k, keyFeatureFlags, keyImageOverrides, typoConsequence(cm, k)))
@@ -117,19 +122,26 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 	// (no featureFlags, an empty one, enableNetworkPolicy: {}) is not a "disabled" that
 	// deletes every NetworkPolicy.
 	raw, ok := cm.Data[keyFeatureFlags]
-	enabled, said, problem := parseFeatureFlags(raw)
+	flags, problem := parseFeatureFlags(raw)
+	if flags.serviceMonitor != nil {
+		cfg.enableServiceMonitor = *flags.serviceMonitor
+	}
+	if !ok && unknownKeys {
+		// A misspelt featureFlags may have said enableServiceMonitor: {enabled: false}.
+		cfg.serviceMonitorKnown, cfg.enableServiceMonitor = false, false
+	}
 	switch {
 	case problem != "":
-		cfg.networkPolicyKnown = false
-		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies are left as they are until it is fixed")
-	case !said:
+		cfg.networkPolicyKnown, cfg.serviceMonitorKnown, cfg.enableServiceMonitor = false, false, false
+		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
+	case flags.networkPolicy == nil:
 		cfg.networkPolicyKnown = false
 		if ok || !unknownKeys { // (a misspelt key is reported above)
 			cfg.problems = append(cfg.problems, fmt.Sprintf(
 				"key %s does not set enableNetworkPolicy.enabled; NetworkPolicies are left as they are until it says true or false", keyFeatureFlags))
 		}
 	default:
-		cfg.enableNetworkPolicy = enabled
+		cfg.enableNetworkPolicy = *flags.networkPolicy
 	}
 
 	if raw, ok := cm.Data[keyImageOverrides]; ok && strings.TrimSpace(raw) != "" {
@@ -144,7 +156,7 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 func typoConsequence(cm *corev1.ConfigMap, key string) string {
 	var kept []string
 	if _, ok := cm.Data[keyFeatureFlags]; !ok {
-		kept = append(kept, "NetworkPolicies")
+		kept = append(kept, "NetworkPolicies", "ServiceMonitors")
 	}
 	if _, ok := cm.Data[keyImageOverrides]; !ok {
 		kept = append(kept, "running images")
@@ -152,44 +164,60 @@ func typoConsequence(cm *corev1.ConfigMap, key string) string {
 	if len(kept) == 0 {
 		return "; it is ignored"
 	}
-	return "; " + strings.Join(kept, " and ") + " are left as they are until it is fixed"
+	return "; " + joinAnd(kept) + " are left as they are until it is fixed"
 }
 
-// parseFeatureFlags reads featureFlags strictly: every key known, every value of its type.
-// It returns enableNetworkPolicy.enabled and whether it was set, or a problem naming the key.
-func parseFeatureFlags(raw string) (enabled, said bool, problem string) {
+// featureFlags are the flags featureFlags sets; nil where it does not say.
+type featureFlags struct {
+	networkPolicy  *bool
+	serviceMonitor *bool
+}
+
+// knownFlags are the flags of featureFlags, each a mapping with one field, enabled.
+var knownFlags = []string{"enableNetworkPolicy", "enableServiceMonitor"}
+
+// parseFeatureFlags reads featureFlags strictly: every key known, every value of its
+// type. It returns the flags it sets, or a problem naming the key.
+func parseFeatureFlags(raw string) (featureFlags, string) {
+	var flags featureFlags
 	if strings.TrimSpace(raw) == "" {
-		return false, false, ""
+		return flags, ""
 	}
 	var doc any
 	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
-		return false, false, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
+		return flags, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
 	}
 	const example = "enableNetworkPolicy: {enabled: true}"
 	top, ok := doc.(map[string]any)
 	if !ok {
-		return false, false, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
+		return flags, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if k != "enableNetworkPolicy" {
-			return false, false, fmt.Sprintf("key %s: unknown flag %q (known flags: enableNetworkPolicy)", keyFeatureFlags, k)
+		var target **bool
+		switch k {
+		case "enableNetworkPolicy":
+			target = &flags.networkPolicy
+		case "enableServiceMonitor":
+			target = &flags.serviceMonitor
+		default:
+			return featureFlags{}, fmt.Sprintf("key %s: unknown flag %q (known flags: %s)", keyFeatureFlags, k, strings.Join(knownFlags, ", "))
 		}
-		np, ok := top[k].(map[string]any)
+		flag, ok := top[k].(map[string]any)
 		if !ok {
-			return false, false, fmt.Sprintf("key %s: enableNetworkPolicy must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, yamlKind(top[k]))
+			return featureFlags{}, fmt.Sprintf("key %s: %s must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, k, yamlKind(top[k]))
 		}
-		for _, field := range slices.Sorted(maps.Keys(np)) {
+		for _, field := range slices.Sorted(maps.Keys(flag)) {
 			if field != "enabled" {
-				return false, false, fmt.Sprintf("key %s: unknown field %q in enableNetworkPolicy (known fields: enabled)", keyFeatureFlags, field)
+				return featureFlags{}, fmt.Sprintf("key %s: unknown field %q in %s (known fields: enabled)", keyFeatureFlags, field, k)
 			}
-			b, ok := np[field].(bool)
+			b, ok := flag[field].(bool)
 			if !ok {
-				return false, false, fmt.Sprintf("key %s: enableNetworkPolicy.enabled must be true or false, not %s", keyFeatureFlags, yamlKind(np[field]))
+				return featureFlags{}, fmt.Sprintf("key %s: %s.enabled must be true or false, not %s", keyFeatureFlags, k, yamlKind(flag[field]))
 			}
-			enabled, said = b, true
+			*target = &b
 		}
 	}
-	return enabled, said, ""
+	return flags, ""
 }
 
 // parseImageOverrides reads image-overrides into cfg: a mapping of distribution name to
@@ -279,4 +307,12 @@ func (c *Controller) currentOperatorConfig() operatorConfig {
 		return missingOperatorConfig()
 	}
 	return parseOperatorConfig(cm, c.distributions)
+}
+
+// joinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -131,6 +131,8 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 		data       map[string]string
 		npKnown    bool
 		npEnabled  bool
+		smOff      bool // enableServiceMonitor read as false (default: true)
+		smUnknown  bool // ServiceMonitors left as they are
 		keepAll    bool
 		keep       []string
 		problemHas []string
@@ -148,24 +150,33 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
 		{name: "no data says nothing", data: map[string]string{},
 			keepAll: false, problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "enable for enabled", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enable: true}"},
+		{name: "enable for enabled", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: {enable: true}"},
 			problemHas: []string{"featureFlags", `"enable"`, "enableNetworkPolicy", "left as they are"}},
-		{name: "enabeld typo", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
+		{name: "enabeld typo", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
 			problemHas: []string{"featureFlags", `"enabeld"`}},
-		{name: "unknown flag", data: map[string]string{"featureFlags": "enableNetworkPolicies:\n  enabled: true\n"},
+		{name: "unknown flag", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicies:\n  enabled: true\n"},
 			problemHas: []string{"featureFlags", `"enableNetworkPolicies"`}},
-		{name: "flag not a mapping", data: map[string]string{"featureFlags": "enableNetworkPolicy: true"},
+		{name: "flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: true"},
 			problemHas: []string{"enableNetworkPolicy must be a mapping", "a boolean"}},
-		{name: "enabled a string", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
+		{name: "enabled a string", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
 			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "a string"}},
-		{name: "enabled empty", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
+		{name: "enabled empty", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
 			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "empty"}},
-		{name: "featureFlags a list", data: map[string]string{"featureFlags": "- enableNetworkPolicy\n"},
+		{name: "featureFlags a list", smUnknown: true, data: map[string]string{"featureFlags": "- enableNetworkPolicy\n"},
 			problemHas: []string{"featureFlags must be a mapping", "a list"}},
-		{name: "featureFlags not YAML", data: map[string]string{"featureFlags": "enableNetworkPolicy: [oops"},
+		{name: "featureFlags not YAML", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: [oops"},
 			problemHas: []string{"featureFlags is not valid YAML"}},
-		{name: "misspelt data key", data: map[string]string{"featureflags": featureFlagsOff},
-			keepAll: true, problemHas: []string{`unknown key "featureflags"`, "NetworkPolicies and running images are left as they are"}},
+		{name: "service monitors off", data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: false}\n"},
+			npKnown: true, npEnabled: true, smOff: true},
+		{name: "service monitors on", data: map[string]string{"featureFlags": featureFlagsOff + "enableServiceMonitor:\n  enabled: true\n"}, npKnown: true},
+		{name: "service monitors alone", data: map[string]string{"featureFlags": "enableServiceMonitor: {enabled: false}"}, smOff: true,
+			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
+		{name: "service monitor flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: false\n"},
+			problemHas: []string{"enableServiceMonitor must be a mapping", "a boolean", "ServiceMonitors are left as they are"}},
+		{name: "service monitor enabled a string", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: \"no\"}\n"},
+			problemHas: []string{"enableServiceMonitor.enabled must be true or false", "a string"}},
+		{name: "misspelt data key", smUnknown: true, data: map[string]string{"featureflags": featureFlagsOff},
+			keepAll: true, problemHas: []string{`unknown key "featureflags"`, "NetworkPolicies, ServiceMonitors and running images are left as they are"}},
 		{name: "unknown data key beside both", data: map[string]string{"featureFlags": featureFlagsOn, "image-overrides": "", "extra": "x"},
 			npKnown: true, npEnabled: true, problemHas: []string{`unknown key "extra"`, "ignored"}},
 		{name: "override for no distribution", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "startr: " + overrideImage},
@@ -179,6 +190,8 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 			cfg := parseOperatorConfig(operatorConfigMap(tc.data), builtinDistributions())
 			assert.Equal(t, tc.npKnown, cfg.networkPolicyKnown, "networkPolicyKnown")
 			assert.Equal(t, tc.npEnabled, cfg.enableNetworkPolicy, "enableNetworkPolicy")
+			assert.Equal(t, !tc.smUnknown, cfg.serviceMonitorKnown, "serviceMonitorKnown")
+			assert.Equal(t, !tc.smUnknown && !tc.smOff, cfg.enableServiceMonitor, "enableServiceMonitor")
 			assert.Equal(t, tc.keepAll, cfg.keepAllImages, "keepAllImages")
 			for _, d := range tc.keep {
 				assert.True(t, cfg.keepsImage(d), "keeps the running image of %s", d)

@@ -139,7 +139,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	})
 	opConfig := func(enabled bool) *corev1.ConfigMap {
 		return configMap(testOperatorNamespace, OperatorConfigMapName,
-			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\n", enabled)}, nil)
+			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\nenableServiceMonitor:\n  enabled: %t\n", enabled, enabled)}, nil)
 	}
 	client := fake.NewClientset(hub(full), hub(broken))
 	kubeclient := k8sfake.NewClientset(
@@ -147,13 +147,15 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		configMap("shared", "run", map[string]string{userConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
-	// A cluster that serves Gateway API: an HTTPRoute is made and deleted too.
-	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true))
+	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute and a
+	// ServiceMonitor are made and deleted too.
+	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true), serviceMonitorCRD())
 	gatewayclient := gatewayfake.NewClientset()
+	dynamicclient := newMonitoringClient(t)
 	require.NoError(t, client.Tracker().Add(newLLSD("routed", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))))
 	// No recorder: the controller records Events through the API, as in a cluster.
 	c, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
-		cfg.CRDClient, cfg.GatewayClient = crdclient, gatewayclient
+		cfg.CRDClient, cfg.GatewayClient, cfg.DynamicClient = crdclient, gatewayclient, dynamicclient
 	})
 
 	// The test reads and writes through the fakes' trackers, which record no action:
@@ -191,6 +193,12 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	for what, o := range optional {
 		waitFor(what+" is created", func() bool { return exists(o.gvr, o.name) })
 	}
+	monitorExists := func() bool {
+		_, err := dynamicclient.Resource(serviceMonitorResource).Namespace(ns).Get(ctx, "full-service-monitor", metav1.GetOptions{})
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+		return err == nil
+	}
+	waitFor("the ServiceMonitor is created", monitorExists)
 	waitFor("the PVC is created", func() bool {
 		return exists(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "full-pvc")
 	})
@@ -238,6 +246,11 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	// The managed ConfigMaps go once the Deployment has rolled out without them, as the
 	// Deployment controller would report it.
 	deployments := appsv1.SchemeGroupVersion.WithResource("deployments")
+	// It answers every change of the Deployment, as the Deployment controller does (its
+	// observedGeneration follows each new generation, which the fake does not bump), so
+	// that a status written for a template the controller has since replaced is never
+	// what the controller last sees.
+	answered := ""
 	rollOut := func() {
 		obj, err := kubeclient.Tracker().Get(deployments, ns, "full")
 		require.NoError(t, err)
@@ -245,17 +258,19 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		// As many replicas as the spec asks for at that moment: the handover from the
 		// HPA (removed by the edit) may leave it at more than one for a while.
 		n := ptr.Deref(d.Spec.Replicas, 1)
-		if !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
+		if d.ResourceVersion == answered && !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
 			d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == n && d.Status.AvailableReplicas == n && d.Status.Replicas == n {
 			return
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
 		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
+		answered = d.ResourceVersion
 	}
 	for what, o := range optional {
 		waitFor(what+" is deleted", func() bool { edit(); rollOut(); return !exists(o.gvr, o.name) })
 	}
+	waitFor("the ServiceMonitor is deleted", func() bool { return !monitorExists() })
 	// A server of its own certificate: its Secret is read. Made once the rest is done,
 	// so that its writes do not race the edits above.
 	require.NoError(t, kubeclient.Tracker().Add(newTestServing(t, "serving-service.demo.svc").secret("serving-cert")))
@@ -321,7 +336,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	require.NoError(t, <-done)
 
 	used := sets.New[string]()
-	for _, a := range slices.Concat(kubeclient.Actions(), client.Actions(), crdclient.Actions(), gatewayclient.Actions()) {
+	for _, a := range slices.Concat(kubeclient.Actions(), client.Actions(), crdclient.Actions(), gatewayclient.Actions(), dynamicclient.Actions()) {
 		res := a.GetResource()
 		name := res.Resource
 		if s := a.GetSubresource(); s != "" {

@@ -241,8 +241,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 			obs.service = svc
 		}
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
+		known := childInputs{cfg: cfg, serverVersion: imageServerVersion(image)}
 		for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
-			child.observe(l, cfg, &obs)
+			child.observe(l, known, &obs)
 		}
 		return obs, errors.Join(errs...)
 	}
@@ -271,8 +272,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		obs.service = svc
 	}
 
+	children := childInputs{cfg: cfg, serverVersion: in.serverVersion}
 	for _, child := range c.beforeServer {
-		report(child.sync(ctx, l, cfg, &obs))
+		report(child.sync(ctx, l, children, &obs))
 	}
 	obs.deployment = c.controlledDeployment(l)
 	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
@@ -290,7 +292,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	for _, child := range c.afterServer {
-		report(child.sync(ctx, l, cfg, &obs))
+		report(child.sync(ctx, l, children, &obs))
 	}
 
 	return obs, errors.Join(errs...)

@@ -333,7 +333,8 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 		case pinned[owner(b)] != "":
 			// A child of a CR whose pods rolled: its status may follow the rollout (a
 			// PDB's counts, a PVC's conditions), written by Kubernetes' controllers; the
-			// controller writes none but the Service, when the pin serves metrics.
+			// controller writes none but the Service and the NetworkPolicy, when the pin
+			// serves metrics.
 			strip := func(u *unstructured.Unstructured) map[string]any {
 				o := withoutWriteMarks(u)
 				delete(o, "status")
@@ -346,6 +347,11 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 				ports, _, _ := unstructured.NestedSlice(want, "spec", "ports")
 				ports = append(ports, map[string]any{"name": "metrics", "port": int64(9464), "protocol": "TCP", "targetPort": "metrics"})
 				require.NoError(t, unstructured.SetNestedSlice(want, ports, "spec", "ports"))
+			}
+			if resource == "networkpolicies" && pinServesMetrics(pinned[owner(b)]) {
+				// And the NetworkPolicy a rule admitting scrapes of that port.
+				rules, _, _ := unstructured.NestedSlice(want, "spec", "ingress")
+				require.NoError(t, unstructured.SetNestedSlice(want, append(rules, metricsRule(t, rules)), "spec", "ingress"))
 			}
 			assert.Empty(t, diffJSON(want, got, ""), "%s changed beyond its status", key)
 			continue
@@ -462,10 +468,29 @@ func pinServesMetrics(image string) bool {
 	return err == nil && v.AtLeast(1, 2)
 }
 
+// metricsRule is the NetworkPolicy rule that admits scrapes of the metrics port, given
+// the rules before it (the API port's): the same sources but the OpenShift routers,
+// and OpenShift's monitoring namespaces.
+func metricsRule(t *testing.T, rules []any) map[string]any {
+	t.Helper()
+	require.NotEmpty(t, rules)
+	from, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "from")
+	var peers []any
+	for _, p := range from {
+		if labels, _, _ := unstructured.NestedStringMap(p.(map[string]any), "namespaceSelector", "matchLabels"); labels["network.openshift.io/policy-group"] == "ingress" {
+			continue
+		}
+		peers = append(peers, p)
+	}
+	peers = append(peers, map[string]any{"namespaceSelector": map[string]any{
+		"matchLabels": map[string]any{"network.openshift.io/policy-group": "monitoring"}}})
+	return map[string]any{"ports": []any{map[string]any{"port": int64(9464), "protocol": "TCP"}}, "from": peers}
+}
+
 // assertChildWrites checks what the controller wrote into ns after the upgrade: one
-// patch of each Deployment (the image annotation, or the pin) and of the Service of each
-// CR whose pinned server serves metrics (their port), nothing else of any child, only
-// status writes of the CRs and Events besides.
+// patch of each Deployment (the image annotation, or the pin) and of the Service and
+// NetworkPolicy of each CR whose pinned server serves metrics (their port, and a rule
+// for it), nothing else of any child, only status writes of the CRs and Events besides.
 func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, pinned map[string]string) {
 	t.Helper()
 	patched := map[string]int{}
@@ -480,8 +505,8 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 			w.ObjectRef.Resource == "events":
 		case w.ObjectRef.Resource == "deployments" && w.ObjectRef.Subresource == "" && w.Verb == "patch":
 			patched[w.ObjectRef.Name]++
-		case w.ObjectRef.Resource == "services" && w.ObjectRef.Subresource == "" && w.Verb == "patch":
-			patched["services/"+w.ObjectRef.Name]++
+		case (w.ObjectRef.Resource == "services" || w.ObjectRef.Resource == "networkpolicies") && w.ObjectRef.Subresource == "" && w.Verb == "patch":
+			patched[w.ObjectRef.Resource+"/"+w.ObjectRef.Name]++
 		default:
 			t.Errorf("a write of a child after the upgrade: %s", w)
 		}
@@ -491,9 +516,10 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 		want[name] = 1
 		if pinServesMetrics(pinned[name]) {
 			want["services/"+name+"-service"] = 1
+			want["networkpolicies/"+name+"-network-policy"] = 1
 		}
 	}
-	assert.Equal(t, want, patched, "one patch of each Deployment, and of each Service that gains the metrics port")
+	assert.Equal(t, want, patched, "one patch of each Deployment, and of each Service and NetworkPolicy that gain the metrics port")
 	t.Logf("writes of the controller of this tree after the upgrade:\n%s", strings.Join(all, "\n"))
 }
 

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -385,6 +386,10 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return fmt.Errorf("building the Gateway API client: %w", err)
 	}
+	dynamicClient, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the dynamic client: %w", err)
+	}
 	openShift, err := discoverOpenShift(ctx, kubeClient.Discovery(), discoveryBackoff)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -412,6 +417,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		OpenShift:           openShift,
 		CRDClient:           crdClient,
 		GatewayClient:       gatewayClient,
+		DynamicClient:       dynamicClient,
 	})
 	if err != nil {
 		return err
