@@ -112,29 +112,49 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 			seen:    func(obs *observed, route *gatewayv1.HTTPRoute) { obs.httpRoute = route },
 			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
 
-	// Without a dynamic client no ServiceMonitor is made. A CR hears of the CRD whatever
-	// it asks: whether its server serves metrics is known only in its sync.
+	// Without a dynamic client no ServiceMonitor or Route is made. A CR hears of the
+	// ServiceMonitor CRD whatever it asks: whether its server serves metrics is known
+	// only in its sync.
 	crds = cfg.CRDClient
 	if cfg.DynamicClient == nil {
 		crds = nil
 	}
 	monitors, err := newOptionalKind(serviceMonitorKind, serviceMonitorResource, crds,
 		func() cache.SharedIndexInformer {
-			return newServiceMonitorInformer(cfg.DynamicClient, c.watchNamespace)
+			return newUnstructuredInformer(cfg.DynamicClient, serviceMonitorResource, c.watchNamespace)
 		},
 		c.ownedHandler(), c.enqueueAsking(func(*v1alpha2.LlamaStackDistribution) bool { return true }))
 	if err != nil {
 		return fmt.Errorf("watching the ServiceMonitor CRD: %w", err)
 	}
 	c.optionalKinds = append(c.optionalKinds, monitors)
+	openShiftRoutes, err := newOptionalKind(routeKind, routeResource, crds,
+		func() cache.SharedIndexInformer {
+			return newUnstructuredInformer(cfg.DynamicClient, routeResource, c.watchNamespace)
+		},
+		c.ownedHandler(), c.enqueueAsking(wantsRoute))
+	if err != nil {
+		return fmt.Errorf("watching the Route CRD: %w", err)
+	}
+	openShiftRoutes.discovered = cfg.RoutesDiscovered
+	c.optionalKinds = append(c.optionalKinds, openShiftRoutes)
 	c.serviceMonitors = newChildKind(c.recorder, serviceMonitorKind, fromOptionalCache[*unstructured.Unstructured](monitors),
 		func(ns string) unstructuredClient {
 			return unstructuredClient{resource: cfg.DynamicClient.Resource(serviceMonitorResource).Namespace(ns)}
 		},
 		extractUnstructured, neverTakeOver)
+	c.routes = newChildKind(c.recorder, routeKind, fromOptionalCache[*unstructured.Unstructured](openShiftRoutes),
+		func(ns string) unstructuredClient {
+			return unstructuredClient{resource: cfg.DynamicClient.Resource(routeResource).Namespace(ns)}
+		},
+		extractUnstructured, neverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: serviceMonitorName,
-			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)})
+			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
+		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: routeName,
+			api: openShiftRoutes, wanted: always(wantsRoute), build: newRoute,
+			seen:    func(obs *observed, route *unstructured.Unstructured) { obs.route = route },
+			seenAPI: func(obs *observed, state apiState) { obs.routeAPI = state }})
 	return nil
 }
 
@@ -146,6 +166,8 @@ type childInputs struct {
 	// serverVersion is the version of the server the Deployment runs or is about to
 	// ("" when not known).
 	serverVersion string
+	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
+	serverCA []byte
 }
 
 // askedChild is a child the CR has while it asks for it: applied while it does, deleted

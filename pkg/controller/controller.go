@@ -98,8 +98,12 @@ type Config struct {
 	// and a CR that asks for one is told the API is not served.
 	CRDClient     apiextensionsclient.Interface
 	GatewayClient gatewayclient.Interface
+	// RoutesDiscovered says discovery found route.openshift.io/v1 at start. OpenShift
+	// serves Routes from its own API server, not from a CRD: without a Route CRD, the
+	// kind is then served from the start.
+	RoutesDiscovered bool
 	// DynamicClient writes and watches the optional kinds without a typed client
-	// (ServiceMonitors); without it and CRDClient, none is made.
+	// (ServiceMonitors, OpenShift Routes); without it and CRDClient, none is made.
 	DynamicClient dynamic.Interface
 }
 
@@ -125,6 +129,7 @@ type Controller struct {
 	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
 	httpRoutes      *childKind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
 	serviceMonitors *childKind[*unstructured.Unstructured, unstructured.Unstructured]
+	routes          *childKind[*unstructured.Unstructured, unstructured.Unstructured]
 	// optionalKinds are the kinds whose API the cluster may not serve, each watched
 	// while it does (optionalkinds.go).
 	optionalKinds []*optionalKind

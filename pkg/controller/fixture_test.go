@@ -149,12 +149,18 @@ func (f *fixture) serveHTTPRoutes() {
 
 // serveServiceMonitors makes the ServiceMonitor API served, as serveHTTPRoutes does
 // the HTTPRoute API.
-func (f *fixture) serveServiceMonitors() {
+func (f *fixture) serveServiceMonitors() { f.serveUnstructured(serviceMonitorKind) }
+
+// serveOpenShiftRoutes makes the OpenShift Route API served.
+func (f *fixture) serveOpenShiftRoutes() { f.serveUnstructured(routeKind) }
+
+// serveUnstructured makes the API of an optional kind of the dynamic client served.
+func (f *fixture) serveUnstructured(kind string) {
 	f.t.Helper()
-	monitors := f.optionalKind(serviceMonitorKind)
-	monitors.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
-	monitors.crdsSynced = func() bool { return true }
-	monitors.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
+	k := f.optionalKind(kind)
+	k.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
+	k.crdsSynced = func() bool { return true }
+	k.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
 	f.refreshCaches()
 }
 
@@ -205,9 +211,11 @@ func (f *fixture) refreshCaches() {
 		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
 		fill(routes, strip, managed, list, err)
 	}
-	if monitors := f.optionalKind(serviceMonitorKind).cache(); monitors != nil {
-		list, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace("").List(ctx, all)
-		fill(monitors, strip, managed, list, err)
+	for kind, resource := range map[string]schema.GroupVersionResource{serviceMonitorKind: serviceMonitorResource, routeKind: routeResource} {
+		if indexer := f.optionalKind(kind).cache(); indexer != nil {
+			list, err := f.dynamicclient.Resource(resource).Namespace("").List(ctx, all)
+			fill(indexer, strip, managed, list, err)
+		}
 	}
 	cms, err := k.CoreV1().ConfigMaps("").List(ctx, all)
 	fill(f.configMapInformers.Core().V1().ConfigMaps().Informer().GetIndexer(), TransformConfigMap, nil, cms, err)

@@ -147,23 +147,38 @@ func sameParent(routeNamespace string, reported, ref gatewayv1.ParentReference) 
 		ptr.Deref(reported.Port, 0) == ptr.Deref(ref.Port, 0)
 }
 
-// exposedCondition is Exposed: for a CR exposed through an HTTPRoute, whether the
-// cluster serves the API and the Gateways accept the route; absent otherwise. Until the
-// controller knows (the API's discovery, the route's first write), the last report stands.
+// exposedCondition is Exposed: for a CR exposed through an HTTPRoute or a Route,
+// whether the cluster serves the API and the Gateways (or routers) accept the route;
+// absent otherwise. Until the controller knows (the API's discovery, the route's first
+// write), the last report stands.
 func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	if !wantsHTTPRoute(l) {
-		return dropped
+	switch {
+	case wantsHTTPRoute(l):
+		switch obs.httpRouteAPI {
+		case apiAbsent:
+			return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed,
+				"The cluster does not serve "+httpRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
+					"(the standard channel), or expose the server with type Ingress")
+		case apiUnknown:
+			return keepAsIs
+		}
+		if obs.httpRoute == nil {
+			return keepAsIs
+		}
+		return setTo(httpRouteAcceptance(obs.httpRoute))
+	case wantsRoute(l):
+		switch obs.routeAPI {
+		case apiAbsent:
+			return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed,
+				"The cluster does not serve "+routeResource.GroupVersion().String()+" Route (it is not OpenShift): "+
+					"expose the server with type Ingress or HTTPRoute")
+		case apiUnknown:
+			return keepAsIs
+		}
+		if obs.route == nil {
+			return keepAsIs
+		}
+		return setTo(routeAdmission(obs.route))
 	}
-	switch obs.httpRouteAPI {
-	case apiAbsent:
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed,
-			"The cluster does not serve "+httpRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
-				"(the standard channel), or expose the server with type Ingress")
-	case apiUnknown:
-		return keepAsIs
-	}
-	if obs.httpRoute == nil {
-		return keepAsIs
-	}
-	return setTo(httpRouteAcceptance(obs.httpRoute))
+	return dropped
 }

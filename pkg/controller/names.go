@@ -78,6 +78,7 @@ func pdbName(l *v1alpha2.LlamaStackDistribution) string           { return l.Nam
 func ingressName(l *v1alpha2.LlamaStackDistribution) string       { return l.Name + "-ingress" }
 func networkPolicyName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-network-policy" }
 func httpRouteName(l *v1alpha2.LlamaStackDistribution) string     { return l.Name + "-route" }
+func routeName(l *v1alpha2.LlamaStackDistribution) string         { return l.Name + "-route" }
 func serviceMonitorName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-service-monitor"
 }

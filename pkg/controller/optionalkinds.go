@@ -52,11 +52,16 @@ type optionalKind struct {
 	crds cache.SharedIndexInformer
 	// crdsSynced tells whether the CRD's handler has seen the first list.
 	crdsSynced cache.InformerSynced
+	// discovered: API discovery found the kind's group version at start. With no CRD
+	// of the kind once the CRD informer has synced, an aggregated API server serves it
+	// (aggregated), and the kind is served whenever no CRD says otherwise.
+	discovered bool
 
 	mu sync.Mutex
 	// ctx is the context the kind's informer runs under (run's).
-	ctx     context.Context
-	running *kindCache
+	ctx        context.Context
+	running    *kindCache
+	aggregated bool
 }
 
 // kindCache is the cache of a running optional kind's informer.
@@ -115,6 +120,13 @@ func (k *optionalKind) run(ctx context.Context) {
 			k.crds.RunWithContext(ctx)
 		}()
 		if cache.WaitForCacheSync(ctx.Done(), k.crdsSynced) {
+			if k.discovered && len(k.crds.GetStore().ListKeys()) == 0 {
+				klog.FromContext(ctx).Info("The cluster serves an optional kind from an aggregated API server", "kind", k.kind, "resource", k.resource.String())
+				k.mu.Lock()
+				k.aggregated = true
+				k.mu.Unlock()
+				k.crdChanged(nil)
+			}
 			k.changed()
 		}
 		<-crdsDone
@@ -161,9 +173,9 @@ func (k *optionalKind) crdChanged(obj any) {
 	if crd != nil && crd.Name != crdName(k.resource) {
 		return // the watch selects the one name
 	}
-	served := servesVersion(crd, k.resource.Version)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	served := servesVersion(crd, k.resource.Version) || (crd == nil && k.aggregated)
 	if k.ctx == nil || k.ctx.Err() != nil || served == (k.running != nil) {
 		return
 	}

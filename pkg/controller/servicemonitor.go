@@ -43,33 +43,15 @@ func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (wa
 // controller's), over plain HTTP at the Prometheus default interval (the metrics endpoint does not serve
 // TLS, whatever the API does).
 func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstructured {
-	meta := childObjectMeta(l, serviceMonitorName(l))
 	selector := map[string]any{}
 	for k, v := range selectorLabels(l) {
 		selector[k] = v
 	}
 	selector[labelManagedBy] = ManagedByValue
-	labels := map[string]any{}
-	for k, v := range meta.Labels {
-		labels[k] = v
-	}
-	ref := meta.OwnerReferences[0]
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": serviceMonitorResource.GroupVersion().String(),
 		"kind":       serviceMonitorKind,
-		"metadata": map[string]any{
-			"name":      meta.Name,
-			"namespace": meta.Namespace,
-			"labels":    labels,
-			"ownerReferences": []any{map[string]any{
-				"apiVersion":         ref.APIVersion,
-				"kind":               ref.Kind,
-				"name":               ref.Name,
-				"uid":                string(ref.UID),
-				"controller":         true,
-				"blockOwnerDeletion": true,
-			}},
-		},
+		"metadata":   objectMetaMap(childObjectMeta(l, serviceMonitorName(l))),
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": selector},
 			"endpoints": []any{map[string]any{
@@ -81,11 +63,11 @@ func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstruc
 	}}
 }
 
-// newServiceMonitorInformer is the informer of the ServiceMonitor children (started
-// while the cluster serves the kind): the controller's own, kept without others'
-// managed fields, never resynced.
-func newServiceMonitorInformer(client dynamic.Interface, namespace string) cache.SharedIndexInformer {
-	informer := dynamicinformer.NewFilteredDynamicInformer(client, serviceMonitorResource, namespace, 0,
+// newUnstructuredInformer is the informer of the children of an optional kind without
+// a typed client (started while the cluster serves the kind): the controller's own,
+// kept without others' managed fields, never resynced.
+func newUnstructuredInformer(client dynamic.Interface, resource schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, resource, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }).Informer()
 	// Only fails once the informer has started.

@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -25,6 +26,9 @@ type observed struct {
 	// httpRouteAPI is what the sync knew of the HTTPRoute API; apiUnknown when it did
 	// not look (the CR does not ask for an HTTPRoute).
 	httpRouteAPI apiState
+	// route and routeAPI are the same for an OpenShift Route.
+	route    *unstructured.Unstructured
+	routeAPI apiState
 	// storage is what ensurePVC found; nil when it did not run.
 	storage *storageSync
 	// pod is why a current pod of the Deployment does not start; nil when none is stuck

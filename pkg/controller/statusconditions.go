@@ -212,11 +212,14 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 	return dropped
 }
 
-// routeURL is status.routeURL: the Ingress's (or HTTPRoute's) URL ("" until it has
-// one) when the CR asks to be exposed, else none.
+// routeURL is status.routeURL: the Ingress's (or HTTPRoute's, or Route's) URL (""
+// until it has one) when the CR asks to be exposed, else none.
 func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
 	if wantsHTTPRoute(l) {
 		return ptr.To(httpRouteURL(l, obs.httpRoute))
+	}
+	if wantsRoute(l) {
+		return ptr.To(routeHostURL(obs.route))
 	}
 	if !wantsIngress(l) {
 		return nil

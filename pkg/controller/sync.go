@@ -273,6 +273,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 
 	children := childInputs{cfg: cfg, serverVersion: in.serverVersion}
+	if serverTLS != nil {
+		children.serverCA = serverTLS.ca
+	}
 	for _, child := range c.beforeServer {
 		report(child.sync(ctx, l, children, &obs))
 	}

@@ -390,14 +390,14 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return fmt.Errorf("building the dynamic client: %w", err)
 	}
-	openShift, err := discoverOpenShift(ctx, kubeClient.Discovery(), discoveryBackoff)
+	apis, err := discoverClusterAPIs(ctx, kubeClient.Discovery(), discoveryBackoff)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // told to stop while starting: not a failure
 		}
 		return err
 	}
-	if openShift {
+	if apis.openShift {
 		klog.FromContext(ctx).Info("The cluster serves " + openShiftSecurityGroup + ": server pods leave runAsUser and fsGroup to the namespace's SecurityContextConstraints")
 	}
 	c, err := controller.NewController(ctx, controller.Config{
@@ -414,7 +414,8 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		WatchNamespace:      o.Namespace,
 		OperatorVersion:     o.Version,
 		ServerProbe:         probe,
-		OpenShift:           openShift,
+		OpenShift:           apis.openShift,
+		RoutesDiscovered:    apis.routes,
 		CRDClient:           crdClient,
 		GatewayClient:       gatewayClient,
 		DynamicClient:       dynamicClient,

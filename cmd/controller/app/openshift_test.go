@@ -21,16 +21,16 @@ func (groupsFailing) ServerGroups() (*metav1.APIGroupList, error) {
 	return nil, errors.New("the server is unavailable")
 }
 
-func TestIsOpenShift(t *testing.T) {
+func TestReadClusterAPIs(t *testing.T) {
 	tests := map[string]struct {
 		groupVersions []string
-		want          bool
+		want          clusterAPIs
 	}{
-		"plain Kubernetes": {[]string{"v1", "apps/v1", "llamastack.io/v1alpha1"}, false},
-		"OpenShift":        {[]string{"v1", "apps/v1", "security.openshift.io/v1", "route.openshift.io/v1"}, true},
-		// Routes alone (MicroShift without SCCs, or a CRD of that group) are not enough.
-		"another OpenShift group only": {[]string{"v1", "route.openshift.io/v1"}, false},
-		"a look-alike group":           {[]string{"v1", "security.openshift.io.example.com/v1"}, false},
+		"plain Kubernetes": {[]string{"v1", "apps/v1", "llamastack.io/v1alpha1"}, clusterAPIs{}},
+		"OpenShift":        {[]string{"v1", "apps/v1", "security.openshift.io/v1", "route.openshift.io/v1"}, clusterAPIs{openShift: true, routes: true}},
+		// Routes alone (MicroShift without SCCs, or a CRD of that group) are not OpenShift's SCCs.
+		"another OpenShift group only": {[]string{"v1", "route.openshift.io/v1"}, clusterAPIs{routes: true}},
+		"a look-alike group":           {[]string{"v1", "security.openshift.io.example.com/v1", "route.openshift.io/v2"}, clusterAPIs{}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -38,12 +38,12 @@ func TestIsOpenShift(t *testing.T) {
 			for _, gv := range tc.groupVersions {
 				d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: gv})
 			}
-			got, err := isOpenShift(d)
+			got, err := readClusterAPIs(d)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	_, err := isOpenShift(groupsFailing{})
+	_, err := readClusterAPIs(groupsFailing{})
 	assert.ErrorContains(t, err, "discovering the API groups: the server is unavailable")
 }
 
@@ -63,17 +63,17 @@ func (g *groupsFlaky) ServerGroups() (*metav1.APIGroupList, error) {
 }
 
 // A failed discovery at start is retried, not fatal; a cancelled start is not waited out.
-func TestDiscoverOpenShiftRetries(t *testing.T) {
+func TestDiscoverClusterAPIsRetries(t *testing.T) {
 	// Past its cap the backoff keeps retrying (wait's own loops stop there).
 	fast := wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 4 * time.Millisecond}
 	g := &groupsFlaky{failures: 12, groups: &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "security.openshift.io"}}}}
-	got, err := discoverOpenShift(context.Background(), g, fast)
+	got, err := discoverClusterAPIs(context.Background(), g, fast)
 	require.NoError(t, err)
-	assert.True(t, got)
+	assert.True(t, got.openShift)
 	assert.Equal(t, 13, g.calls)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = discoverOpenShift(ctx, groupsFailing{}, fast)
+	_, err = discoverClusterAPIs(ctx, groupsFailing{}, fast)
 	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -429,8 +429,50 @@ workload:
 			want: []string{"spec.networking.expose.httpRoute.parentRefs[0].name", "should match"},
 		},
 		"an expose type not known": {
-			spec: validV2 + "networking:\n  expose: {type: Route}\n",
+			spec: validV2 + "networking:\n  expose: {type: LoadBalancer}\n",
 			want: []string{"spec.networking.expose.type", "Unsupported value"},
+		},
+		"a Route with the defaults": {spec: validV2 + "networking:\n  expose: {type: Route}\n"},
+		"a Route with a host, edge, plain HTTP allowed": {
+			spec: validV2 + "networking:\n  expose: {type: Route, hostname: llama.apps.example.com, route: {termination: Edge, insecureEdgeTerminationPolicy: Allow}}\n",
+		},
+		"a reencrypting Route to a TLS server": {
+			spec: validV2 + "networking:\n  tls: {enabled: true, secretName: cert}\n  expose: {type: Route, route: {termination: Reencrypt}}\n",
+		},
+		"a passthrough Route to a TLS server": {
+			spec: validV2 + "networking:\n  tls: {enabled: true, secretName: cert}\n  expose: {type: Route, route: {termination: Passthrough, insecureEdgeTerminationPolicy: None}}\n",
+		},
+		"route without type Route": {
+			spec: validV2 + "networking:\n  expose: {route: {termination: Edge}}\n",
+			want: []string{"spec.networking.expose", "route is set with type Route only"},
+		},
+		"a Route with an Ingress class": {
+			spec: validV2 + "networking:\n  expose: {type: Route, className: nginx}\n",
+			want: []string{"spec.networking.expose", "className and tlsSecretName are Ingress settings: a Route"},
+		},
+		"a Route with an Ingress TLS Secret": {
+			spec: validV2 + "networking:\n  expose: {type: Route, tlsSecretName: tls}\n",
+			want: []string{"spec.networking.expose", "className and tlsSecretName are Ingress settings: a Route"},
+		},
+		"a Route for a wildcard host": {
+			spec: validV2 + "networking:\n  expose: {type: Route, hostname: \"*.apps.example.com\"}\n",
+			want: []string{"spec.networking.expose", "a Route serves one host name"},
+		},
+		"an edge Route to a TLS server": {
+			spec: validV2 + "networking:\n  tls: {enabled: true, secretName: cert}\n  expose: {type: Route, route: {termination: Edge}}\n",
+			want: []string{"spec.networking", "expose.route.termination Edge forwards plain HTTP"},
+		},
+		"a reencrypting Route to a plain server": {
+			spec: validV2 + "networking:\n  expose: {type: Route, route: {termination: Reencrypt}}\n",
+			want: []string{"spec.networking", "Reencrypt and Passthrough reach a server that serves TLS"},
+		},
+		"a passthrough Route allowing plain HTTP": {
+			spec: validV2 + "networking:\n  tls: {enabled: true, secretName: cert}\n  expose: {type: Route, route: {termination: Passthrough, insecureEdgeTerminationPolicy: Allow}}\n",
+			want: []string{"spec.networking.expose.route", "a Passthrough route cannot allow plain HTTP"},
+		},
+		"a Route termination not known": {
+			spec: validV2 + "networking:\n  expose: {type: Route, route: {termination: edge}}\n",
+			want: []string{"spec.networking.expose.route.termination", "Unsupported value"},
 		},
 		"ingress annotation key not a qualified name": {
 			spec: validV2 + "networking:\n  expose: {annotations: {\"bad key!\": v}}\n",

@@ -132,6 +132,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &llamastackv1alpha2.RollbackSpecApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("RollbackStatus"):
 		return &llamastackv1alpha2.RollbackStatusApplyConfiguration{}
+	case v1alpha2.SchemeGroupVersion.WithKind("RouteSpec"):
+		return &llamastackv1alpha2.RouteSpecApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("SecretKeyRef"):
 		return &llamastackv1alpha2.SecretKeyRefApplyConfiguration{}
 	case v1alpha2.SchemeGroupVersion.WithKind("SecretValue"):

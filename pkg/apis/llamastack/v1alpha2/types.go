@@ -608,6 +608,7 @@ type PostgresSpec struct {
 }
 
 // NetworkingSpec configures how the server is reached.
+// +kubebuilder:validation:XValidation:rule="!has(self.expose) || !has(self.expose.route) || !has(self.expose.route.termination) || ((self.expose.route.termination == 'Edge') != (has(self.tls) && has(self.tls.enabled) && self.tls.enabled))",message="expose.route.termination Edge forwards plain HTTP, so it needs tls.enabled false; Reencrypt and Passthrough reach a server that serves TLS, so they need tls.enabled true"
 type NetworkingSpec struct {
 	// Port the server listens on; also the Service, probe and NetworkPolicy port. Defaults to 8321.
 	// +kubebuilder:validation:Minimum=1
@@ -695,21 +696,25 @@ type CABundleConfig struct {
 type ConfigMapKey string
 
 // ExposeSpec configures what routes to the server's Service from outside the cluster:
-// the Ingress <name>-ingress, or with type HTTPRoute the Gateway API HTTPRoute
-// <name>-route.
+// the Ingress <name>-ingress, with type HTTPRoute the Gateway API HTTPRoute
+// <name>-route, or with type Route the OpenShift Route <name>-route.
 // +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'HTTPRoute') == has(self.httpRoute)",message="httpRoute is set with type HTTPRoute, and only then: it names the Gateways the route attaches to"
 // +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'HTTPRoute' || (!has(self.className) && !has(self.tlsSecretName))",message="className and tlsSecretName are Ingress settings: an HTTPRoute takes its class and TLS from the Gateway listener it attaches to"
+// +kubebuilder:validation:XValidation:rule="!has(self.route) || (has(self.type) && self.type == 'Route')",message="route is set with type Route only"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Route' || (!has(self.className) && !has(self.tlsSecretName))",message="className and tlsSecretName are Ingress settings: a Route is served by the OpenShift router with its certificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'Route' || !has(self.hostname) || !self.hostname.startsWith('*')",message="a Route serves one host name: a wildcard hostname is for an Ingress or HTTPRoute"
 type ExposeSpec struct {
-	// Enabled creates the Ingress (or HTTPRoute); default true, so expose: {} exposes the server.
+	// Enabled creates the Ingress (or HTTPRoute, or Route); default true, so expose: {} exposes the server.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// Type is what exposes the server: Ingress (the default) or HTTPRoute, a Gateway API
-	// route attached to the Gateways of httpRoute.parentRefs. An HTTPRoute is made only
-	// on a cluster that serves gateway.networking.k8s.io/v1; elsewhere the Exposed
-	// condition says so.
-	// +kubebuilder:validation:Enum=Ingress;HTTPRoute
+	// Type is what exposes the server: Ingress (the default); HTTPRoute, a Gateway API
+	// route attached to the Gateways of httpRoute.parentRefs; or Route, an OpenShift
+	// Route served by the cluster's router over HTTPS. An HTTPRoute is made only on a
+	// cluster that serves gateway.networking.k8s.io/v1, a Route only on one that serves
+	// route.openshift.io/v1; elsewhere the Exposed condition says so.
+	// +kubebuilder:validation:Enum=Ingress;HTTPRoute;Route
 	// +optional
 	Type ExposeType `json:"type,omitempty"`
 
@@ -717,7 +722,15 @@ type ExposeSpec struct {
 	// +optional
 	HTTPRoute *HTTPRouteSpec `json:"httpRoute,omitempty"`
 
+	// Route configures the OpenShift Route of type Route; route: {} (or none) takes the
+	// defaults.
+	// +optional
+	Route *RouteSpec `json:"route,omitempty"`
+
 	// Hostname is the host name the Ingress (or HTTPRoute) serves; unset serves every host.
+	// A Route serves it (not a wildcard); unset, the router picks one, which
+	// status.routeURL reports once the router has admitted the Route. OpenShift keeps
+	// a Route's host once set: unsetting it later keeps the host the Route has.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
@@ -754,6 +767,39 @@ const (
 	ExposeIngress ExposeType = "Ingress"
 	// ExposeHTTPRoute exposes the server through a Gateway API HTTPRoute.
 	ExposeHTTPRoute ExposeType = "HTTPRoute"
+	// ExposeRoute exposes the server through an OpenShift Route.
+	ExposeRoute ExposeType = "Route"
+)
+
+// RouteSpec configures the OpenShift Route <name>-route: how the router terminates TLS.
+// +kubebuilder:validation:XValidation:rule="!has(self.termination) || self.termination != 'Passthrough' || !has(self.insecureEdgeTerminationPolicy) || self.insecureEdgeTerminationPolicy != 'Allow'",message="a Passthrough route cannot allow plain HTTP: the router does not see inside the connection (use Redirect or None)"
+type RouteSpec struct {
+	// Termination is where TLS ends. Edge: at the router, which forwards plain HTTP to
+	// the server (the server must not serve TLS). Reencrypt: at the router, which opens
+	// a TLS connection of its own to the server, verified against the ca.crt of
+	// networking.tls.secretName (without one, the router trusts the cluster's service
+	// CA, as for a certificate of OpenShift's service-serving signer). Passthrough: at
+	// the server, whose certificate the client sees. Default: Reencrypt when
+	// networking.tls.enabled, Edge otherwise; Reencrypt and Passthrough need
+	// networking.tls.enabled, Edge needs it off.
+	// +kubebuilder:validation:Enum=Edge;Reencrypt;Passthrough
+	// +optional
+	Termination RouteTermination `json:"termination,omitempty"`
+
+	// InsecureEdgeTerminationPolicy is what the router does with a plain HTTP request:
+	// Redirect it to HTTPS (the default), Allow it, or None (refuse it).
+	// +kubebuilder:validation:Enum=Redirect;Allow;None
+	// +optional
+	InsecureEdgeTerminationPolicy string `json:"insecureEdgeTerminationPolicy,omitempty"`
+}
+
+// RouteTermination is where a Route's TLS ends.
+type RouteTermination string
+
+const (
+	RouteTerminationEdge        RouteTermination = "Edge"
+	RouteTerminationReencrypt   RouteTermination = "Reencrypt"
+	RouteTerminationPassthrough RouteTermination = "Passthrough"
 )
 
 // HTTPRouteSpec configures the HTTPRoute <name>-route: the Gateways it attaches to and

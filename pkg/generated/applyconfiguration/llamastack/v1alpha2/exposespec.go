@@ -26,19 +26,26 @@ import (
 // with apply.
 //
 // ExposeSpec configures what routes to the server's Service from outside the cluster:
-// the Ingress <name>-ingress, or with type HTTPRoute the Gateway API HTTPRoute
-// <name>-route.
+// the Ingress <name>-ingress, with type HTTPRoute the Gateway API HTTPRoute
+// <name>-route, or with type Route the OpenShift Route <name>-route.
 type ExposeSpecApplyConfiguration struct {
-	// Enabled creates the Ingress (or HTTPRoute); default true, so expose: {} exposes the server.
+	// Enabled creates the Ingress (or HTTPRoute, or Route); default true, so expose: {} exposes the server.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Type is what exposes the server: Ingress (the default) or HTTPRoute, a Gateway API
-	// route attached to the Gateways of httpRoute.parentRefs. An HTTPRoute is made only
-	// on a cluster that serves gateway.networking.k8s.io/v1; elsewhere the Exposed
-	// condition says so.
+	// Type is what exposes the server: Ingress (the default); HTTPRoute, a Gateway API
+	// route attached to the Gateways of httpRoute.parentRefs; or Route, an OpenShift
+	// Route served by the cluster's router over HTTPS. An HTTPRoute is made only on a
+	// cluster that serves gateway.networking.k8s.io/v1, a Route only on one that serves
+	// route.openshift.io/v1; elsewhere the Exposed condition says so.
 	Type *llamastackv1alpha2.ExposeType `json:"type,omitempty"`
 	// HTTPRoute configures the HTTPRoute of type HTTPRoute.
 	HTTPRoute *HTTPRouteSpecApplyConfiguration `json:"httpRoute,omitempty"`
+	// Route configures the OpenShift Route of type Route; route: {} (or none) takes the
+	// defaults.
+	Route *RouteSpecApplyConfiguration `json:"route,omitempty"`
 	// Hostname is the host name the Ingress (or HTTPRoute) serves; unset serves every host.
+	// A Route serves it (not a wildcard); unset, the router picks one, which
+	// status.routeURL reports once the router has admitted the Route. OpenShift keeps
+	// a Route's host once set: unsetting it later keeps the host the Route has.
 	Hostname *string `json:"hostname,omitempty"`
 	// ClassName is the IngressClass to use; unset leaves the cluster's default class in charge.
 	ClassName *string `json:"className,omitempty"`
@@ -77,6 +84,14 @@ func (b *ExposeSpecApplyConfiguration) WithType(value llamastackv1alpha2.ExposeT
 // If called multiple times, the HTTPRoute field is set to the value of the last call.
 func (b *ExposeSpecApplyConfiguration) WithHTTPRoute(value *HTTPRouteSpecApplyConfiguration) *ExposeSpecApplyConfiguration {
 	b.HTTPRoute = value
+	return b
+}
+
+// WithRoute sets the Route field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Route field is set to the value of the last call.
+func (b *ExposeSpecApplyConfiguration) WithRoute(value *RouteSpecApplyConfiguration) *ExposeSpecApplyConfiguration {
+	b.Route = value
 	return b
 }
 

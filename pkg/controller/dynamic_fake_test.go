@@ -13,18 +13,21 @@ import (
 	core "k8s.io/client-go/testing"
 )
 
-// newMonitoringClient is a fake dynamic client that serves ServiceMonitors as the API
-// server does, server-side apply included: its tracker keeps managed fields (deduced
+// newMonitoringClient is a fake dynamic client that serves the optional kinds without
+// a typed client (ServiceMonitors, OpenShift Routes) as the API server does,
+// server-side apply included: its tracker keeps managed fields (deduced
 // from the objects, the CRD's schema being unknown to it), so that what the controller
 // owns can be extracted and compared.
 func newMonitoringClient(t testing.TB, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	gv := serviceMonitorResource.GroupVersion()
-	scheme.AddKnownTypeWithName(gv.WithKind(serviceMonitorKind), &unstructured.Unstructured{})
-	scheme.AddKnownTypeWithName(gv.WithKind(serviceMonitorKind+"List"), &unstructured.UnstructuredList{})
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
-		map[schema.GroupVersionResource]string{serviceMonitorResource: serviceMonitorKind + "List"})
+	listKinds := map[schema.GroupVersionResource]string{}
+	for resource, kind := range map[schema.GroupVersionResource]string{serviceMonitorResource: serviceMonitorKind, routeResource: routeKind} {
+		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind), &unstructured.Unstructured{})
+		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind+"List"), &unstructured.UnstructuredList{})
+		listKinds[resource] = kind + "List"
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds)
 	tracker := core.NewFieldManagedObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder(),
 		managedfields.NewDeducedTypeConverter())
 	for _, o := range objs {

@@ -1,0 +1,345 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+// exposedAsRoute exposes a CR through an OpenShift Route for hostname ("" lets the
+// router pick one).
+func exposedAsRoute(hostname string, route *v1alpha2.RouteSpec) func(*v1alpha2.LlamaStackDistribution) {
+	return func(l *v1alpha2.LlamaStackDistribution) {
+		if l.Spec.Networking == nil {
+			l.Spec.Networking = &v1alpha2.NetworkingSpec{}
+		}
+		l.Spec.Networking.Expose = &v1alpha2.ExposeSpec{Type: v1alpha2.ExposeRoute, Hostname: hostname, Route: route}
+	}
+}
+
+// routeCRD is OpenShift's Route CRD, established.
+func routeCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "routes.route.openshift.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    "route.openshift.io",
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "routes", Kind: "Route"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
+		}},
+	}
+}
+
+func TestNewRoute(t *testing.T) {
+	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	tlsOn := func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "cert"}}
+	}
+	for name, tc := range map[string]struct {
+		mods     []func(*v1alpha2.LlamaStackDistribution)
+		serverCA []byte
+		wantSpec map[string]any
+	}{
+		"plain server, the router's host: edge, redirected": {
+			mods: []func(*v1alpha2.LlamaStackDistribution){exposedAsRoute("", nil)},
+			wantSpec: map[string]any{
+				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
+				"port": map[string]any{"targetPort": "http"},
+				"tls":  map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"},
+			},
+		},
+		"a host, plain HTTP allowed": {
+			mods: []func(*v1alpha2.LlamaStackDistribution){exposedAsRoute("llama.apps.example.com",
+				&v1alpha2.RouteSpec{InsecureEdgeTerminationPolicy: "Allow"})},
+			wantSpec: map[string]any{
+				"host": "llama.apps.example.com",
+				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
+				"port": map[string]any{"targetPort": "http"},
+				"tls":  map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
+			},
+		},
+		"TLS server: reencrypt to the https port, trusting the Secret's CA": {
+			mods:     []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", nil)},
+			serverCA: ca,
+			wantSpec: map[string]any{
+				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
+				"port": map[string]any{"targetPort": "https"},
+				"tls": map[string]any{"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect",
+					"destinationCACertificate": string(ca)},
+			},
+		},
+		"TLS server without ca.crt: the router's service CA": {
+			mods: []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", nil)},
+			wantSpec: map[string]any{
+				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
+				"port": map[string]any{"targetPort": "https"},
+				"tls":  map[string]any{"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"},
+			},
+		},
+		"passthrough: the server's certificate, no CA": {
+			mods: []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", &v1alpha2.RouteSpec{
+				Termination: v1alpha2.RouteTerminationPassthrough, InsecureEdgeTerminationPolicy: "None"})},
+			serverCA: ca,
+			wantSpec: map[string]any{
+				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
+				"port": map[string]any{"targetPort": "https"},
+				"tls":  map[string]any{"termination": "passthrough", "insecureEdgeTerminationPolicy": "None"},
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLLSD("app", tc.mods...)
+			before := l.DeepCopy()
+			route := newRoute(l, childInputs{serverCA: tc.serverCA})
+			assert.Equal(t, before, l, "the builder does not change the CR")
+			assert.Equal(t, "route.openshift.io/v1", route.GetAPIVersion())
+			assert.Equal(t, "Route", route.GetKind())
+			assert.Equal(t, "app-route", route.GetName())
+			assert.Equal(t, childLabels(l), route.GetLabels())
+			assertControlledChild(t, route, l)
+			assert.Equal(t, tc.wantSpec, route.Object["spec"])
+		})
+	}
+	annotated := newLLSD("app", exposedAsRoute("", nil), func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking.Expose.Annotations = map[string]string{"haproxy.router.openshift.io/timeout": "5m"}
+	})
+	assert.Equal(t, map[string]string{"haproxy.router.openshift.io/timeout": "5m"}, newRoute(annotated, childInputs{}).GetAnnotations())
+}
+
+// routeWithIngress is a Route as the routers report on it.
+func routeWithIngress(ingress ...map[string]any) *unstructured.Unstructured {
+	list := make([]any, len(ingress))
+	for i, in := range ingress {
+		list[i] = in
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "app-route"},
+		"status":   map[string]any{"ingress": list},
+	}}
+}
+
+func admittedBy(router, host, status, reason, message string) map[string]any {
+	return map[string]any{"host": host, "routerName": router, "conditions": []any{
+		map[string]any{"type": "Admitted", "status": status, "reason": reason, "message": message},
+	}}
+}
+
+func TestRouteAdmission(t *testing.T) {
+	for name, tc := range map[string]struct {
+		route      *unstructured.Unstructured
+		status     metav1.ConditionStatus
+		reason     string
+		messageHas string
+		url        string
+	}{
+		"no router has reported": {route: routeWithIngress(), status: metav1.ConditionUnknown,
+			reason: v1alpha2.ReasonRoutePending, messageHas: "waiting for a router"},
+		"a report without a condition": {route: routeWithIngress(map[string]any{"host": "h", "routerName": "default"}),
+			status: metav1.ConditionUnknown, reason: v1alpha2.ReasonRoutePending},
+		"admitted": {route: routeWithIngress(admittedBy("default", "app.apps.example.com", "True", "", "")),
+			status: metav1.ConditionTrue, reason: v1alpha2.ReasonRouteAccepted,
+			messageHas: "admitted by router default for host app.apps.example.com", url: "https://app.apps.example.com"},
+		"refused": {route: routeWithIngress(admittedBy("default", "taken.example.com", "False", "HostAlreadyClaimed", "a route in another namespace holds the host")),
+			status: metav1.ConditionFalse, reason: v1alpha2.ReasonRouteNotAccepted,
+			messageHas: "not admitted by router default, HostAlreadyClaimed: a route in another namespace holds the host"},
+		"refused by one shard, admitted by another": {route: routeWithIngress(
+			admittedBy("internal", "h.example.com", "False", "RouteNotAdmitted", "no"),
+			admittedBy("default", "h.example.com", "True", "", "")),
+			status: metav1.ConditionTrue, reason: v1alpha2.ReasonRouteAccepted, url: "https://h.example.com"},
+		"a status not as the API writes it": {route: &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "app-route"}, "status": map[string]any{"ingress": []any{"junk", map[string]any{"conditions": []any{int64(7)}}}}}},
+			status: metav1.ConditionUnknown, reason: v1alpha2.ReasonRoutePending},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, reason, message := routeAdmission(tc.route)
+			assert.Equal(t, tc.status, status)
+			assert.Equal(t, tc.reason, reason)
+			assert.Contains(t, message, tc.messageHas)
+			assert.Equal(t, tc.url, routeHostURL(tc.route))
+		})
+	}
+	assert.Empty(t, routeHostURL(nil))
+}
+
+// storedRoute reads the CR's Route from the fake API; nil when there is none.
+func (f *fixture) storedRoute(name string) *unstructured.Unstructured {
+	f.t.Helper()
+	obj, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(f.t, err)
+	return obj
+}
+
+// routeActions are the requests of actions to the Route API.
+func routeActions(actions []core.Action) []core.Action {
+	var out []core.Action
+	for _, a := range actions {
+		if a.GetResource().Resource == routeResource.Resource && a.GetResource().Group == routeResource.Group {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// On a cluster that is not OpenShift, a CR asking for a Route gets everything else, no
+// Ingress, and Exposed=False with a Warning Event saying what to do.
+func TestRouteWithoutTheAPI(t *testing.T) {
+	f := newFixture(t, newLLSD("app", exposedAsRoute("llama.apps.example.com", nil)))
+	f.converge("app")
+	for _, a := range routeActions(f.dynamicclient.Actions()) {
+		t.Errorf("a Route request without the API: %s", describe([]core.Action{a}))
+	}
+	assert.Nil(t, f.stored(kindIngress, "app-ingress"), "type Route makes no Ingress")
+	l := f.llsd("app")
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionExposed)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, v1alpha2.ReasonAPINotServed, c.Reason)
+	assert.Contains(t, c.Message, "route.openshift.io/v1")
+	assert.Equal(t, ptr.To(""), l.Status.RouteURL)
+	assert.Contains(t, f.events(), "Warning APINotServed "+c.Message)
+	require.NotNil(t, f.deployment("app"), "the rest is made as ever")
+}
+
+// With the API served: the Route is applied as its builder makes it, then kept; the
+// router's admission shows in Exposed and routeURL; back to an Ingress, the Route goes.
+func TestRouteLifecycle(t *testing.T) {
+	f := newFixture(t, newLLSD("app", exposedAsRoute("", nil)))
+	f.serveOpenShiftRoutes()
+	applied := routeActions(mutating(f.sync("app")))
+	require.Len(t, applied, 1, "%s", describe(applied))
+	stored := f.storedRoute("app-route")
+	require.NotNil(t, stored)
+	assertControlledChild(t, stored, f.llsd("app"))
+	assert.Equal(t, newRoute(f.llsd("app"), childInputs{}).Object["spec"], stored.Object["spec"])
+	f.converge("app")
+	assert.Empty(t, mutating(f.sync("app")), "a converged sync writes nothing")
+	c := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionExposed)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionUnknown, c.Status)
+	assert.Equal(t, v1alpha2.ReasonRoutePending, c.Reason)
+	assert.Equal(t, ptr.To(""), f.llsd("app").Status.RouteURL)
+
+	// The router admits it, with the host it picked.
+	require.NoError(t, unstructured.SetNestedSlice(stored.Object, []any{admittedBy("default", "app-demo.apps.example.com", "True", "", "")}, "status", "ingress"))
+	_, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).UpdateStatus(f.ctx, stored, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.converge("app")
+	st := f.llsd("app").Status
+	c = meta.FindStatusCondition(st.Conditions, v1alpha2.ConditionExposed)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionTrue, c.Status, c.Message)
+	assert.Equal(t, ptr.To("https://app-demo.apps.example.com"), st.RouteURL)
+	assert.Empty(t, mutating(f.sync("app")))
+
+	// Back to an Ingress: the Route is deleted, the Ingress made, Exposed dropped.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking.Expose = &v1alpha2.ExposeSpec{Hostname: "llama.example.com"}
+	})
+	f.converge("app")
+	assert.Nil(t, f.storedRoute("app-route"), "the Route is deleted")
+	assert.NotNil(t, f.stored(kindIngress, "app-ingress"))
+	assert.Nil(t, meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionExposed))
+}
+
+// A server that serves TLS is reached through a reencrypting Route that trusts the CA
+// of its certificate's Secret; a renewed CA reaches the Route.
+func TestRouteReencryptsToATLSServer(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("cert"), exposedAsRoute("", nil)), serving.secret("cert"))
+	f.serveOpenShiftRoutes()
+	f.converge("app")
+	stored := f.storedRoute("app-route")
+	require.NotNil(t, stored)
+	tls, _, _ := unstructured.NestedStringMap(stored.Object, "spec", "tls")
+	assert.Equal(t, "reencrypt", tls["termination"])
+	assert.Equal(t, string(serving.ca), tls["destinationCACertificate"])
+	target, _, _ := unstructured.NestedString(stored.Object, "spec", "port", "targetPort")
+	assert.Equal(t, "https", target)
+}
+
+// A Route of that name that the CR does not control is never written: reported instead.
+func TestRouteOfSomeoneElse(t *testing.T) {
+	theirs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "route.openshift.io/v1", "kind": "Route",
+		"metadata": map[string]any{"name": "app-route", "namespace": testNamespace,
+			"labels": map[string]any{labelManagedBy: ManagedByValue}},
+		"spec": map[string]any{"to": map[string]any{"kind": "Service", "name": "other"}},
+	}}
+	f := newFixture(t, newLLSD("app", exposedAsRoute("", nil)))
+	_, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.serveOpenShiftRoutes()
+	for _, a := range routeActions(mutating(f.sync("app"))) {
+		t.Errorf("a write of someone else's Route: %s", describe([]core.Action{a}))
+	}
+	ready := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, v1alpha2.ReasonResourceNotOwned, ready.Reason)
+	assert.Contains(t, ready.Message, "Route")
+	to, _, _ := unstructured.NestedString(f.storedRoute("app-route").Object, "spec", "to", "name")
+	assert.Equal(t, "other", to, "theirs is untouched")
+}
+
+// On OpenShift, Routes are served by OpenShift's own API server, not a CRD: when
+// discovery found route.openshift.io/v1 at start and no Route CRD exists, the kind is
+// served as soon as its informer has synced, and stays so; a Route CRD (MicroShift's)
+// is followed as any optional kind's.
+func TestRouteKindServedByAnAggregatedAPI(t *testing.T) {
+	for name, tc := range map[string]struct {
+		discovered bool
+		crd        bool
+		want       apiState
+	}{
+		"discovered, no CRD: OpenShift's API server": {discovered: true, want: apiServed},
+		"discovered with a CRD (MicroShift)":         {discovered: true, crd: true, want: apiServed},
+		"not discovered, no CRD":                     {want: apiAbsent},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newLLSD("asks", exposedAsRoute("", nil)))
+			f.crdclient = apiextensionsfake.NewClientset()
+			if tc.crd {
+				f.crdclient = apiextensionsfake.NewClientset(routeCRD())
+			}
+			f.newController()
+			routes := f.optionalKind(routeKind)
+			routes.discovered = tc.discovered
+			ctx, cancel := context.WithCancel(f.ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				routes.run(ctx)
+			}()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			require.Eventually(t, func() bool { return routes.state() == tc.want }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return f.c.queue.Len() > 0 }, 10*time.Second, 10*time.Millisecond,
+				"the CR asking for a Route hears what is known")
+			if tc.crd {
+				require.NoError(t, f.crdclient.ApiextensionsV1().CustomResourceDefinitions().Delete(f.ctx, routeCRD().Name, metav1.DeleteOptions{}))
+				require.Eventually(t, func() bool { return routes.state() == apiAbsent }, 10*time.Second, 10*time.Millisecond,
+					"a CRD that goes takes the kind with it")
+			}
+		})
+	}
+}
