@@ -17,9 +17,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,6 +54,32 @@ var rbacExceptions = map[string]string{
 	// changed host as an update) when it admits the write; no request names it.
 	"route.openshift.io/routes/custom-host create": "a Route with spec.host on OpenShift",
 	"route.openshift.io/routes/custom-host update": "a Route's changed spec.host on OpenShift",
+}
+
+// statusUpdatesOnlyStatus makes the fake's status updates of LlamaStackDistributions
+// change only the status, as the API server's do: by default the fake stores the
+// whole object sent, so a status written from a CR read before an edit of its spec
+// would undo the edit.
+func statusUpdatesOnlyStatus(client *fake.Clientset) {
+	client.PrependReactor("update", "llamastackdistributions", func(a core.Action) (bool, runtime.Object, error) {
+		update, ok := a.(core.UpdateAction)
+		if !ok || update.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		sent := update.GetObject().(*v1alpha2.LlamaStackDistribution)
+		gvr := v1alpha2.SchemeGroupVersion.WithResource("llamastackdistributions")
+		obj, err := client.Tracker().Get(gvr, sent.Namespace, sent.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		stored := obj.(*v1alpha2.LlamaStackDistribution).DeepCopy()
+		stored.Status = *sent.Status.DeepCopy()
+		stored.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+		if err := client.Tracker().Update(gvr, stored, sent.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, stored, nil
+	})
 }
 
 // permission renders a request as "<group>/<resource>[/<subresource>] <verb>" (the core
@@ -146,6 +174,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\nenableServiceMonitor:\n  enabled: %t\n", enabled, enabled)}, nil)
 	}
 	client := fake.NewClientset(hub(full), hub(broken))
+	statusUpdatesOnlyStatus(client)
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{userConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
@@ -267,11 +296,10 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	// The managed ConfigMaps go once the Deployment has rolled out without them, as the
 	// Deployment controller would report it.
 	deployments := appsv1.SchemeGroupVersion.WithResource("deployments")
-	// It answers every change of the Deployment, as the Deployment controller does (its
-	// observedGeneration follows each new generation, which the fake does not bump), so
-	// that a status written for a template the controller has since replaced is never
-	// what the controller last sees.
-	answered := ""
+	// It answers every change of the Deployment's spec, as the Deployment controller
+	// does (its observedGeneration follows each new generation, which the fake does not
+	// bump).
+	var answered *appsv1.DeploymentSpec
 	rollOut := func() {
 		obj, err := kubeclient.Tracker().Get(deployments, ns, "full")
 		require.NoError(t, err)
@@ -279,14 +307,14 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		// As many replicas as the spec asks for at that moment: the handover from the
 		// HPA (removed by the edit) may leave it at more than one for a while.
 		n := ptr.Deref(d.Spec.Replicas, 1)
-		if d.ResourceVersion == answered && !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
+		if equality.Semantic.DeepEqual(answered, &d.Spec) && !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
 			d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == n && d.Status.AvailableReplicas == n && d.Status.Replicas == n {
 			return
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
 		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
-		answered = d.ResourceVersion
+		answered = d.Spec.DeepCopy()
 	}
 	for what, o := range optional {
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true,
