@@ -101,6 +101,21 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		return fmt.Errorf("watching the HTTPRoute CRD: %w", err)
 	}
 	c.optionalKinds = append(c.optionalKinds, routes)
+	// The Gateways the routes attach to, read for their URL (gateway.go).
+	gateways, err := newOptionalKind("Gateway", gatewayResource, crds,
+		func() cache.SharedIndexInformer { return newGatewayInformer(cfg.GatewayClient, c.watchNamespace) },
+		gatewayHandler(c.enqueueAsking(wantsHTTPRoute)), c.enqueueAsking(wantsHTTPRoute))
+	if err != nil {
+		return fmt.Errorf("watching the Gateway CRD: %w", err)
+	}
+	c.optionalKinds = append(c.optionalKinds, gateways)
+	cachedGateway := func(ns, name string) *gatewayv1.Gateway {
+		g, err := fromOptionalCache[*gatewayv1.Gateway](gateways)(ns, name)
+		if err != nil {
+			return nil
+		}
+		return g
+	}
 	c.httpRoutes = newChildKind(c.recorder, "HTTPRoute", fromOptionalCache[*gatewayv1.HTTPRoute](routes),
 		func(ns string) gatewayv1client.HTTPRouteInterface {
 			return cfg.GatewayClient.GatewayV1().HTTPRoutes(ns)
@@ -109,7 +124,9 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	c.afterServer = append(c.afterServer,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: httpRouteName,
 			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
-			seen:    func(obs *observed, route *gatewayv1.HTTPRoute) { obs.httpRoute = route },
+			seen: func(obs *observed, route *gatewayv1.HTTPRoute) {
+				obs.httpRoute, obs.httpRouteEndpoint = route, httpRouteEndpoint(route, cachedGateway)
+			},
 			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
 
 	// Without a dynamic client no ServiceMonitor or Route is made. A CR hears of the

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -63,6 +64,8 @@ type fixture struct {
 	// dynamicclient holds the ServiceMonitors, while the fixture serves them
 	// (serveServiceMonitors).
 	dynamicclient *dynamicfake.FakeDynamicClient
+	// gateways are the Gateways the cluster has, while the fixture serves Gateway API.
+	gateways []*gatewayv1.Gateway
 	// crdclient, when set, is the controller's CRD client (the optional kinds' watches).
 	crdclient *apiextensionsfake.Clientset
 
@@ -140,10 +143,11 @@ func (f *fixture) newController() {
 // then filled from the Gateway API fake.
 func (f *fixture) serveHTTPRoutes() {
 	f.t.Helper()
-	routes := f.routeKind()
-	routes.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
-	routes.crdsSynced = func() bool { return true }
-	routes.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
+	for _, k := range []*optionalKind{f.routeKind(), f.optionalKind("Gateway")} {
+		k.crds = cache.NewSharedIndexInformer(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, 0, cache.Indexers{})
+		k.crdsSynced = func() bool { return true }
+		k.running = &kindCache{indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), synced: func() bool { return true }}
+	}
 	f.refreshCaches()
 }
 
@@ -210,6 +214,15 @@ func (f *fixture) refreshCaches() {
 	if routes := f.routeKind().cache(); routes != nil {
 		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
 		fill(routes, strip, managed, list, err)
+	}
+	if gateways := f.optionalKind("Gateway").cache(); gateways != nil {
+		// (The Gateway API fake cannot store Gateways: its field manager maps no such
+		// resource.)
+		list := &gatewayv1.GatewayList{}
+		for _, g := range f.gateways {
+			list.Items = append(list.Items, *g)
+		}
+		fill(gateways, TransformGateway, nil, list, nil)
 	}
 	for kind, resource := range map[string]schema.GroupVersionResource{serviceMonitorKind: serviceMonitorResource, routeKind: routeResource} {
 		if indexer := f.optionalKind(kind).cache(); indexer != nil {

@@ -72,11 +72,11 @@ func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 	return route
 }
 
-// httpRouteURL is status.routeURL of an HTTPRoute: http://<hostname><path> once every
-// Gateway has accepted it, "" without a hostname (or with a wildcard one) or before.
-// The controller does not read Gateways: where the listener terminates TLS, the URL
-// is served as https.
-func httpRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute) string {
+// httpRouteURL is status.routeURL of an HTTPRoute: <scheme>://<hostname>[:port]<path>
+// once every Gateway has accepted it, "" without a hostname (or with a wildcard one)
+// or before; the scheme and port are those of the listener it attaches to (at), plain
+// HTTP on the default port when the Gateway is not known.
+func httpRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute, at routeEndpoint) string {
 	e := networking(l).Expose
 	if route == nil || e.Hostname == "" || strings.HasPrefix(e.Hostname, "*") {
 		return ""
@@ -88,7 +88,10 @@ func httpRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute
 	if path == "/" {
 		path = ""
 	}
-	return "http://" + e.Hostname + path
+	if at.scheme == "" {
+		at.scheme = "http"
+	}
+	return at.url(e.Hostname, path)
 }
 
 // httpRouteAcceptance is what the Gateways an HTTPRoute names say of it (its

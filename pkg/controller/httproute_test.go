@@ -153,13 +153,13 @@ func TestHTTPRouteURL(t *testing.T) {
 	gw := gatewayv1.ParentReference{Name: "gw"}
 	accepted := routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, "Accepted", "")))
 	ref := v1alpha2.GatewayParentRef{Name: "gw"}
-	assert.Equal(t, "http://llama.example.com", httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), accepted))
-	assert.Equal(t, "http://llama.example.com/v1", httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "/v1", ref)), accepted))
-	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("", "", ref)), accepted), "no host name: the Gateway's address is not known")
-	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("*.example.com", "", ref)), accepted), "a wildcard is no URL")
-	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), routeWithParents([]gatewayv1.ParentReference{gw})),
+	assert.Equal(t, "http://llama.example.com", httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), accepted, routeEndpoint{}))
+	assert.Equal(t, "http://llama.example.com/v1", httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "/v1", ref)), accepted, routeEndpoint{}))
+	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("", "", ref)), accepted, routeEndpoint{}), "no host name: the Gateway's address is not known")
+	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("*.example.com", "", ref)), accepted, routeEndpoint{}), "a wildcard is no URL")
+	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), routeWithParents([]gatewayv1.ParentReference{gw}), routeEndpoint{}),
 		"not accepted yet")
-	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), nil))
+	assert.Empty(t, httpRouteURL(newLLSD("app", exposedThrough("llama.example.com", "", ref)), nil, routeEndpoint{}))
 }
 
 func TestExposedCondition(t *testing.T) {

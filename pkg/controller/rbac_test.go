@@ -182,7 +182,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	)
 	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute and a
 	// ServiceMonitor are made and deleted too.
-	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true), serviceMonitorCRD(), routeCRD())
+	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true), gatewayCRD(), serviceMonitorCRD(), routeCRD())
 	gatewayclient := gatewayfake.NewClientset()
 	dynamicclient := newMonitoringClient(t)
 	require.NoError(t, client.Tracker().Add(newLLSD("routed", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))))

@@ -26,6 +26,8 @@ type observed struct {
 	// httpRouteAPI is what the sync knew of the HTTPRoute API; apiUnknown when it did
 	// not look (the CR does not ask for an HTTPRoute).
 	httpRouteAPI apiState
+	// httpRouteEndpoint is where the Gateways serve the HTTPRoute (gateway.go).
+	httpRouteEndpoint routeEndpoint
 	// route and routeAPI are the same for an OpenShift Route.
 	route    *unstructured.Unstructured
 	routeAPI apiState

@@ -216,7 +216,7 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 // until it has one) when the CR asks to be exposed, else none.
 func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
 	if wantsHTTPRoute(l) {
-		return ptr.To(httpRouteURL(l, obs.httpRoute))
+		return ptr.To(httpRouteURL(l, obs.httpRoute, obs.httpRouteEndpoint))
 	}
 	if wantsRoute(l) {
 		return ptr.To(routeHostURL(obs.route))

@@ -21,7 +21,10 @@ import (
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
-const httpRouteCRDName = "httproutes.gateway.networking.k8s.io"
+const (
+	httpRouteCRDName = "httproutes.gateway.networking.k8s.io"
+	gatewayCRDName   = "gateways.gateway.networking.k8s.io"
+)
 
 // gatewayAPIFile is a CRD file of Gateway API's standard channel, from the module the
 // controller is built with (never from the network).
@@ -35,7 +38,7 @@ func gatewayAPIFile(t *testing.T, name string) string {
 }
 
 // routedCR is a v1alpha2 CR exposed through an HTTPRoute attached to the listener
-// "http" of the Gateway "gw" in its namespace.
+// "web" of the Gateway "gw" in its namespace.
 func routedCR(ns, name string) *v1alpha2.LlamaStackDistribution {
 	return &v1alpha2.LlamaStackDistribution{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -43,7 +46,7 @@ func routedCR(ns, name string) *v1alpha2.LlamaStackDistribution {
 			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
 			Networking: &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{
 				Type: v1alpha2.ExposeHTTPRoute, Hostname: name + ".example.com",
-				HTTPRoute: &v1alpha2.HTTPRouteSpec{ParentRefs: []v1alpha2.GatewayParentRef{{Name: "gw", SectionName: "http"}}},
+				HTTPRoute: &v1alpha2.HTTPRouteSpec{ParentRefs: []v1alpha2.GatewayParentRef{{Name: "gw", SectionName: "web"}}},
 			}},
 		},
 	}
@@ -71,7 +74,18 @@ func TestHTTPRouteFollowsTheGatewayAPI(t *testing.T) {
 	_, err = env.kube.NetworkingV1().Ingresses(ns).Get(ctx, "routed-ingress", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "type HTTPRoute makes no Ingress: %v", err)
 
-	// The CRD appears.
+	// The CRDs appear, and the Gateway: its listener "web" serves HTTPS on 8443.
+	kubectl(t, "apply", "--server-side", "-f", gatewayAPIFile(t, "gateway.networking.k8s.io_gateways.yaml"))
+	t.Cleanup(func() { kubectl(t, "delete", "crd", gatewayCRDName, "--ignore-not-found", "--wait=true") })
+	require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, gatewayCRDName, 30*time.Second))
+	_, err = gw.GatewayV1().Gateways(ns).Create(ctx, &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: ns},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: []gatewayv1.Listener{{
+			Name: "web", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}},
+		}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	kubectl(t, "apply", "--server-side", "-f", gatewayAPIFile(t, "gateway.networking.k8s.io_httproutes.yaml"))
 	deleteCRD := func() {
 		kubectl(t, "delete", "crd", httpRouteCRDName, "--ignore-not-found", "--wait=true")
@@ -118,9 +132,9 @@ func TestHTTPRouteFollowsTheGatewayAPI(t *testing.T) {
 		return err == nil, err
 	})
 	l = waitCondition(t, ns, "routed", v1alpha2.ConditionExposed, metav1.ConditionTrue, v1alpha2.ReasonRouteAccepted)
-	eventually(t, 10*time.Second, "routeURL is the route's host", func(ctx context.Context) (bool, error) {
+	eventually(t, 10*time.Second, "routeURL is the route's host on the listener's scheme and port", func(ctx context.Context) (bool, error) {
 		l := get(t, ns, "routed")
-		return l.Status.RouteURL != nil && *l.Status.RouteURL == "http://routed.example.com", nil
+		return l.Status.RouteURL != nil && *l.Status.RouteURL == "https://routed.example.com:8443", nil
 	})
 
 	// The route goes with its CR.

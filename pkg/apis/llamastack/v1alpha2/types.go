@@ -1122,7 +1122,10 @@ type LlamaStackDistributionStatus struct {
 	// +optional
 	ServiceURL string `json:"serviceURL,omitempty"`
 
-	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled).
+	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled):
+	// the Ingress's host or load-balancer address (https with tlsSecretName); an HTTPRoute's hostname on the scheme and port of
+	// the Gateway listener that accepted it; https and the host a router admitted for a Route. Empty
+	// until known.
 	// +optional
 	RouteURL *string `json:"routeURL,omitempty"`
 

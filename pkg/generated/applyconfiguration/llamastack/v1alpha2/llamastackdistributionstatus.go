@@ -50,7 +50,10 @@ type LlamaStackDistributionStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// ServiceURL is the internal Kubernetes service URL where the distribution is exposed.
 	ServiceURL *string `json:"serviceURL,omitempty"`
-	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled).
+	// RouteURL is the external URL where the distribution is exposed (when networking.expose is enabled):
+	// the Ingress's host or load-balancer address (https with tlsSecretName); an HTTPRoute's hostname on the scheme and port of
+	// the Gateway listener that accepted it; https and the host a router admitted for a Route. Empty
+	// until known.
 	RouteURL *string `json:"routeURL,omitempty"`
 	// Rollback is what automatic rollback knows: the ReplicaSet that last served,
 	// and the inputs whose rollout failed and was rolled back.

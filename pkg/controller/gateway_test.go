@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+)
+
+func listener(name, hostname string, port int32, protocol gatewayv1.ProtocolType) gatewayv1.Listener {
+	l := gatewayv1.Listener{Name: gatewayv1.SectionName(name), Port: gatewayv1.PortNumber(port), Protocol: protocol}
+	if hostname != "" {
+		l.Hostname = ptr.To(gatewayv1.Hostname(hostname))
+	}
+	return l
+}
+
+func gatewayWith(ns, name string, listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
+	return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: gatewayv1.GatewaySpec{Listeners: listeners}}
+}
+
+// gatewayCRD is Gateway API's Gateway CRD, established.
+func gatewayCRD() *apiextensionsv1.CustomResourceDefinition {
+	crd := httpRouteCRD(true)
+	crd.Name = "gateways.gateway.networking.k8s.io"
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "gateways", Kind: "Gateway"}
+	return crd
+}
+
+func TestHTTPRouteEndpoint(t *testing.T) {
+	accepted := routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, "Accepted", "")
+	refused := routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionFalse, "NotAllowedByListeners", "")
+	gw := gatewayv1.ParentReference{Name: "gw"}
+	onHTTPS := gatewayv1.ParentReference{Name: "gw", SectionName: ptr.To(gatewayv1.SectionName("https"))}
+	other := gatewayv1.ParentReference{Name: "edge", Namespace: ptr.To(gatewayv1.Namespace("infra"))}
+	both := gatewayWith(testNamespace, "gw", listener("http", "", 80, gatewayv1.HTTPProtocolType), listener("https", "", 443, gatewayv1.HTTPSProtocolType))
+	gateways := map[string]*gatewayv1.Gateway{
+		testNamespace + "/gw": both,
+		"infra/edge":          gatewayWith("infra", "edge", listener("alt", "", 8080, gatewayv1.HTTPProtocolType)),
+		testNamespace + "/hosts": gatewayWith(testNamespace, "hosts",
+			listener("other", "other.example.com", 443, gatewayv1.HTTPSProtocolType),
+			listener("wild", "*.example.com", 8443, gatewayv1.HTTPSProtocolType),
+			listener("tcp", "", 9000, gatewayv1.TCPProtocolType)),
+	}
+	lookup := func(ns, name string) *gatewayv1.Gateway { return gateways[ns+"/"+name] }
+	withHost := func(r *gatewayv1.HTTPRoute, host string) *gatewayv1.HTTPRoute {
+		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
+		return r
+	}
+	hosts := gatewayv1.ParentReference{Name: "hosts"}
+	for name, tc := range map[string]struct {
+		route *gatewayv1.HTTPRoute
+		want  routeEndpoint
+	}{
+		"HTTPS beside HTTP: HTTPS":  {route: routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, accepted)), want: routeEndpoint{"https", 443}},
+		"the listener it names":     {route: routeWithParents([]gatewayv1.ParentReference{onHTTPS}, parentStatus(onHTTPS, accepted)), want: routeEndpoint{"https", 443}},
+		"not accepted: not known":   {route: routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, refused)), want: routeEndpoint{scheme: "http"}},
+		"not reported: not known":   {route: routeWithParents([]gatewayv1.ParentReference{gw}), want: routeEndpoint{scheme: "http"}},
+		"a Gateway not seen":        {route: routeWithParents([]gatewayv1.ParentReference{{Name: "gone"}}, parentStatus(gatewayv1.ParentReference{Name: "gone"}, accepted)), want: routeEndpoint{scheme: "http"}},
+		"another namespace, a port": {route: routeWithParents([]gatewayv1.ParentReference{other}, parentStatus(other, accepted)), want: routeEndpoint{"http", 8080}},
+		"the first that accepted": {route: routeWithParents([]gatewayv1.ParentReference{gw, other}, parentStatus(gw, refused), parentStatus(other, accepted)),
+			want: routeEndpoint{"http", 8080}},
+		"the wildcard listener of its host": {route: withHost(routeWithParents([]gatewayv1.ParentReference{hosts}, parentStatus(hosts, accepted)), "llama.example.com"),
+			want: routeEndpoint{"https", 8443}},
+		"no listener of its host": {route: withHost(routeWithParents([]gatewayv1.ParentReference{hosts}, parentStatus(hosts, accepted)), "llama.example.org"),
+			want: routeEndpoint{scheme: "http"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, httpRouteEndpoint(tc.route, lookup))
+		})
+	}
+	assert.Equal(t, routeEndpoint{scheme: "http"}, httpRouteEndpoint(nil, lookup))
+}
+
+func TestRouteEndpointURL(t *testing.T) {
+	assert.Equal(t, "https://llama.example.com/v1", routeEndpoint{"https", 443}.url("llama.example.com", "/v1"))
+	assert.Equal(t, "http://llama.example.com", routeEndpoint{"http", 80}.url("llama.example.com", ""))
+	assert.Equal(t, "http://llama.example.com", routeEndpoint{scheme: "http"}.url("llama.example.com", ""))
+	assert.Equal(t, "https://llama.example.com:8443", routeEndpoint{"https", 8443}.url("llama.example.com", ""))
+	assert.Equal(t, "http://llama.example.com:443", routeEndpoint{"http", 443}.url("llama.example.com", ""))
+}
+
+// The Gateway's HTTPS listener makes routeURL https, once the Gateway accepts the
+// route; the Gateway is only read.
+func TestHTTPRouteURLFollowsTheGatewayListener(t *testing.T) {
+	ref := v1alpha2.GatewayParentRef{Name: "gw"}
+	f := newFixture(t, newLLSD("app", exposedThrough("llama.example.com", "", ref)))
+	f.gateways = []*gatewayv1.Gateway{gatewayWith(testNamespace, "gw", listener("https", "llama.example.com", 8443, gatewayv1.HTTPSProtocolType))}
+	f.serveHTTPRoutes()
+	f.converge("app")
+	route, err := f.gatewayclient.GatewayV1().HTTPRoutes(testNamespace).Get(f.ctx, "app-route", metav1.GetOptions{})
+	require.NoError(t, err)
+	route.Status.Parents = []gatewayv1.RouteParentStatus{parentStatus(route.Spec.ParentRefs[0],
+		routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, "Accepted", ""))}
+	_, err = f.gatewayclient.GatewayV1().HTTPRoutes(testNamespace).UpdateStatus(f.ctx, route, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refreshCaches()
+	f.converge("app")
+	assert.Equal(t, "https://llama.example.com:8443", ptr.Deref(f.llsd("app").Status.RouteURL, "<nil>"))
+	for _, a := range f.gatewayclient.Actions() {
+		if a.GetResource().Resource == "gateways" {
+			assert.Contains(t, []string{"list", "watch"}, a.GetVerb(), "a Gateway is only read")
+		}
+	}
+}
+
+func TestTransformGatewayKeepsTheListeners(t *testing.T) {
+	g := gatewayWith(testNamespace, "gw", listener("https", "llama.example.com", 443, gatewayv1.HTTPSProtocolType))
+	g.Generation, g.ResourceVersion = 3, "42"
+	g.Annotations = map[string]string{"big": "annotation"}
+	g.Spec.Listeners[0].TLS = &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}}
+	g.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "https", AttachedRoutes: 7}}
+	out, err := TransformGateway(g)
+	require.NoError(t, err)
+	kept := out.(*gatewayv1.Gateway)
+	assert.Equal(t, int64(3), kept.Generation)
+	assert.Equal(t, "42", kept.ResourceVersion)
+	assert.Nil(t, kept.Annotations)
+	assert.Empty(t, kept.Status.Listeners)
+	assert.Equal(t, []gatewayv1.Listener{listener("https", "llama.example.com", 443, gatewayv1.HTTPSProtocolType)}, kept.Spec.Listeners)
+}
