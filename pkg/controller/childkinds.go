@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,35 +137,16 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if cfg.DynamicClient == nil {
 		crds = nil
 	}
-	monitors, err := newOptionalKind(serviceMonitorKind, serviceMonitorResource, crds,
-		func() cache.SharedIndexInformer {
-			return newUnstructuredInformer(cfg.DynamicClient, serviceMonitorResource, c.watchNamespace)
-		},
-		c.ownedHandler(), c.enqueueAsking(func(*v1alpha2.LlamaStackDistribution) bool { return true }))
+	monitors, err := c.bindUnstructured(cfg, serviceMonitorKind, serviceMonitorResource, crds,
+		func(*v1alpha2.LlamaStackDistribution) bool { return true }, &c.serviceMonitors)
 	if err != nil {
-		return fmt.Errorf("watching the ServiceMonitor CRD: %w", err)
+		return err
 	}
-	c.optionalKinds = append(c.optionalKinds, monitors)
-	openShiftRoutes, err := newOptionalKind(routeKind, routeResource, crds,
-		func() cache.SharedIndexInformer {
-			return newUnstructuredInformer(cfg.DynamicClient, routeResource, c.watchNamespace)
-		},
-		c.ownedHandler(), c.enqueueAsking(wantsRoute))
+	openShiftRoutes, err := c.bindUnstructured(cfg, routeKind, routeResource, crds, wantsRoute, &c.routes)
 	if err != nil {
-		return fmt.Errorf("watching the Route CRD: %w", err)
+		return err
 	}
 	openShiftRoutes.discovered = cfg.RoutesDiscovered
-	c.optionalKinds = append(c.optionalKinds, openShiftRoutes)
-	c.serviceMonitors = newChildKind(c.recorder, serviceMonitorKind, fromOptionalCache[*unstructured.Unstructured](monitors),
-		func(ns string) unstructuredClient {
-			return unstructuredClient{resource: cfg.DynamicClient.Resource(serviceMonitorResource).Namespace(ns)}
-		},
-		extractUnstructured, neverTakeOver)
-	c.routes = newChildKind(c.recorder, routeKind, fromOptionalCache[*unstructured.Unstructured](openShiftRoutes),
-		func(ns string) unstructuredClient {
-			return unstructuredClient{resource: cfg.DynamicClient.Resource(routeResource).Namespace(ns)}
-		},
-		extractUnstructured, neverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: serviceMonitorName,
 			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
@@ -173,6 +155,29 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 			seen:    func(obs *observed, route *unstructured.Unstructured) { obs.route = route },
 			seenAPI: func(obs *observed, state apiState) { obs.routeAPI = state }})
 	return nil
+}
+
+// bindUnstructured binds an optional kind without a typed client (unstructured.go) to
+// the watch of its CRD and to the dynamic client, into kind; the CRs asks selects hear
+// of its API.
+func (c *Controller) bindUnstructured(cfg Config, kindName string, resource schema.GroupVersionResource,
+	crds apiextensionsclient.Interface, asks func(*v1alpha2.LlamaStackDistribution) bool,
+	kind **childKind[*unstructured.Unstructured, unstructured.Unstructured]) (*optionalKind, error) {
+	optional, err := newOptionalKind(kindName, resource, crds,
+		func() cache.SharedIndexInformer {
+			return newUnstructuredInformer(cfg.DynamicClient, resource, c.watchNamespace)
+		},
+		c.ownedHandler(), c.enqueueAsking(asks))
+	if err != nil {
+		return nil, fmt.Errorf("watching the %s CRD: %w", kindName, err)
+	}
+	c.optionalKinds = append(c.optionalKinds, optional)
+	*kind = newChildKind(c.recorder, kindName, fromOptionalCache[*unstructured.Unstructured](optional),
+		func(ns string) unstructuredClient {
+			return unstructuredClient{resource: cfg.DynamicClient.Resource(resource).Namespace(ns)}
+		},
+		extractUnstructured, neverTakeOver)
+	return optional, nil
 }
 
 // childInputs are what a sync knows, besides the CR, that decides whether a child is

@@ -27,10 +27,7 @@ func gatewayWith(ns, name string, listeners ...gatewayv1.Listener) *gatewayv1.Ga
 
 // gatewayCRD is Gateway API's Gateway CRD, established.
 func gatewayCRD() *apiextensionsv1.CustomResourceDefinition {
-	crd := httpRouteCRD(true)
-	crd.Name = "gateways.gateway.networking.k8s.io"
-	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "gateways", Kind: "Gateway"}
-	return crd
+	return establishedCRD(gatewayResource, "Gateway")
 }
 
 func TestHTTPRouteEndpoint(t *testing.T) {

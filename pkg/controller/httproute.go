@@ -157,31 +157,28 @@ func sameParent(routeNamespace string, reported, ref gatewayv1.ParentReference) 
 func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
 	switch {
 	case wantsHTTPRoute(l):
-		switch obs.httpRouteAPI {
-		case apiAbsent:
-			return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed,
-				"The cluster does not serve "+httpRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
-					"(the standard channel), or expose the server with type Ingress")
-		case apiUnknown:
-			return keepAsIs
-		}
-		if obs.httpRoute == nil {
-			return keepAsIs
-		}
-		return setTo(httpRouteAcceptance(obs.httpRoute))
+		return routeCondition(obs.httpRouteAPI, obs.httpRoute != nil,
+			"The cluster does not serve "+httpRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
+				"(the standard channel), or expose the server with type Ingress",
+			func() (metav1.ConditionStatus, string, string) { return httpRouteAcceptance(obs.httpRoute) })
 	case wantsRoute(l):
-		switch obs.routeAPI {
-		case apiAbsent:
-			return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed,
-				"The cluster does not serve "+routeResource.GroupVersion().String()+" Route (it is not OpenShift): "+
-					"expose the server with type Ingress or HTTPRoute")
-		case apiUnknown:
-			return keepAsIs
-		}
-		if obs.route == nil {
-			return keepAsIs
-		}
-		return setTo(routeAdmission(obs.route))
+		return routeCondition(obs.routeAPI, obs.route != nil,
+			"The cluster does not serve "+routeResource.GroupVersion().String()+" Route (it is not OpenShift): "+
+				"expose the server with type Ingress or HTTPRoute",
+			func() (metav1.ConditionStatus, string, string) { return routeAdmission(obs.route) })
 	}
 	return dropped
+}
+
+// routeCondition is Exposed for a route of an optional kind: False with notServed
+// while the cluster does not serve the kind, what accepted says once the route was
+// seen, and the last report until then.
+func routeCondition(api apiState, seen bool, notServed string, accepted func() (metav1.ConditionStatus, string, string)) conditionUpdate {
+	switch {
+	case api == apiAbsent:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed, notServed)
+	case api == apiUnknown || !seen:
+		return keepAsIs
+	}
+	return setTo(accepted())
 }

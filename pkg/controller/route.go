@@ -16,7 +16,7 @@ import (
 // optional kind (optionalkinds.go) made while the cluster serves it. No typed client
 // of OpenShift's API is a dependency (the module proxy serves github.com/openshift/api
 // only as v3.9.0+incompatible, from 2018): the kind is written and watched as
-// unstructured objects through the dynamic client (servicemonitor.go), and only the
+// unstructured objects through the dynamic client (unstructured.go), and only the
 // fields below are set.
 
 // routeResource is the resource of the Route child.
@@ -75,11 +75,7 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 	}
 	metadata := objectMetaMap(meta)
 	if len(e.Annotations) > 0 {
-		annotations := map[string]any{}
-		for k, v := range e.Annotations {
-			annotations[k] = v
-		}
-		metadata["annotations"] = annotations
+		metadata["annotations"] = anyMap(e.Annotations)
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": routeResource.GroupVersion().String(),
@@ -164,27 +160,4 @@ func routeHostURL(route *unstructured.Unstructured) string {
 		}
 	}
 	return ""
-}
-
-// objectMetaMap is the unstructured form of a child's metadata (childObjectMeta):
-// name, namespace, labels and the controller reference.
-func objectMetaMap(meta metav1.ObjectMeta) map[string]any {
-	labels := map[string]any{}
-	for k, v := range meta.Labels {
-		labels[k] = v
-	}
-	ref := meta.OwnerReferences[0]
-	return map[string]any{
-		"name":      meta.Name,
-		"namespace": meta.Namespace,
-		"labels":    labels,
-		"ownerReferences": []any{map[string]any{
-			"apiVersion":         ref.APIVersion,
-			"kind":               ref.Kind,
-			"name":               ref.Name,
-			"uid":                string(ref.UID),
-			"controller":         true,
-			"blockOwnerDeletion": true,
-		}},
-	}
 }

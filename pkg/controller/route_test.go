@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,17 +31,7 @@ func exposedAsRoute(hostname string, route *v1alpha2.RouteSpec) func(*v1alpha2.L
 
 // routeCRD is OpenShift's Route CRD, established.
 func routeCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "routes.route.openshift.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group:    "route.openshift.io",
-			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "routes", Kind: "Route"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
-			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
-		}},
-	}
+	return establishedCRD(routeResource, routeKind)
 }
 
 func TestNewRoute(t *testing.T) {
@@ -178,25 +167,11 @@ func TestRouteAdmission(t *testing.T) {
 
 // storedRoute reads the CR's Route from the fake API; nil when there is none.
 func (f *fixture) storedRoute(name string) *unstructured.Unstructured {
-	f.t.Helper()
-	obj, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	require.NoError(f.t, err)
-	return obj
+	return f.storedUnstructured(routeResource, name)
 }
 
 // routeActions are the requests of actions to the Route API.
-func routeActions(actions []core.Action) []core.Action {
-	var out []core.Action
-	for _, a := range actions {
-		if a.GetResource().Resource == routeResource.Resource && a.GetResource().Group == routeResource.Group {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func routeActions(actions []core.Action) []core.Action { return actionsOn(routeResource, actions) }
 
 // On a cluster that is not OpenShift, a CR asking for a Route gets everything else, no
 // Ingress, and Exposed=False with a Warning Event saying what to do.

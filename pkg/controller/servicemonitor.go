@@ -1,19 +1,8 @@
 package controller
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -23,7 +12,8 @@ import (
 // (optionalkinds.go) made while the cluster serves it and the operator ConfigMap does
 // not turn it off (featureFlags enableServiceMonitor). No typed client of the
 // Prometheus Operator's API is a dependency: the kind is written and watched as
-// unstructured objects through the dynamic client, and only the fields below are set.
+// unstructured objects through the dynamic client (unstructured.go), and only the
+// fields below are set.
 
 // serviceMonitorResource is the resource of the ServiceMonitor child.
 var serviceMonitorResource = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
@@ -43,10 +33,7 @@ func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (wa
 // controller's), over plain HTTP at the Prometheus default interval (the metrics endpoint does not serve
 // TLS, whatever the API does).
 func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstructured {
-	selector := map[string]any{}
-	for k, v := range selectorLabels(l) {
-		selector[k] = v
-	}
+	selector := anyMap(selectorLabels(l))
 	selector[labelManagedBy] = ManagedByValue
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": serviceMonitorResource.GroupVersion().String(),
@@ -61,64 +48,4 @@ func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstruc
 			}},
 		},
 	}}
-}
-
-// newUnstructuredInformer is the informer of the children of an optional kind without
-// a typed client (started while the cluster serves the kind): the controller's own,
-// kept without others' managed fields, never resynced.
-func newUnstructuredInformer(client dynamic.Interface, resource schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
-	informer := dynamicinformer.NewFilteredDynamicInformer(client, resource, namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }).Informer()
-	// Only fails once the informer has started.
-	_ = informer.SetTransform(TransformStripManagedFields)
-	return informer
-}
-
-// unstructuredClient adapts the dynamic client of one resource in one namespace to the
-// typed client childKind calls; its apply configuration is the object itself.
-type unstructuredClient struct {
-	resource dynamic.ResourceInterface
-}
-
-func (c unstructuredClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*unstructured.Unstructured, error) {
-	return c.resource.Get(ctx, name, opts)
-}
-
-func (c unstructuredClient) Apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
-	return c.resource.Apply(ctx, obj.GetName(), obj, opts)
-}
-
-func (c unstructuredClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*unstructured.Unstructured, error) {
-	return c.resource.Patch(ctx, name, pt, data, opts, subresources...)
-}
-
-func (c unstructuredClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return c.resource.Delete(ctx, name, opts)
-}
-
-// extractUnstructured is the Extract function of a kind without a typed client: the
-// fields manager owns in obj, as the object to apply is made (toApplyConfiguration),
-// so that the two compare equal when nothing differs. Without a schema, lists are
-// taken whole.
-func extractUnstructured(obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	owned := map[string]any{}
-	if err := managedfields.ExtractInto(obj, typed.DeducedParseableType, manager, &owned, ""); err != nil {
-		return nil, err
-	}
-	out := &unstructured.Unstructured{}
-	if len(owned) == 0 {
-		return out, nil
-	}
-	raw, err := json.Marshal(owned)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, fmt.Errorf("reading the fields of %s: %w", manager, err)
-	}
-	// The typed Extract functions name the object; so does the object to apply.
-	out.SetName(obj.GetName())
-	out.SetNamespace(obj.GetNamespace())
-	return out, nil
 }

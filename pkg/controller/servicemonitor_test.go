@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -49,12 +50,17 @@ func TestNewServiceMonitor(t *testing.T) {
 
 // serviceMonitorCRD is the Prometheus Operator's ServiceMonitor CRD, established.
 func serviceMonitorCRD() *apiextensionsv1.CustomResourceDefinition {
+	return establishedCRD(serviceMonitorResource, serviceMonitorKind)
+}
+
+// establishedCRD is the established CRD serving resource (one served version) of kind.
+func establishedCRD(resource schema.GroupVersionResource, kind string) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: resource.Resource + "." + resource.Group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group:    "monitoring.coreos.com",
-			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Kind: "ServiceMonitor"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}},
+			Group:    resource.Group,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: resource.Resource, Kind: kind},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: resource.Version, Served: true, Storage: true}},
 		},
 		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
 			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
@@ -64,9 +70,14 @@ func serviceMonitorCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // monitorActions are the requests of actions to the ServiceMonitor API.
 func monitorActions(actions []core.Action) []core.Action {
+	return actionsOn(serviceMonitorResource, actions)
+}
+
+// actionsOn are the requests of actions to resource.
+func actionsOn(resource schema.GroupVersionResource, actions []core.Action) []core.Action {
 	var out []core.Action
 	for _, a := range actions {
-		if a.GetResource().Resource == serviceMonitorResource.Resource {
+		if a.GetResource().GroupResource() == resource.GroupResource() {
 			out = append(out, a)
 		}
 	}
@@ -75,8 +86,14 @@ func monitorActions(actions []core.Action) []core.Action {
 
 // storedMonitor reads the CR's ServiceMonitor from the fake API; nil when there is none.
 func (f *fixture) storedMonitor(name string) *unstructured.Unstructured {
+	return f.storedUnstructured(serviceMonitorResource, name)
+}
+
+// storedUnstructured reads an object of the dynamic fake in the CR namespace; nil when
+// there is none.
+func (f *fixture) storedUnstructured(resource schema.GroupVersionResource, name string) *unstructured.Unstructured {
 	f.t.Helper()
-	obj, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
+	obj, err := f.dynamicclient.Resource(resource).Namespace(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -233,6 +233,19 @@ func waitDeployment(t *testing.T, ns, name, what string, cond func(*appsv1.Deplo
 
 // gone waits until get reports NotFound. Garbage collection can take a while right
 // after the CRD is installed: the collector learns new resource types every 30s.
+// appears waits up to 30 s until get finds what (its error is not NotFound), the twin
+// of gone.
+func appears(t *testing.T, what string, get func(ctx context.Context) error) {
+	t.Helper()
+	eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+		err := get(ctx)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
 func gone(t *testing.T, what string, get func(ctx context.Context) error) {
 	t.Helper()
 	eventually(t, 90*time.Second, what+" is gone", func(ctx context.Context) (bool, error) {

@@ -93,12 +93,9 @@ func TestHTTPRouteFollowsTheGatewayAPI(t *testing.T) {
 	t.Cleanup(deleteCRD)
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, httpRouteCRDName, 30*time.Second))
 	var route *gatewayv1.HTTPRoute
-	eventually(t, 30*time.Second, "the controller makes the HTTPRoute", func(ctx context.Context) (bool, error) {
+	appears(t, "the controller makes the HTTPRoute", func(ctx context.Context) (err error) {
 		route, err = gw.GatewayV1().HTTPRoutes(ns).Get(ctx, "routed-route", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		return err
 	})
 	l := get(t, ns, "routed")
 	ref := metav1.GetControllerOf(route)

@@ -206,12 +206,9 @@ func TestOpenShiftRouteFollowsTheRouteAPI(t *testing.T) {
 	t.Cleanup(deleteCRD)
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, routeCRDName, 30*time.Second))
 	var route *unstructured.Unstructured
-	eventually(t, 30*time.Second, "the controller makes the Route", func(ctx context.Context) (bool, error) {
+	appears(t, "the controller makes the Route", func(ctx context.Context) (err error) {
 		route, err = routes.Get(ctx, "edge-route", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		return err
 	})
 	l := get(t, ns, "edge")
 	ref := metav1.GetControllerOf(route)

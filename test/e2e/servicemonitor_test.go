@@ -69,12 +69,9 @@ func TestServiceMonitorFollowsThePrometheusOperatorAPI(t *testing.T) {
 	t.Cleanup(deleteCRD)
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, serviceMonitorCRDName, 30*time.Second))
 	var sm *unstructured.Unstructured
-	eventually(t, 30*time.Second, "the controller makes the ServiceMonitor", func(ctx context.Context) (bool, error) {
+	appears(t, "the controller makes the ServiceMonitor", func(ctx context.Context) (err error) {
 		sm, err = monitors.Get(ctx, "watched-service-monitor", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		return err
 	})
 	l := get(t, ns, "watched")
 	ref := metav1.GetControllerOf(sm)
@@ -116,12 +113,9 @@ func TestServiceMonitorFollowsThePrometheusOperatorAPI(t *testing.T) {
 		})
 	}
 	setOperatorConfig(t, flags(true))
-	eventually(t, 30*time.Second, "the ServiceMonitor is made again", func(ctx context.Context) (bool, error) {
+	appears(t, "the ServiceMonitor is made again", func(ctx context.Context) error {
 		_, err := monitors.Get(ctx, "watched-service-monitor", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		return err
 	})
 
 	// It goes with its CR.
