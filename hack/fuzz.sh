@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs each fuzz target of pkg/controller and pkg/webhook for FUZZTIME (default 30s), then
-# checks every input of the builder targets, the seeds and what the fuzzing kept in the Go
-# cache, with the Kubernetes API's own validators and the CRD itself (hack/validate, a
-# module of its own so that k8s.io/kubernetes stays out of the controller's). Exits
-# non-zero on the first failure, printing the failing input.
+# Runs each fuzz target (pkg/controller, pkg/webhook, pkg/configgen, the v1alpha1 API) for
+# FUZZTIME (default 30s), then checks every input of the builder targets, the seeds and
+# what the fuzzing kept in the Go cache, with the Kubernetes API's own validators and the
+# CRD itself (hack/validate, a module of its own so that k8s.io/kubernetes stays out of
+# the controller's). Exits non-zero on the first failure, printing the failing input.
 #
 #   FUZZTIME=20s hack/fuzz.sh          # what CI runs
 #   FUZZ_TARGETS=FuzzBuilders hack/fuzz.sh
@@ -12,18 +12,20 @@ set -o errexit -o nounset -o pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
 fuzztime=${FUZZTIME:-30s}
-targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle FuzzConversionRequest FuzzGenerate}
+targets=${FUZZ_TARGETS:-FuzzBuilders FuzzSpecFields FuzzOperatorConfig FuzzCABundle FuzzConversionRequest FuzzGenerate FuzzV1alpha1Edits}
 pkg=github.com/llamastack/llama-stack-controller/pkg/controller
 log=$(mktemp)
 objects=$(mktemp -d)
 trap 'rm -rf "${log}" "${objects}"' EXIT
 
 # The package of each target: the conversion webhook's request body in pkg/webhook, config
-# generation in pkg/configgen, the rest in pkg/controller.
+# generation in pkg/configgen, v1alpha1 clients' edits of v1alpha2 objects in the v1alpha1
+# API package, the rest in pkg/controller.
 package_of() {
 	case "$1" in
 	FuzzConversionRequest) echo pkg/webhook ;;
 	FuzzGenerate) echo pkg/configgen ;;
+	FuzzV1alpha1Edits) echo pkg/apis/llamastack/v1alpha1 ;;
 	*) echo pkg/controller ;;
 	esac
 }

@@ -1,11 +1,13 @@
 package v1alpha1
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
@@ -13,23 +15,41 @@ import (
 // ConversionDataAnnotation keeps, on an object read in one version, what that version
 // cannot hold, so that writing it back in that version loses nothing (the pattern of
 // Cluster API). On a v1alpha1 object it holds v1alpha2's fields; on a v1alpha2 object,
-// the empty v1alpha1 blocks that v1alpha2 has no form for.
+// the v1alpha1 forms that v1alpha2 has no field for (a block written empty, or left
+// out although v1alpha2 needs it to hold a field of its own).
 const ConversionDataAnnotation = "llamastack.io/conversion-data"
 
 // conversionData is the content of ConversionDataAnnotation.
 type conversionData struct {
 	// Spec holds, on an object read as v1alpha1, each top-level v1alpha2 spec field
-	// that v1alpha1 cannot hold or that would not come back the same.
+	// that v1alpha1 cannot hold or that would not come back the same, whole: it is the
+	// base against which a v1alpha1 client's write is merged, field by field.
 	Spec *hubSpec `json:"spec,omitempty"`
 	// ResolvedDistribution is v1alpha2's status.resolvedDistribution.
 	ResolvedDistribution *v1alpha2.ResolvedDistributionStatus `json:"resolvedDistribution,omitempty"`
 	// Rollback is v1alpha2's status.rollback.
 	Rollback *v1alpha2.RollbackStatus `json:"rollback,omitempty"`
 
-	// EmptyIngress and EmptyPodOverrides record, on an object read as v1alpha2, a
-	// v1alpha1 network.ingress or server.podOverrides written as an empty object.
+	// On an object read as v1alpha2: the v1alpha1 shapes it came from. On an object
+	// read as v1alpha1 (with Spec): the shapes its v1alpha1 form was made with, so that
+	// a write can be told apart from what was read.
+	shape
+}
+
+// shape records the v1alpha1 forms v1alpha2 has no field for. Each is honoured only
+// where the v1alpha2 object still allows it, so one left behind by a later v1alpha2
+// edit changes nothing.
+type shape struct {
+	// EmptyIngress and EmptyPodOverrides: network.ingress or server.podOverrides was
+	// written as an empty object.
 	EmptyIngress      bool `json:"emptyIngress,omitempty"`
 	EmptyPodOverrides bool `json:"emptyPodOverrides,omitempty"`
+	// NoTLSConfig: server.tlsConfig was left out, though networking.tls holds
+	// v1alpha2's own enabled or secretName; shown again once it has a caBundle.
+	NoTLSConfig bool `json:"noTLSConfig,omitempty"`
+	// NoNetwork: network was left out, though networking.expose holds v1alpha2's own
+	// type, httpRoute or route (with enabled false); shown again once it says more.
+	NoNetwork bool `json:"noNetwork,omitempty"`
 }
 
 // hubSpec is v1alpha2's spec with every field optional: a field is kept only when
@@ -47,16 +67,22 @@ type hubSpec struct {
 }
 
 // ConvertTo converts this LlamaStackDistribution to the hub version, v1alpha2. What
-// an earlier ConvertFrom kept in ConversionDataAnnotation is restored: the fields
-// only v1alpha2 has always, and a field both versions have unless the v1alpha1 client
-// changed it since.
+// an earlier ConvertFrom kept in ConversionDataAnnotation is merged back field by
+// field: a field only v1alpha2 has is always restored, whatever else the write
+// changed; a field both versions have takes the client's value where the client
+// changed it (cleared included), and the kept value, with the form only v1alpha2 can
+// give it, where it did not.
 func (src *LlamaStackDistribution) ConvertTo(dst *v1alpha2.LlamaStackDistribution) error {
 	in := src.DeepCopy()
 	data := readConversionData(in.Annotations)
 	*dst = *toHub(in)
 
-	if kept := data.Spec; kept != nil {
-		restoreSpec(&dst.Spec, kept)
+	if data.Spec != nil {
+		merged, err := mergeKept(dst.Spec, data.Spec, data.shape)
+		if err != nil {
+			return err
+		}
+		dst.Spec = merged
 	}
 	if data.ResolvedDistribution != nil {
 		dst.Status.ResolvedDistribution = data.ResolvedDistribution
@@ -64,23 +90,31 @@ func (src *LlamaStackDistribution) ConvertTo(dst *v1alpha2.LlamaStackDistributio
 	if data.Rollback != nil {
 		dst.Status.Rollback = data.Rollback
 	}
+	return writeConversionData(&dst.ObjectMeta.Annotations, conversionData{shape: shapeOf(in, dst)})
+}
 
-	var hints conversionData
+// shapeOf records the v1alpha1 forms of in that its conversion, out, cannot hold.
+func shapeOf(in *LlamaStackDistribution, out *v1alpha2.LlamaStackDistribution) shape {
+	var s shape
 	if n := in.Spec.Network; n != nil && n.Ingress != nil && reflect.ValueOf(*n.Ingress).IsZero() {
-		hints.EmptyIngress = true
+		s.EmptyIngress = true
 	}
 	if po := in.Spec.Server.PodOverrides; po != nil && reflect.ValueOf(*po).IsZero() {
-		hints.EmptyPodOverrides = true
+		s.EmptyPodOverrides = true
 	}
-	return writeConversionData(&dst.ObjectMeta.Annotations, hints)
+	if net := out.Spec.Networking; net != nil {
+		s.NoTLSConfig = in.Spec.Server.TLSConfig == nil && net.TLS != nil
+		s.NoNetwork = in.Spec.Network == nil && net.Expose != nil
+	}
+	return s
 }
 
 // ConvertFrom converts the hub version, v1alpha2, to this version, keeping in
 // ConversionDataAnnotation what v1alpha1 cannot hold.
 func (dst *LlamaStackDistribution) ConvertFrom(src *v1alpha2.LlamaStackDistribution) error {
 	in := src.DeepCopy()
-	hints := readConversionData(in.Annotations)
-	*dst = *fromHub(in, hints)
+	shape := readConversionData(in.Annotations).shape
+	*dst = *fromHub(in, shape)
 
 	// What comes back from the v1alpha1 form, field by field, tells what it lost.
 	back := toHub(dst).Spec
@@ -106,73 +140,138 @@ func (dst *LlamaStackDistribution) ConvertFrom(src *v1alpha2.LlamaStackDistribut
 	var data conversionData
 	if lost {
 		data.Spec = &kept
+		data.shape = shape
 	}
 	data.ResolvedDistribution = in.Status.ResolvedDistribution
 	data.Rollback = in.Status.Rollback
 	return writeConversionData(&dst.ObjectMeta.Annotations, data)
 }
 
-// restoreSpec puts back into spec, converted from a v1alpha1 object, what the
-// annotation kept. A field both versions have is restored only when the v1alpha1
-// object still says what the kept value said there (the client did not change it);
-// otherwise the client's value stands, with the parts only v1alpha2 has.
-func restoreSpec(spec *v1alpha2.LlamaStackDistributionSpec, kept *hubSpec) {
+// mergeKept merges a v1alpha1 client's write, converted (written), with what the
+// annotation kept of the object the client read (kept, whose v1alpha1 form was made
+// with shape). It is a three-way merge on the JSON form: the base is what the client
+// read, as v1alpha1 gives it back; where the write equals the base, the kept value
+// stands (the fields only v1alpha2 has are never in either, so they always stand);
+// where it differs, the client's value wins, and a block the client removed keeps
+// only the fields only v1alpha2 has.
+func mergeKept(written v1alpha2.LlamaStackDistributionSpec, kept *hubSpec, shape shape) (v1alpha2.LlamaStackDistributionSpec, error) {
+	// The object the client read: its write, with each kept block as it was.
+	read := written.DeepCopy()
+	if kept.Distribution != nil {
+		read.Distribution = *kept.Distribution
+	}
+	if kept.Workload != nil {
+		read.Workload = *kept.Workload
+	}
 	if kept.BaseConfig != nil {
-		spec.BaseConfig = kept.BaseConfig
+		read.BaseConfig = kept.BaseConfig
+	}
+	if kept.OverrideConfig != nil {
+		read.OverrideConfig = kept.OverrideConfig
 	}
 	if kept.Providers != nil {
-		spec.Providers = kept.Providers
+		read.Providers = kept.Providers
 	}
 	if kept.Resources != nil {
-		spec.Resources = kept.Resources
+		read.Resources = kept.Resources
 	}
 	if kept.Storage != nil {
-		spec.Storage = kept.Storage
+		read.Storage = kept.Storage
 	}
 	if kept.Disabled != nil {
-		spec.Disabled = kept.Disabled
+		read.Disabled = kept.Disabled
 	}
+	if kept.Networking != nil {
+		read.Networking = kept.Networking
+	}
+	// What the client saw of it, as v1alpha1 gives it back.
+	base := toHub(fromHub(&v1alpha2.LlamaStackDistribution{Spec: *read}, shape)).Spec
 
-	// unchanged reports whether the v1alpha1 form of the kept field, converted back,
-	// is what the current object gives.
-	unchanged := func(set func(*v1alpha2.LlamaStackDistributionSpec), get func(*v1alpha2.LlamaStackDistributionSpec) any) bool {
-		probe := &v1alpha2.LlamaStackDistribution{}
-		set(&probe.Spec)
-		returned := toHub(fromHub(probe, conversionData{})).Spec
-		return equality.Semantic.DeepEqual(get(&returned), get(spec))
-	}
-	if d := kept.Distribution; d != nil && unchanged(
-		func(s *v1alpha2.LlamaStackDistributionSpec) { s.Distribution = *d },
-		func(s *v1alpha2.LlamaStackDistributionSpec) any { return s.Distribution }) {
-		spec.Distribution = *d
-	}
-	if o := kept.OverrideConfig; o != nil && unchanged(
-		func(s *v1alpha2.LlamaStackDistributionSpec) { s.OverrideConfig = o },
-		func(s *v1alpha2.LlamaStackDistributionSpec) any { return s.OverrideConfig }) {
-		spec.OverrideConfig = o
-	}
-	if w := kept.Workload; w != nil && unchanged(
-		func(s *v1alpha2.LlamaStackDistributionSpec) { s.Workload = *w },
-		func(s *v1alpha2.LlamaStackDistributionSpec) any { return s.Workload }) {
-		spec.Workload = *w
-	}
-	if n := kept.Networking; n != nil {
-		if unchanged(
-			func(s *v1alpha2.LlamaStackDistributionSpec) { s.Networking = n },
-			func(s *v1alpha2.LlamaStackDistributionSpec) any { return s.Networking }) {
-			spec.Networking = n
-		} else if n.TLS != nil && (n.TLS.Enabled || n.TLS.SecretName != "") {
-			// The server's own TLS has no v1alpha1 form: it survives other edits.
-			if spec.Networking == nil {
-				spec.Networking = &v1alpha2.NetworkingSpec{}
-			}
-			if spec.Networking.TLS == nil {
-				spec.Networking.TLS = &v1alpha2.TLSSpec{}
-			}
-			spec.Networking.TLS.Enabled = n.TLS.Enabled
-			spec.Networking.TLS.SecretName = n.TLS.SecretName
+	var docs [3]map[string]any
+	for i, spec := range []*v1alpha2.LlamaStackDistributionSpec{read, &base, &written} {
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			return written, fmt.Errorf("merging the kept v1alpha2 fields: %w", err)
+		}
+		// Numbers stay as written: an int64 would lose digits as a float64.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&docs[i]); err != nil {
+			return written, fmt.Errorf("merging the kept v1alpha2 fields: %w", err)
 		}
 	}
+	raw, err := json.Marshal(merge3(docs[0], docs[1], docs[2]))
+	if err != nil {
+		return written, fmt.Errorf("merging the kept v1alpha2 fields: %w", err)
+	}
+	var out v1alpha2.LlamaStackDistributionSpec
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return written, fmt.Errorf("merging the kept v1alpha2 fields: %w", err)
+	}
+
+	// The blocks only v1alpha2 has come out of the merge as they went in; taken as
+	// kept, the raw JSON of provider settings keeps its very bytes.
+	out.BaseConfig, out.Providers, out.Resources, out.Storage, out.Disabled =
+		read.BaseConfig, read.Providers, read.Resources, read.Storage, read.Disabled
+
+	// An expose the client has none of is there only for v1alpha2's own fields: the
+	// client left the server unexposed, which enabled (true when unset) must say.
+	if out.Networking != nil && out.Networking.Expose != nil && (written.Networking == nil || written.Networking.Expose == nil) {
+		out.Networking.Expose.Enabled = ptr.To(false)
+	}
+	return out, nil
+}
+
+// merge3 returns read with the changes from base to written: each key whose value
+// written changed (or removed) takes written's value (or goes), each other keeps
+// read's; objects are merged key by key, and an object written removed keeps only
+// the keys base never had.
+func merge3(read, base, written map[string]any) map[string]any {
+	out := make(map[string]any, len(read))
+	for k, v := range read {
+		out[k] = v
+	}
+	keys := make(map[string]bool, len(base)+len(written))
+	for k := range base {
+		keys[k] = true
+	}
+	for k := range written {
+		keys[k] = true
+	}
+	for k := range keys {
+		b, inBase := base[k]
+		w, inWritten := written[k]
+		if inBase && inWritten && reflect.DeepEqual(b, w) {
+			continue
+		}
+		r, isObject := read[k].(map[string]any)
+		bo, baseObject := objectOrNone(b, inBase)
+		wo, writtenObject := objectOrNone(w, inWritten)
+		if isObject && baseObject && writtenObject {
+			m := merge3(r, bo, wo)
+			if !inWritten && len(m) == 0 {
+				delete(out, k)
+			} else {
+				out[k] = m
+			}
+			continue
+		}
+		if inWritten {
+			out[k] = w
+		} else {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// objectOrNone returns v as a JSON object, an absent value as an empty one.
+func objectOrNone(v any, present bool) (map[string]any, bool) {
+	if !present {
+		return map[string]any{}, true
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
 }
 
 // readConversionData returns the annotation's content; a missing or unreadable
@@ -326,9 +425,9 @@ func toHub(in *LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 }
 
 // fromHub converts a v1alpha2 object to v1alpha1, field by field; hints bring back
-// the empty v1alpha1 blocks that v1alpha2 cannot hold. What v1alpha1 has no field for
+// the v1alpha1 shapes that v1alpha2 cannot hold. What v1alpha1 has no field for
 // is dropped: the caller keeps it in the annotation.
-func fromHub(in *v1alpha2.LlamaStackDistribution, hints conversionData) *LlamaStackDistribution {
+func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistribution {
 	out := &LlamaStackDistribution{TypeMeta: in.TypeMeta, ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.APIVersion = SchemeGroupVersion.String()
 	spec := &in.Spec
@@ -377,7 +476,7 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints conversionData) *LlamaSt
 
 	if net := spec.Networking; net != nil {
 		srv.ContainerSpec.Port = net.Port
-		if t := net.TLS; t != nil {
+		if t := net.TLS; t != nil && (t.CABundle != nil || !hints.NoTLSConfig) {
 			srv.TLSConfig = &TLSConfig{}
 			if b := t.CABundle; b != nil {
 				srv.TLSConfig.CABundle = &CABundleConfig{ConfigMapName: b.ConfigMapName, ConfigMapNamespace: b.ConfigMapNamespace}
@@ -409,7 +508,9 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints conversionData) *LlamaSt
 					}
 				}
 			}
-			out.Spec.Network = n
+			if !hints.NoNetwork || !reflect.ValueOf(*n).IsZero() {
+				out.Spec.Network = n
+			}
 		}
 	}
 

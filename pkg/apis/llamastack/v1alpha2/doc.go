@@ -60,10 +60,36 @@
 //	network.allowedFrom.labels                   networking.allowedFrom.labels
 //	status.* (every field)                       status.* (same name and meaning)
 //
-// New in v1alpha2, with no v1alpha1 home (kept in the annotation
-// llamastack.io/conversion-data when an object is read as v1alpha1):
-// baseConfig, providers, resources, storage, disabled, networking.tls.enabled,
-// networking.tls.secretName, and status.resolvedDistribution.
+// # Fields only v1alpha2 has
+//
+// These have no v1alpha1 home. An object read as v1alpha1 carries them in its
+// annotation llamastack.io/conversion-data, and a v1alpha1 write (update, patch or
+// apply of an object read in v1alpha1) brings each back unchanged, whatever else the
+// write changed (the conversion tests read this table, check that it and the first
+// one cover every v1alpha2 field, and fuzz it under random v1alpha1 edits):
+//
+//	v1alpha2 only                how it survives a v1alpha1 write
+//	baseConfig                   restored whole
+//	providers                    restored whole
+//	resources                    restored whole
+//	storage                      restored whole
+//	disabled                     restored whole
+//	networking.tls.enabled       restored; if the client removed server.tlsConfig, tls is kept to hold it
+//	networking.tls.secretName    as networking.tls.enabled
+//	networking.expose.type       restored; if the client removed network (or its exposeRoute and ingress), expose is kept to hold it, with enabled false
+//	networking.expose.httpRoute  as networking.expose.type
+//	networking.expose.route      as networking.expose.type
+//	workload.rollback            restored whole
+//	status.resolvedDistribution  restored whole
+//	status.rollback              restored whole
+//
+// A field both versions have takes the v1alpha1 client's value where the client
+// changed it, a cleared field included; where it did not, the value stays as stored,
+// in the form only v1alpha2 can give it (expose.enabled left unset, an empty
+// overrides). Reading the result back in v1alpha1 gives exactly what the client wrote:
+// a tls or expose kept only for the fields above shows no tlsConfig or network.
+// The annotation is the only memory of these fields in a v1alpha1 object: a write
+// whose body drops it (a replace from a file of one's own) cannot restore them.
 //
 // Two of the moves change a default that only applies when the field's parent is
 // present: v1alpha1's replicas defaults to 1 at the top of spec, v1alpha2's
