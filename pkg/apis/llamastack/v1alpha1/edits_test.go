@@ -211,13 +211,38 @@ func jsonValues(t *testing.T, obj any, paths []string) map[string]any {
 	return out
 }
 
-// assertV1alpha1WritesKeepV1alpha2Fields reads a random v1alpha2 object (seed) in
-// v1alpha1, edits it at random and writes it back, three times over (edits): after each
-// write every field only v1alpha2 has is what it was, and the object read again in
-// v1alpha1 is exactly what the client wrote.
+// reportedHubs are the objects of the reported losses, the fuzzing's first inputs
+// (seeds -1, -2, ...): rollback off with an HTTPRoute, with an OpenShift Route, and with
+// the server's own TLS beside a CA bundle.
+var reportedHubs = []func() *v1alpha2.LlamaStackDistribution{
+	routedHub,
+	func() *v1alpha2.LlamaStackDistribution {
+		hub := routedHub()
+		hub.Spec.Networking.Expose = &v1alpha2.ExposeSpec{
+			Enabled: ptr.To(true), Type: v1alpha2.ExposeRoute,
+			Route: &v1alpha2.RouteSpec{Termination: v1alpha2.RouteTerminationReencrypt, InsecureEdgeTerminationPolicy: "None"},
+		}
+		return hub
+	},
+	func() *v1alpha2.LlamaStackDistribution {
+		hub := routedHub()
+		hub.Spec.Networking.TLS.CABundle = &v1alpha2.CABundleConfig{ConfigMapName: "ca", ConfigMapKeys: []v1alpha2.ConfigMapKey{"a.crt", "b.crt"}}
+		hub.Spec.Networking.AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: []string{"a", "b"}}
+		return hub
+	},
+}
+
+// assertV1alpha1WritesKeepV1alpha2Fields reads a v1alpha2 object in v1alpha1 (a random
+// one filled from seed, or from -seed a reported one), edits it at random and writes it
+// back, three times over (edits): after each write every field only v1alpha2 has is
+// what it was, and the object read again in v1alpha1 is exactly what the client wrote.
 func assertV1alpha1WritesKeepV1alpha2Fields(t *testing.T, seed, edits int64) {
 	hub := &v1alpha2.LlamaStackDistribution{}
-	filler(seed).Fill(hub)
+	if seed < 0 && -seed <= int64(len(reportedHubs)) {
+		hub = reportedHubs[-seed-1]()
+	} else {
+		filler(seed).Fill(hub)
+	}
 	hub.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha2.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"}
 	delete(hub.Annotations, ConversionDataAnnotation)
 	hub = viaJSON(t, hub)
@@ -246,15 +271,24 @@ func assertV1alpha1WritesKeepV1alpha2Fields(t *testing.T, seed, edits int64) {
 }
 
 // TestV1alpha1EditsFuzzed runs assertV1alpha1WritesKeepV1alpha2Fields on a thousand
-// random objects, each written three times; FuzzV1alpha1Edits searches further.
+// random objects and on each reported one under a hundred random edits, each written
+// three times; FuzzV1alpha1Edits searches further.
 func TestV1alpha1EditsFuzzed(t *testing.T) {
 	for i := range int64(1000) {
 		assertV1alpha1WritesKeepV1alpha2Fields(t, i, 7919*i+1)
 	}
+	for i := range int64(len(reportedHubs)) {
+		for edits := range int64(100) {
+			assertV1alpha1WritesKeepV1alpha2Fields(t, -i-1, edits)
+		}
+	}
 }
 
 func FuzzV1alpha1Edits(f *testing.F) {
-	for _, seeds := range [][2]int64{{0, 1}, {1, 2}, {42, 42}, {1000, 7}, {-3, 99}} {
+	for i := range int64(len(reportedHubs)) {
+		f.Add(-i-1, int64(1))
+	}
+	for _, seeds := range [][2]int64{{0, 1}, {1, 2}, {42, 42}, {1000, 7}} {
 		f.Add(seeds[0], seeds[1])
 	}
 	f.Fuzz(assertV1alpha1WritesKeepV1alpha2Fields)
@@ -330,14 +364,7 @@ func TestV1alpha1EditCases(t *testing.T) {
 		want: func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Networking.TLS.CABundle = nil },
 	}, {
 		name: "a Route's settings kept through a port change",
-		hub: func() *v1alpha2.LlamaStackDistribution {
-			hub := routedHub()
-			hub.Spec.Networking.Expose = &v1alpha2.ExposeSpec{
-				Enabled: ptr.To(true), Type: v1alpha2.ExposeRoute,
-				Route: &v1alpha2.RouteSpec{Termination: v1alpha2.RouteTerminationReencrypt, InsecureEdgeTerminationPolicy: "None"},
-			}
-			return hub
-		},
+		hub:  reportedHubs[1],
 		edit: func(l *LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Port = 8443 },
 		want: func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Networking.Port = 8443 },
 	}, {
