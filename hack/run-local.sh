@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the controller against the cluster in $KUBECONFIG: installs the CRD and the
-# artifacts' RBAC and operator ConfigMap, starts the controller, and (on the embedded
+# Runs the controller against the cluster in $KUBECONFIG: installs the CRD, its
+# admission policy, and the artifacts' RBAC and operator ConfigMap, starts the controller, and (on the embedded
 # local control plane, LLSC_LOCAL=1) applies an example CR.
 #
 # The controller's metrics and health endpoints listen on 127.0.0.1, on the first free
@@ -62,7 +62,8 @@ if [[ "${LLSC_LOCAL:-0}" == 1 && ${webhook_set} == 0 ]]; then
 else
     kubectl apply --server-side -f artifacts/crd/
 fi
-kubectl apply --server-side -f artifacts/controller/namespace.yaml -f artifacts/rbac/ -f artifacts/controller/operator_config.yaml
+kubectl apply --server-side -f artifacts/policy/ -f artifacts/controller/namespace.yaml -f artifacts/rbac/ \
+    -f artifacts/controller/operator_config.yaml
 # Not `kubectl wait --for=condition=Established`: it fails at once, instead of waiting, when
 # it reads the CRD before the API server has written its first condition.
 for ((i = 0; ; i++)); do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes the Helm chart's templates that are artifacts/ as they are, but for the
-# namespace (.Values.namespace) and what the cert mode leaves out: the CRD, the RBAC and
-# the controller's namespace, operator ConfigMap, PodDisruptionBudget and webhook
-# Service. The Deployment and the cert-manager objects are written by hand in
+# namespace (.Values.namespace) and what the cert mode leaves out: the CRD and its
+# admission policy, the RBAC and the controller's namespace, operator ConfigMap,
+# PodDisruptionBudget and webhook Service. The Deployment and the cert-manager objects are written by hand in
 # charts/llama-stack-controller/templates/ (controller-deployment.yaml, cert-manager.yaml).
 # The e2e test TestHelmChartRendersTheArtifacts checks that helm template equals
 # kubectl kustomize artifacts/ (and overlays/cert-manager); hack/verify-codegen.sh that
@@ -35,6 +35,16 @@ rm -f "${OUT}"/generated-*.yaml
 {{- end }}'
   echo '{{- end }}'
 } > "${OUT}/generated-crd.yaml"
+
+# The admission policies go with the CRD: crds.install installs both.
+for f in $(grep '^- ' "${ROOT}/artifacts/policy/Kustomization" | sed 's/^- //'); do
+  {
+    header "policy/${f}"
+    echo '{{- if .Values.crds.install }}'
+    templated "policy/${f}"
+    echo '{{- end }}'
+  } > "${OUT}/generated-policy-${f}"
+done
 
 for f in $(grep '^- ' "${ROOT}/artifacts/rbac/Kustomization" | sed 's/^- //'); do
   {

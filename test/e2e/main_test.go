@@ -242,7 +242,8 @@ func freeAddress() (string, error) {
 }
 
 // installCRD creates the CRD of artifacts/crd, its conversion webhook on loopback at
-// env.webhookAddr, and waits until it is served.
+// env.webhookAddr, and the admission policies of artifacts/policy, and waits until the
+// CRD is served.
 func installCRD(ctx context.Context) error {
 	_, port, err := net.SplitHostPort(env.webhookAddr)
 	if err != nil {
@@ -259,6 +260,30 @@ func installCRD(ctx context.Context) error {
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	if _, err := env.dynamic.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating %s: %w", crd.GetName(), err)
+	}
+	// And its admission policy, as kubectl apply -k artifacts/ installs it.
+	policies, err := filepath.Glob(filepath.Join(env.root, "artifacts", "policy", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, file := range policies {
+		objs, err := readObjects(file)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			resource := map[string]string{
+				"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+			}[obj.GetKind()]
+			if resource == "" {
+				return fmt.Errorf("%s: no resource known for the kind %s", file, obj.GetKind())
+			}
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
+			if _, err := env.dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating the %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -89,7 +89,9 @@
 // overrides). Reading the result back in v1alpha1 gives exactly what the client wrote:
 // a tls or expose kept only for the fields above shows no tlsConfig or network.
 // The annotation is the only memory of these fields in a v1alpha1 object: a write
-// whose body drops it (a replace from a file of one's own) cannot restore them.
+// whose body drops it (a replace from a file of one's own), or sets an older one (a
+// manifest that kept it), cannot restore them; the admission policy of artifacts/policy
+// refuses such a write.
 //
 // Two of the moves change a default that only applies when the field's parent is
 // present: v1alpha1's replicas defaults to 1 at the top of spec, v1alpha2's
