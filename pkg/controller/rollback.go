@@ -253,10 +253,14 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	}
 	if rec != nil && rec.Inputs == hash {
 		// The inputs rolled back: what the Deployment runs stays, and so does the record.
+		// Read into a template of its own: decoded into desired's, JSON would merge the
+		// served template into the failed one (maps, structs, list elements).
 		if ours.Spec != nil && ours.Spec.Template != nil {
-			if err := fromApplyConfiguration(ours.Spec.Template, &desired.Spec.Template); err != nil {
+			var held corev1.PodTemplateSpec
+			if err := fromApplyConfiguration(ours.Spec.Template, &held); err != nil {
 				return nil, fmt.Errorf("reading our pod template of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
+			desired.Spec.Template = held
 		}
 		desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
 		out.held = true

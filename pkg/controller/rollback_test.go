@@ -421,3 +421,36 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 		}
 	}
 }
+
+// While a rollback holds, the template applied is exactly the served ReplicaSet's, not
+// that template merged into the one made of the failed inputs: a failed change that
+// added a service account, a pod annotation's worth of fields and a security context
+// leaves none of them behind, and the held Deployment is not written again.
+func TestHeldRollbackIsExactlyTheServedTemplate(t *testing.T) {
+	f := newRollbackFixture(t, newGenLLSD("app"))
+	served := f.llsd("app").Status.Rollback.ServedReplicaSet
+	good := f.deployment("app").Spec.Template.DeepCopy()
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		withEnv("LOG_LEVEL", "debug")(l)
+		l.Spec.Workload.Overrides.ServiceAccountName = "failing-sa"
+		l.Spec.Workload.Overrides.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		l.Spec.Workload.Overrides.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}
+	})
+	f.converge("app")
+	require.Equal(t, "failing-sa", f.deployment("app").Spec.Template.Spec.ServiceAccountName)
+	failed := f.rollOut()
+	f.setDeploymentStatus("app", newPodFailing(true))
+	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.converge("app")
+	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
+
+	// The Deployment controller goes back; each later sync holds.
+	assert.Equal(t, served, f.rollOut())
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	d := f.deployment("app")
+	assert.True(t, equality.Semantic.DeepEqual(*good, d.Spec.Template), "the held template is the served one:\n%s",
+		cmp.Diff(*good, d.Spec.Template))
+	assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"), "nothing to write while it holds")
+}
