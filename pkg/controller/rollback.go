@@ -68,15 +68,58 @@ func rollbackEnabled(l *v1alpha2.LlamaStackDistribution) bool {
 	return r == nil || r.Enabled == nil || *r.Enabled
 }
 
-// inputsHash is the hash of a pod template the controller makes: the identity of a
-// rollout's inputs.
+// rotating are the pod template annotations that carry a hash of content that rotates
+// under an unchanged spec, each with the volume that content reaches the pods through:
+// a renewed certificate, new certificates in the CA bundle. They roll the pods, but
+// they are not what the user asked for.
+var rotating = []struct{ annotation, volume string }{
+	{annotationTLSHash, volumeServerTLS},
+	{annotationCABundleHash, volumeCABundle},
+}
+
+// inputsHash is the hash of a pod template the controller makes, without the content
+// that rotates: the identity of a rollout's inputs, what the user asked for, so that a
+// renewal does not make failed inputs new.
 func inputsHash(t *corev1.PodTemplateSpec) string {
+	t = t.DeepCopy()
+	for _, r := range rotating {
+		delete(t.Annotations, r.annotation)
+	}
+	return templateContentHash(t)
+}
+
+// templateContentHash is the hash of a whole pod template. Releases before inputsHash
+// left out the rotating content recorded this as the failed inputs.
+func templateContentHash(t *corev1.PodTemplateSpec) string {
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:10])
+}
+
+// renewRotating brings into held, the template a rollback holds, the rotating hashes of
+// made, the template of the current inputs, where both read that content through the
+// same volume: the served pods then roll with the new certificate, as they would have
+// without the rollback.
+func renewRotating(held, made *corev1.PodTemplateSpec) {
+	volume := func(t *corev1.PodTemplateSpec, name string) *corev1.Volume {
+		for i := range t.Spec.Volumes {
+			if t.Spec.Volumes[i].Name == name {
+				return &t.Spec.Volumes[i]
+			}
+		}
+		return nil
+	}
+	for _, r := range rotating {
+		hv, mv := volume(held, r.volume), volume(made, r.volume)
+		hash, ok := made.Annotations[r.annotation]
+		if hv == nil || mv == nil || !ok || held.Annotations[r.annotation] == "" || !equality.Semantic.DeepEqual(hv, mv) {
+			continue
+		}
+		held.Annotations[r.annotation] = hash
+	}
 }
 
 // readRollbackRecord is the Deployment's rollback record, or nil.
@@ -251,7 +294,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if err != nil {
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	if rec != nil && rec.Inputs == hash {
+	if rec != nil && (rec.Inputs == hash || rec.Inputs == templateContentHash(&desired.Spec.Template)) {
 		// The inputs rolled back: what the Deployment runs stays, and so does the record.
 		// Read into a template of its own: decoded into desired's, JSON would merge the
 		// served template into the failed one (maps, structs, list elements).
@@ -260,9 +303,20 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 			if err := fromApplyConfiguration(ours.Spec.Template, &held); err != nil {
 				return nil, fmt.Errorf("reading our pod template of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
+			renewRotating(&held, &desired.Spec.Template)
 			desired.Spec.Template = held
 		}
 		desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
+		if rec.Inputs != hash {
+			// A record of an earlier release, which hashed the rotating content too: it
+			// is written again keyed on the inputs alone, so that a renewal keeps it.
+			rec.Inputs = hash
+			raw, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			desired.Annotations[annotationRolledBack] = string(raw)
+		}
 		out.held = true
 		st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
 		st.LastRollbackTime = rec.Time.DeepCopy()

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -47,7 +49,7 @@ func newRollbackFixture(t *testing.T, objs ...runtime.Object) *rollbackFixture {
 // templateHash names a ReplicaSet of the template (the Deployment controller's
 // pod-template-hash, in form).
 func templateHash(t *corev1.PodTemplateSpec) string {
-	return inputsHash(t)[:8]
+	return templateContentHash(t)[:8]
 }
 
 // rollOut plays the Deployment controller for the Deployment's current template: the
@@ -453,4 +455,78 @@ func TestHeldRollbackIsExactlyTheServedTemplate(t *testing.T) {
 	assert.True(t, equality.Semantic.DeepEqual(*good, d.Spec.Template), "the held template is the served one:\n%s",
 		cmp.Diff(*good, d.Spec.Template))
 	assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"), "nothing to write while it holds")
+}
+
+// A renewed certificate while a rollback holds rolls the served template with the new
+// certificate's hash, never the failed change: the hold is keyed on what the user asked
+// for, not on content that rotates under the same spec.
+func TestRenewalDuringAHeldRollbackKeepsTheHold(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newRollbackFixture(t, newGenLLSD("app", withServerTLS("serving")), serving.secret("serving"))
+	clk := testingclock.NewFakeClock(time.Now())
+	f.c.clock = clk
+	good := f.deployment("app").Spec.Template.DeepCopy()
+	require.NotEmpty(t, good.Annotations[annotationTLSHash])
+	served := f.llsd("app").Status.Rollback.ServedReplicaSet
+
+	f.failChange(true)
+	f.converge("app")
+	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
+	assert.Equal(t, served, f.rollOut())
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	f.events()
+
+	renewed := newTestServing(t, "app-service.demo.svc")
+	_, err := f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	clk.Step(tlsSecretRecheck)
+	f.converge("app")
+	d := f.deployment("app")
+	_, failed := serverEnv(d, "LOG_LEVEL")
+	assert.False(t, failed, "the failed change does not come back with the renewal")
+	assert.NotEqual(t, good.Annotations[annotationTLSHash], d.Spec.Template.Annotations[annotationTLSHash], "the served pods roll with the new certificate")
+	want := good.DeepCopy()
+	want.Annotations[annotationTLSHash] = d.Spec.Template.Annotations[annotationTLSHash]
+	assert.True(t, equality.Semantic.DeepEqual(*want, d.Spec.Template), "the served template, renewed:\n%s", cmp.Diff(*want, d.Spec.Template))
+	got := f.llsd("app")
+	assert.Equal(t, v1alpha2.ReasonRolledBack, cond(t, got, v1alpha2.ConditionProgressing).Reason, "still held")
+	assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "no second rollback")
+	assert.Contains(t, d.Annotations, annotationRolledBack)
+}
+
+// A hold recorded by an earlier release (its hash of the whole template, rotating
+// content included) still holds, and is recorded again keyed on the inputs alone.
+func TestHoldRecordedByAnEarlierReleaseHolds(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newRollbackFixture(t, newGenLLSD("app", withServerTLS("serving")), serving.secret("serving"))
+	f.updateHub("app", withEnv("LOG_LEVEL", "debug"))
+	f.converge("app")
+	bad := f.deployment("app").Spec.Template.DeepCopy()
+	failed := f.rollOut()
+	f.setDeploymentStatus("app", newPodFailing(true))
+	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.converge("app")
+	rec := readRollbackRecord(f.deployment("app"))
+	require.NotNil(t, rec)
+	inputs := rec.Inputs
+
+	// The record as the earlier release wrote it.
+	rec.Inputs = templateContentHash(bad)
+	require.NotEqual(t, inputs, rec.Inputs)
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) { d.Annotations[annotationRolledBack] = string(raw) })
+	f.events()
+
+	actions := f.sync("app")
+	d := f.deployment("app")
+	_, held := serverEnv(d, "LOG_LEVEL")
+	assert.False(t, held, "still held")
+	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"), "one write, of the record")
+	f.converge("app")
+	d = f.deployment("app")
+	assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "held, not rolled back again")
+	assert.Equal(t, inputs, readRollbackRecord(d).Inputs, "recorded again on the inputs alone")
+	assert.Equal(t, inputs, f.llsd("app").Status.Rollback.FailedInputs)
 }
