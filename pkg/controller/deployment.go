@@ -575,14 +575,15 @@ func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.Llama
 // desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.
 func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
 	desired := newDeployment(l, in)
-	if !found || specReplicas(l) > 1 || hasSpreading(&cur.Spec.Template.Spec) {
+	if !found || hasSpreading(&cur.Spec.Template.Spec) {
 		return desired, nil
 	}
 	// A Deployment made by an earlier release at one replica has no default
 	// spreading: adding it alone would roll every such server once, at the
 	// controller's upgrade (with storage, an outage). It is added with the next
 	// change of the pod template, which rolls the pods anyway; a write of the
-	// Deployment's own metadata or replicas rolls nothing and does not bring it.
+	// Deployment's own metadata or replicas rolls nothing and does not bring it,
+	// scaling up included: scaling never rolls pods.
 	in.legacySpread = true
 	legacy := newDeployment(l, in)
 	owned, err := c.deployments.extract(cur, FieldManager)

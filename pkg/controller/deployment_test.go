@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 // testImage is starter's pinned image.
@@ -905,8 +906,8 @@ func TestScalingKeepsThePodTemplate(t *testing.T) {
 }
 
 // A Deployment an earlier release made at one replica has no default spreading: the
-// upgraded controller does not roll it for that alone, and adds the spreading with the
-// next change that rolls the pods anyway.
+// upgraded controller does not roll it for that alone, nor when it is scaled, and adds
+// the spreading with the next change that rolls the pods anyway.
 func TestUpgradeDoesNotRollForTheSpreading(t *testing.T) {
 	f := newFixture(t, newLLSD("app"))
 	f.converge("app")
@@ -919,6 +920,15 @@ func TestUpgradeDoesNotRollForTheSpreading(t *testing.T) {
 	require.Nil(t, before.Spec.Affinity)
 	assert.Empty(t, writesTo(f.sync("app"), "deployments", "app"), "no roll for the spreading alone")
 	assert.Equal(t, before, f.deployment("app").Spec.Template)
+
+	// Scaling never rolls the pods: up to two, and back to one, the template stays.
+	for _, n := range []int32{2, 1} {
+		f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To(n) })
+		f.converge("app")
+		d := f.deployment("app")
+		assert.Equal(t, n, ptr.Deref(d.Spec.Replicas, 0))
+		assert.Equal(t, before, d.Spec.Template, "scaling to %d rolls no pod", n)
+	}
 
 	// A change that rolls the pods anyway brings it.
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
