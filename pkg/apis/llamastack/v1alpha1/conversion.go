@@ -496,7 +496,8 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistri
 					n.Ingress = &IngressSpec{ClassName: e.ClassName, Host: e.Hostname, TLSSecretName: e.TLSSecretName, Annotations: e.Annotations}
 				}
 			}
-			if n.Ingress == nil && hints.EmptyIngress {
+			// An ingress: {} converts to an expose, so without one the hint is stale.
+			if n.Ingress == nil && hints.EmptyIngress && net.Expose != nil {
 				n.Ingress = &IngressSpec{}
 			}
 			if af := net.AllowedFrom; af != nil {

@@ -430,3 +430,31 @@ func TestKeptExposeIsOff(t *testing.T) {
 	assert.Equal(t, want, on.Spec.Networking.Expose)
 	assert.NotContains(t, on.Annotations, ConversionDataAnnotation)
 }
+
+// A shape left behind by a v1alpha2 edit changes nothing: network.ingress: {} recorded
+// at a v1alpha1 write, the expose it became then removed in v1alpha2, and a v1alpha1
+// client's next write reads back as written.
+func TestStaleEmptyIngressShape(t *testing.T) {
+	spoke := &LlamaStackDistribution{Spec: LlamaStackDistributionSpec{
+		Replicas: 1,
+		Server:   ServerSpec{Distribution: DistributionType{Name: "starter"}},
+		Network:  &NetworkSpec{Ingress: &IngressSpec{}, AllowedFrom: &AllowedFromSpec{Namespaces: []string{"a"}}},
+	}}
+	hub := &v1alpha2.LlamaStackDistribution{}
+	require.NoError(t, spoke.ConvertTo(hub))
+	require.Contains(t, hub.Annotations[ConversionDataAnnotation], "emptyIngress")
+	hub = viaJSON(t, hub)
+	hub.Spec.Networking.Expose = nil // a v1alpha2 edit
+
+	spoke = &LlamaStackDistribution{}
+	require.NoError(t, spoke.ConvertFrom(hub))
+	spoke = viaJSON(t, spoke)
+	assert.Nil(t, spoke.Spec.Network.Ingress, "no expose, no ingress")
+	spoke.Spec.Network.AllowedFrom = nil
+	written := spoke.DeepCopy()
+	out := &v1alpha2.LlamaStackDistribution{}
+	require.NoError(t, spoke.ConvertTo(out))
+	again := &LlamaStackDistribution{}
+	require.NoError(t, again.ConvertFrom(viaJSON(t, out)))
+	assertSame(t, written.Spec, viaJSON(t, again).Spec, "read back in v1alpha1")
+}
