@@ -109,8 +109,13 @@ func TestEveryV1alpha2FieldHasAHomeOrSurvives(t *testing.T) {
 // v1alpha1Paths lists every path of the v1alpha1 spec a client can edit: each leaf,
 // and each block on the way to one.
 func v1alpha1Paths(typ reflect.Type, prefix string) []string {
+	return specPaths(typ, prefix, reflect.TypeFor[LlamaStackDistribution]().PkgPath())
+}
+
+// specPaths lists every path of a spec type of the package pkg: each leaf, and each
+// block on the way to one.
+func specPaths(typ reflect.Type, prefix, pkg string) []string {
 	var out []string
-	pkg := reflect.TypeFor[LlamaStackDistribution]().PkgPath()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -120,7 +125,7 @@ func v1alpha1Paths(typ reflect.Type, prefix string) []string {
 			ft = ft.Elem()
 		}
 		if ft.Kind() == reflect.Struct && ft.PkgPath() == pkg {
-			out = append(out, v1alpha1Paths(ft, prefix+name+".")...)
+			out = append(out, specPaths(ft, prefix+name+".", pkg)...)
 		}
 	}
 	return out
@@ -156,13 +161,33 @@ func walk(v reflect.Value, path string, grow bool) (reflect.Value, bool) {
 // editV1alpha1 makes up to four random edits to spec, as a client would: set a field
 // or a block, change it, clear it, or reorder a list. It returns what it did.
 func editV1alpha1(spec *LlamaStackDistributionSpec, seed int64) []string {
+	return editSpec(reflect.ValueOf(spec).Elem(), v1alpha1Paths(reflect.TypeFor[LlamaStackDistributionSpec](), ""), seed)
+}
+
+// editV1alpha2 makes up to four random edits to the networking and workload of a
+// v1alpha2 spec, as a v1alpha2 client between two v1alpha1 writes would: what it leaves
+// tests the shapes an earlier v1alpha1 write recorded.
+func editV1alpha2(spec *v1alpha2.LlamaStackDistributionSpec, seed int64) []string {
+	var paths []string
+	for _, p := range specPaths(reflect.TypeFor[v1alpha2.LlamaStackDistributionSpec](), "", reflect.TypeFor[v1alpha2.LlamaStackDistribution]().PkgPath()) {
+		if strings.HasPrefix(p, "networking") || strings.HasPrefix(p, "workload") {
+			paths = append(paths, p)
+		}
+	}
+	var done []string
+	for _, d := range editSpec(reflect.ValueOf(spec).Elem(), paths, seed) {
+		done = append(done, "v1alpha2 "+d)
+	}
+	return done
+}
+
+// editSpec makes up to four random edits at paths of the spec root.
+func editSpec(root reflect.Value, paths []string, seed int64) []string {
 	r := rand.New(rand.NewSource(seed))
 	fill := filler(seed)
-	paths := v1alpha1Paths(reflect.TypeFor[LlamaStackDistributionSpec](), "")
 	var done []string
 	for range 1 + r.Intn(4) {
 		path := paths[r.Intn(len(paths))]
-		root := reflect.ValueOf(spec).Elem()
 		switch r.Intn(4) {
 		case 0: // clear
 			if f, ok := walk(root, path, false); ok {
@@ -234,8 +259,10 @@ var reportedHubs = []func() *v1alpha2.LlamaStackDistribution{
 
 // assertV1alpha1WritesKeepV1alpha2Fields reads a v1alpha2 object in v1alpha1 (a random
 // one filled from seed, or from -seed a reported one), edits it at random and writes it
-// back, three times over (edits): after each write every field only v1alpha2 has is
-// what it was, and the object read again in v1alpha1 is exactly what the client wrote.
+// back, three times over (edits), with now and then a v1alpha2 edit in between (leaving
+// the shapes the last write recorded): after each v1alpha1 write every field only
+// v1alpha2 has is what it was before it, and the object read again in v1alpha1 is
+// exactly what the client wrote.
 func assertV1alpha1WritesKeepV1alpha2Fields(t *testing.T, seed, edits int64) {
 	hub := &v1alpha2.LlamaStackDistribution{}
 	if seed < 0 && -seed <= int64(len(reportedHubs)) {
@@ -251,6 +278,13 @@ func assertV1alpha1WritesKeepV1alpha2Fields(t *testing.T, seed, edits int64) {
 
 	var history []string
 	for round := range int64(3) {
+		if round > 0 && (edits+round)%3 == 0 {
+			// A v1alpha2 client's edit in between: the fields only v1alpha2 has are then
+			// what it left.
+			history = append(history, editV1alpha2(&hub.Spec, edits*31+round)...)
+			hub = viaJSON(t, hub)
+			orig = jsonValues(t, hub, only)
+		}
 		spoke := &LlamaStackDistribution{}
 		require.NoError(t, spoke.ConvertFrom(hub))
 		spoke = viaJSON(t, spoke)
