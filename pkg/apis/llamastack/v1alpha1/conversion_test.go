@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -334,16 +335,22 @@ func TestExamplesConvert(t *testing.T) {
 	assert.Positive(t, compared)
 }
 
-// fieldHomes reads the table of v1alpha2's package doc: each v1alpha1 spec field and
-// its v1alpha2 home (a row may wrap its second column onto the next line).
-func fieldHomes(t *testing.T) map[string]string {
+var (
+	docOnce sync.Once
+	docText []byte
+	docErr  error
+)
+
+// docTable reads a table of v1alpha2's package doc, the one whose header row starts
+// with header: the words of each row below it.
+func docTable(t *testing.T, header string) [][]string {
 	t.Helper()
-	doc, err := os.ReadFile("../v1alpha2/doc.go")
-	require.NoError(t, err)
-	var lines [][]string
+	docOnce.Do(func() { docText, docErr = os.ReadFile("../v1alpha2/doc.go") })
+	require.NoError(t, docErr)
+	var rows [][]string
 	in := false
-	for _, line := range strings.Split(string(doc), "\n") {
-		if strings.HasPrefix(line, "//\tv1alpha1 ") {
+	for _, line := range strings.Split(string(docText), "\n") {
+		if strings.HasPrefix(line, "//\t"+header+" ") {
 			in = true
 			continue
 		}
@@ -353,8 +360,17 @@ func fieldHomes(t *testing.T) map[string]string {
 		if !strings.HasPrefix(line, "//\t") {
 			break
 		}
-		lines = append(lines, strings.Fields(strings.TrimPrefix(line, "//")))
+		rows = append(rows, strings.Fields(strings.TrimPrefix(line, "//")))
 	}
+	require.NotEmpty(t, rows, "the table %q of v1alpha2's package doc", header)
+	return rows
+}
+
+// fieldHomes reads the table of v1alpha2's package doc: each v1alpha1 spec field and
+// its v1alpha2 home (a row may wrap its second column onto the next line).
+func fieldHomes(t *testing.T) map[string]string {
+	t.Helper()
+	lines := docTable(t, "v1alpha1")
 	homes := map[string]string{}
 	for i := 0; i < len(lines); i++ {
 		f := lines[i]
@@ -376,22 +392,7 @@ func fieldHomes(t *testing.T) map[string]string {
 // specLeaves lists the JSON paths of the fields of a spec type, going into the
 // structs of this package and stopping at any other type.
 func specLeaves(typ reflect.Type, prefix string) []string {
-	var out []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		path := prefix + name
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct && ft.PkgPath() == reflect.TypeFor[LlamaStackDistribution]().PkgPath() {
-			out = append(out, specLeaves(ft, path+".")...)
-			continue
-		}
-		out = append(out, path)
-	}
-	return out
+	return typeLeaves(typ, prefix, reflect.TypeFor[LlamaStackDistribution]().PkgPath())
 }
 
 // fieldAt returns the settable field at a JSON path of v, allocating pointers on the way.

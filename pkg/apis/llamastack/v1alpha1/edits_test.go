@@ -3,11 +3,9 @@ package v1alpha1
 import (
 	"encoding/json"
 	"math/rand"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,35 +16,14 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-var (
-	onlyOnce sync.Once
-	onlyDoc  []byte
-	onlyErr  error
-)
-
 // v1alpha2OnlyFields reads the second table of v1alpha2's package doc: the paths of
 // the fields v1alpha1 has no home for.
 func v1alpha2OnlyFields(t *testing.T) []string {
 	t.Helper()
-	onlyOnce.Do(func() { onlyDoc, onlyErr = os.ReadFile("../v1alpha2/doc.go") })
-	require.NoError(t, onlyErr)
-	doc := onlyDoc
 	var paths []string
-	in := false
-	for _, line := range strings.Split(string(doc), "\n") {
-		if strings.HasPrefix(line, "//\tv1alpha2 only ") {
-			in = true
-			continue
-		}
-		if !in {
-			continue
-		}
-		if !strings.HasPrefix(line, "//\t") {
-			break
-		}
-		paths = append(paths, strings.Fields(strings.TrimPrefix(line, "//"))[0])
+	for _, row := range docTable(t, "v1alpha2 only") {
+		paths = append(paths, row[0])
 	}
-	require.NotEmpty(t, paths, "the table of fields only v1alpha2 has")
 	return paths
 }
 
