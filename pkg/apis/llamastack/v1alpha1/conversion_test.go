@@ -398,23 +398,9 @@ func specLeaves(typ reflect.Type, prefix string) []string {
 // fieldAt returns the settable field at a JSON path of v, allocating pointers on the way.
 func fieldAt(t *testing.T, v reflect.Value, path string) reflect.Value {
 	t.Helper()
-	for _, name := range strings.Split(path, ".") {
-		if v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				v.Set(reflect.New(v.Type().Elem()))
-			}
-			v = v.Elem()
-		}
-		found := false
-		for i := range v.NumField() {
-			if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
-				v, found = v.Field(i), true
-				break
-			}
-		}
-		require.True(t, found, "no field %s in %s", name, path)
-	}
-	return v
+	f, ok := walk(v, path, true)
+	require.True(t, ok, "no field %s", path)
+	return f
 }
 
 // jsonAt returns the value at a dotted path of an object as JSON gives it.
