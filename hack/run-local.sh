@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the controller against the cluster in $KUBECONFIG: installs the CRD, its
-# admission policy, and the artifacts' RBAC and operator ConfigMap, starts the controller, and (on the embedded
-# local control plane, LLSC_LOCAL=1) applies an example CR.
+# admission policy, and the artifacts' RBAC and operator ConfigMap, starts the
+# controller, and (on the embedded local control plane, LLSC_LOCAL=1) applies an
+# example CR.
 #
 # The controller's metrics and health endpoints listen on 127.0.0.1, on the first free
 # ports from 8080 and 8081 up, unless the arguments set --metrics-bind-address or

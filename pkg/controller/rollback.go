@@ -122,6 +122,16 @@ func renewRotating(held, made *corev1.PodTemplateSpec) {
 	}
 }
 
+// recordRollback writes rec into d's annotationRolledBack.
+func recordRollback(d *appsv1.Deployment, rec *rollbackRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("writing the rollback record: %w", err)
+	}
+	d.Annotations[annotationRolledBack] = string(raw)
+	return nil
+}
+
 // readRollbackRecord is the Deployment's rollback record, or nil.
 func readRollbackRecord(d *appsv1.Deployment) *rollbackRecord {
 	if d == nil || d.Annotations[annotationRolledBack] == "" {
@@ -311,11 +321,9 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 			// A record of an earlier release, which hashed the rotating content too: it
 			// is written again keyed on the inputs alone, so that a renewal keeps it.
 			rec.Inputs = hash
-			raw, err := json.Marshal(rec)
-			if err != nil {
+			if err := recordRollback(desired, rec); err != nil {
 				return nil, err
 			}
-			desired.Annotations[annotationRolledBack] = string(raw)
 		}
 		out.held = true
 		st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
@@ -363,11 +371,9 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	desired.Spec.Template = *tmpl
 	rec = &rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message, Time: metav1.NewTime(c.clock.Now())}
-	raw, err := json.Marshal(rec)
-	if err != nil {
+	if err := recordRollback(desired, rec); err != nil {
 		return nil, err
 	}
-	desired.Annotations[annotationRolledBack] = string(raw)
 	out.held, out.rolledBack = true, true
 	st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
 	st.LastRollbackTime = rec.Time.DeepCopy()
