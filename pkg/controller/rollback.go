@@ -354,6 +354,11 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 		out.note = "not rolled back: " + why
 		return desired, nil
 	}
+	// Its pods would wait for ever for an object that is gone: with Recreate, nothing
+	// would serve. The ConfigMaps its cached volumes name are checked before any read.
+	if gone, err := c.missingRef(ctx, l.Namespace, &served.Spec.Template, false); err != nil || gone != nil {
+		return desired, goneNote(out, gone, target, err)
+	}
 	// The cache keeps of a ReplicaSet only its config volumes: the template is read live.
 	rs, err := c.kubeclient.AppsV1().ReplicaSets(l.Namespace).Get(ctx, target, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -366,6 +371,9 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != cur.UID {
 		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s is no longer the Deployment's", target)
 		return desired, nil
+	}
+	if gone, err := c.missingRef(ctx, l.Namespace, &rs.Spec.Template, true); err != nil || gone != nil {
+		return desired, goneNote(out, gone, target, err)
 	}
 	tmpl := rs.Spec.Template.DeepCopy()
 	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
@@ -380,6 +388,15 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	klog.FromContext(ctx).Info("Rolling back a failed rollout", "deployment", klog.KObj(cur),
 		"failedReplicaSet", current.Name, "to", target, "reason", failure.reason)
 	return desired, nil
+}
+
+// goneNote says, in out, that the rollback to ReplicaSet target is not made because
+// gone no longer exists; err is returned as it is.
+func goneNote(out *rollbackOutcome, gone *templateRef, target string, err error) error {
+	if err == nil {
+		out.note = fmt.Sprintf("not rolled back: %s, which ReplicaSet %s needs, no longer exists; create it again to allow the rollback, or fix the change", gone, target)
+	}
+	return err
 }
 
 // fromApplyConfiguration reads an apply configuration into the typed object of its kind.

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,7 +44,23 @@ func newRollbackFixture(t *testing.T, objs ...runtime.Object) *rollbackFixture {
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	f.events()
+	f.secretsServed()
 	return f
+}
+
+// secretsServed creates the Secrets the Deployment's pods read that the test did not:
+// pods that served had them.
+func (f *rollbackFixture) secretsServed() {
+	f.t.Helper()
+	for _, r := range templateRefs(&f.deployment("app").Spec.Template) {
+		if r.kind != "Secret" {
+			continue
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: testNamespace}}
+		if _, err := f.kubeclient.CoreV1().Secrets(testNamespace).Create(f.ctx, secret, metav1.CreateOptions{}); err != nil {
+			require.True(f.t, apierrors.IsAlreadyExists(err), err)
+		}
+	}
 }
 
 // templateHash names a ReplicaSet of the template (the Deployment controller's
@@ -178,7 +195,8 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 			// The third restart: rolled back, in one write of the Deployment.
 			f.crashLooping(failed+"-x1", failed, 3)
 			actions := f.sync("app")
-			assert.Equal(t, []string{"get replicasets " + served}, describe(gets(actions)), "the old template read once")
+			assert.Equal(t, []string{"get replicasets " + served, "get secrets vllm-creds"}, describe(gets(actions)),
+				"the old template read once, and the Secret its pods read checked")
 			assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"), "one write")
 			d := f.deployment("app")
 			want := good.Spec.Template.DeepCopy()
