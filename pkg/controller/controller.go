@@ -172,6 +172,9 @@ type Controller struct {
 	tlsSecrets tlsSecretMemos
 	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.
 	caTrust baseConfigMemos
+	// rollbacks remembers, per CR, the rollback it wrote until the Deployment cache has
+	// seen it (rollbackWrite).
+	rollbacks sync.Map
 	// clock tells the time of failures; tests replace it.
 	clock clock.PassiveClock
 

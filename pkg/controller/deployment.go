@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -536,17 +537,18 @@ func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.Llama
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
 	o := ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}
+	// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
+	// choosing replicas without the running count would scale it down. The write
+	// below reuses this lookup rather than reading again.
+	cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
+	if err != nil {
+		return nil, err
+	}
+	cur = c.rolledBackSinceCached(l, cur, found)
+	o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
 	if l.Spec.Workload.Autoscaling == nil {
 		in.replicas = ptr.To(specReplicas(l))
 	} else {
-		// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
-		// choosing replicas without the running count would scale it down. The write
-		// below reuses this lookup rather than reading again.
-		cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
-		if err != nil {
-			return nil, err
-		}
-		o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
 		switch {
 		case !found:
 			in.replicas = ptr.To(hpaMinReplicas(l))
@@ -569,7 +571,11 @@ func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.Llama
 		}
 		return c.applyRollback(ctx, l, cur, found, desired, rb)
 	}
-	return c.deployments.ensureWith(ctx, l, o)
+	dep, err := c.deployments.ensureWith(ctx, l, o)
+	if err == nil && rb.rolledBack {
+		c.rollbacks.Store(cache.MetaObjectToName(l), rollbackWrite{uid: cur.UID, before: cur.ResourceVersion, written: dep})
+	}
+	return dep, err
 }
 
 // desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.

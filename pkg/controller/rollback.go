@@ -15,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -397,6 +399,35 @@ func goneNote(out *rollbackOutcome, gone *templateRef, target string, err error)
 		out.note = fmt.Sprintf("not rolled back: %s, which ReplicaSet %s needs, no longer exists; create it again to allow the rollback, or fix the change", gone, target)
 	}
 	return err
+}
+
+// rollbackWrite is a rollback's write of a Deployment, kept until the cache has it.
+type rollbackWrite struct {
+	// uid and before are the Deployment's UID and resourceVersion as cached when the
+	// rollback was written.
+	uid     types.UID
+	before  string
+	written *appsv1.Deployment
+}
+
+// rolledBackSinceCached is cur, the CR's Deployment as cached, or the Deployment a
+// rollback of this controller wrote after it when the cache has not seen that write
+// yet: a pod event can bring the CR back first, and the rollback it would see again
+// (the failed template, a crash-looping pod) must not be made, told and counted twice.
+func (c *Controller) rolledBackSinceCached(l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool) *appsv1.Deployment {
+	key := cache.MetaObjectToName(l)
+	v, ok := c.rollbacks.Load(key)
+	if !ok {
+		return cur
+	}
+	w := v.(rollbackWrite)
+	// The annotation too, for a store that does not version what it keeps.
+	if found && cur.UID == w.uid && cur.ResourceVersion == w.before &&
+		cur.Annotations[annotationRolledBack] != w.written.Annotations[annotationRolledBack] {
+		return w.written
+	}
+	c.rollbacks.Delete(key)
+	return cur
 }
 
 // fromApplyConfiguration reads an apply configuration into the typed object of its kind.

@@ -548,3 +548,43 @@ func TestHoldRecordedByAnEarlierReleaseHolds(t *testing.T) {
 	assert.Equal(t, inputs, readRollbackRecord(d).Inputs, "recorded again on the inputs alone")
 	assert.Equal(t, inputs, f.llsd("app").Status.Rollback.FailedInputs)
 }
+
+// A pod event can bring the CR back before the Deployment cache has the rollback: that
+// sync sees the failed template and the crash-looping pod again. The rollback is not
+// made again: no second write, Event, count or time.
+func TestRollbackIsNotRepeatedOnAStaleCache(t *testing.T) {
+	RegisterMetrics()
+	f := newRollbackFixture(t, newGenLLSD("app"))
+	var deployments cache.Indexer
+	for _, k := range f.c.childKinds {
+		if k.kind == "Deployment" {
+			deployments = k.informer.GetIndexer()
+		}
+	}
+	require.NotNil(t, deployments)
+	f.failChange(true)
+	stale, err := f.c.deployments.cached(testNamespace, "app")
+	require.NoError(t, err)
+	before := counter(t, "llama_stack_controller_rollbacks_total", nil)
+
+	require.Equal(t, []string{"patch deployments app"}, writesTo(f.sync("app"), "deployments", "app"), "rolled back")
+	rolledBack := f.llsd("app").Status.Rollback.LastRollbackTime
+	require.NotNil(t, rolledBack)
+	require.NoError(t, deployments.Update(stale), "the informer has not seen the rollback")
+	f.c.clock = testingclock.NewFakeClock(time.Now().Add(time.Minute))
+
+	actions := f.sync("app")
+	assert.Empty(t, writesTo(actions, "deployments", "app"), "not rolled back again")
+	assert.Empty(t, gets(actions), "nothing read again")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning RolledBack"), "one Event")
+	assert.Equal(t, before+1, counter(t, "llama_stack_controller_rollbacks_total", nil), "counted once")
+	got := f.llsd("app")
+	assert.Equal(t, rolledBack.Unix(), got.Status.Rollback.LastRollbackTime.Unix(), "one time")
+	assert.Equal(t, v1alpha2.ReasonRolledBack, cond(t, got, v1alpha2.ConditionProgressing).Reason)
+
+	// Once the cache has it, the memory goes.
+	f.converge("app")
+	_, remembered := f.c.rollbacks.Load(cache.ObjectName{Namespace: testNamespace, Name: "app"})
+	assert.False(t, remembered)
+	assert.Contains(t, f.deployment("app").Annotations, annotationRolledBack)
+}

@@ -141,6 +141,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.tlsSecrets.forget(key)
 	c.skippedChecks.Delete(key)
 	c.caTrust.forget(key)
+	c.rollbacks.Delete(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
