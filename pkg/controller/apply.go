@@ -79,6 +79,22 @@ func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) 
 	return obj, true, nil
 }
 
+// lookUp is the lookup ensureWith starts with, and the take-over of an object of the
+// CR's made by the upstream operator, for a caller that decides what to apply from
+// what it finds before it writes (ensureOptions.looked).
+func (k *childKind[T, AC]) lookUp(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) (*childLookup[T], error) {
+	cur, found, err := k.current(ctx, l.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if found && isControlledBy(cur, l) && k.patch != nil && !hasManager(cur, FieldManager) {
+		if cur, err = k.takeOver(ctx, l, cur); err != nil {
+			return nil, err
+		}
+	}
+	return &childLookup[T]{obj: cur, found: found}, nil
+}
+
 // ensure applies desired unless the live object already carries exactly what our
 // manager would apply. It returns the resulting object; a *notOwnedError when an object
 // of that name belongs to someone else.

@@ -36,7 +36,7 @@ var servicesResource = corev1.SchemeGroupVersion.WithResource("services")
 // (as its Create would) and in the caches.
 func ownedService(f *fixture, l *v1alpha1.LlamaStackDistribution) *corev1.Service {
 	f.t.Helper()
-	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(hub(l), ""), metav1.CreateOptions{})
+	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(hub(l), askedListening(hub(l), "")), metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	f.refreshCaches()
 	return svc
@@ -97,7 +97,7 @@ func TestCurrent(t *testing.T) {
 
 func TestEnsureObject(t *testing.T) {
 	portChanged := func(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
-		svc := newService(l, "")
+		svc := newService(l, askedListening(l, ""))
 		svc.Spec.Ports[0].Port = 9000
 		return svc
 	}
@@ -119,7 +119,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and unchanged: nothing sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), ""))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -128,7 +128,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed: applied": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), ""))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -139,7 +139,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed, with precondition: the cached resourceVersion is sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), ""))
+				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
 				require.NoError(t, err)
 				// The fake API assigns no resourceVersions: give the object one.
 				obj, err := f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
@@ -225,7 +225,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	l := newLLSDv1("app")
 	f := newFixture(t, l)
 	svcs := f.kubeclient.CoreV1().Services(testNamespace)
-	_, err := svcs.Create(f.ctx, newService(hub(l), ""), metav1.CreateOptions{FieldManager: "manager"})
+	_, err := svcs.Create(f.ctx, newService(hub(l), askedListening(hub(l), "")), metav1.CreateOptions{FieldManager: "manager"})
 	require.NoError(t, err)
 	ac := coreac.Service("app-service", testNamespace).WithLabels(map[string]string{"upstream": "yes"})
 	_, err = svcs.Apply(f.ctx, ac, metav1.ApplyOptions{FieldManager: "app", Force: true})
@@ -233,7 +233,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	f.refreshCaches()
 	f.kubeclient.ClearActions()
 
-	_, err = f.c.services.ensure(f.ctx, hub(l), newService(hub(l), ""))
+	_, err = f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
 	require.NoError(t, err)
 
 	var patchTypes []types.PatchType
@@ -465,9 +465,9 @@ func TestHasManager(t *testing.T) {
 
 func TestToApplyConfiguration(t *testing.T) {
 	l := newLLSDv1("app")
-	withStatus := newService(hub(l), "")
+	withStatus := newService(hub(l), askedListening(hub(l), ""))
 	withStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
-	noKind := newService(hub(l), "")
+	noKind := newService(hub(l), askedListening(hub(l), ""))
 	noKind.TypeMeta = metav1.TypeMeta{}
 	cm := configMap(testNamespace, "c", map[string]string{"k": "v"}, nil)
 	cm.CreationTimestamp = metav1.Time{}
@@ -485,14 +485,14 @@ func TestToApplyConfiguration(t *testing.T) {
 			obj: withStatus,
 			to:  func(o any) (any, error) { return toApplyConfiguration[coreac.ServiceApplyConfiguration](o) },
 			want: coreac.Service("app-service", testNamespace).
-				WithLabels(newService(hub(l), "").Labels).
+				WithLabels(newService(hub(l), askedListening(hub(l), "")).Labels).
 				WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
 					WithKind("LlamaStackDistribution").WithName("app").WithUID("uid-app").
 					WithController(true).WithBlockOwnerDeletion(true)).
 				WithSpec(coreac.ServiceSpec().WithType(corev1.ServiceTypeClusterIP).
-					WithSelector(newService(hub(l), "").Spec.Selector).
+					WithSelector(newService(hub(l), askedListening(hub(l), "")).Spec.Selector).
 					WithPorts(coreac.ServicePort().WithName("http").WithPort(8321).WithProtocol(corev1.ProtocolTCP).
-						WithTargetPort(newService(hub(l), "").Spec.Ports[0].TargetPort))),
+						WithTargetPort(newService(hub(l), askedListening(hub(l), "")).Spec.Ports[0].TargetPort))),
 		},
 		"a ConfigMap's data": {
 			obj:  cm,
@@ -692,4 +692,6 @@ func TestNewNotOwnedError(t *testing.T) {
 }
 
 // plainService is the Service of a server without a metrics port.
-func plainService(l *v1alpha2.LlamaStackDistribution) *corev1.Service { return newService(l, "") }
+func plainService(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
+	return newService(l, askedListening(l, ""))
+}

@@ -71,7 +71,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
 			},
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
-				return newNetworkPolicy(l, c.operatorNamespace, in.serverVersion)
+				return newNetworkPolicy(l, c.operatorNamespace, in.listening)
 			}},
 	}
 	c.afterServer = []askedChild{
@@ -185,9 +185,8 @@ func (c *Controller) bindUnstructured(cfg Config, kindName string, resource sche
 type childInputs struct {
 	// cfg is the operator ConfigMap as the sync read it.
 	cfg operatorConfig
-	// serverVersion is the version of the server the Deployment runs or is about to
-	// ("" when not known).
-	serverVersion string
+	// listening is what the pods of the Deployment, as applied, answer on.
+	listening listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
 	serverCA []byte
 }

@@ -102,7 +102,7 @@ func TestChildObjectMetadata(t *testing.T) {
 	}{
 		"service": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newService(hub(l), "")
+				o := newService(hub(l), askedListening(hub(l), ""))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "Service", wantName: "demo-service",
@@ -137,7 +137,7 @@ func TestChildObjectMetadata(t *testing.T) {
 		},
 		"network policy": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newNetworkPolicy(hub(l), "llama-stack-controller-system", "")
+				o := newNetworkPolicy(hub(l), "llama-stack-controller-system", askedListening(hub(l), ""))
 				return built{o.TypeMeta, o.ObjectMeta, nil}
 			},
 			wantAPIVersion: "networking.k8s.io/v1", wantKind: "NetworkPolicy", wantName: "demo-network-policy",

@@ -59,8 +59,8 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 	f := newFixture(t, append(allChildrenObjects(), l)...)
 	checkWrites(t, f.sync("app"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "app-pvc", newPVC(l)},
-		{"patch", "services", "app-service", newService(l, starterVersion())},
-		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())},
+		{"patch", "services", "app-service", newService(l, askedListening(l, starterVersion()))},
+		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))},
 		{"patch", "configmaps", "app-user-config", nil},
 		{"patch", "deployments", "app", nil},
 		{"patch", "horizontalpodautoscalers", "app-hpa", newHPA(l)},
@@ -115,8 +115,8 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 		"port change patches the Service and the Deployment": {
 			edit: func(l *cr) { networking(l).Port = 9000 },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "services", "app-service", newService(l, starterVersion())}, {"patch", "deployments", "app", nil},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
+				return []expectedWrite{{"patch", "services", "app-service", newService(l, askedListening(l, starterVersion()))}, {"patch", "deployments", "app", nil},
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
 			},
 		},
 		"maxReplicas change patches the HPA": {
@@ -139,13 +139,13 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 			edit: func(l *cr) { networking(l).Expose = &v1alpha2.ExposeSpec{} },
 			writes: func(l *cr) []expectedWrite {
 				return []expectedWrite{{"patch", "ingresses", "app-ingress", newIngress(l)},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
+					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
 			},
 		},
 		"allowedFrom change patches the NetworkPolicy": {
 			edit: func(l *cr) { networking(l).AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: []string{"monitoring"}} },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, starterVersion())}}
+				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
 			},
 		},
 	}

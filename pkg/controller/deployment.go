@@ -519,63 +519,82 @@ func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *a
 	return d
 }
 
-// ensureDeployment applies the Deployment. With autoscaling, the Deployment's spec.replicas is handed
-// over to the HPA without a dip: the controller keeps applying the live value for as
-// long as it still owns the field, and drops it once the HPA (or anyone) has written it.
-func (c *Controller) ensureDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*appsv1.Deployment, rollbackOutcome, error) {
-	var rb rollbackOutcome
-	dep, err := c.ensureDeploymentWith(ctx, l, in, uc, &rb)
-	if err == nil && rb.rolledBack {
-		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(rb.status))
-		rollbacksTotal.Inc()
-	}
-	return dep, rb, err
+// deploymentPlan is the Deployment a sync is about to apply, decided before any child
+// is written: the children in front of the pods follow what the pods will run.
+type deploymentPlan struct {
+	o ensureOptions[*appsv1.Deployment]
+	// desired is the Deployment to apply; nil when there is nothing to apply (the
+	// object of that name is not the CR's, or is being deleted).
+	desired *appsv1.Deployment
+	// cur is the Deployment as looked up; nil when there is none.
+	cur *appsv1.Deployment
+	rb  rollbackOutcome
 }
 
-func (c *Controller) ensureDeploymentWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig, rb *rollbackOutcome) (*appsv1.Deployment, error) {
+// planDeployment decides the Deployment of the CR's inputs: its replicas, its template
+// (the CR's, or the one a rollback holds or makes now). With autoscaling, spec.replicas
+// is handed over to the HPA without a dip: the controller keeps applying the live value
+// for as long as it still owns the field, and drops it once the HPA (or anyone) has
+// written it. It writes nothing but the take-over of a Deployment the upstream
+// operator made.
+func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*deploymentPlan, error) {
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
-	o := ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}
+	p := &deploymentPlan{o: ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}}
 	// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
 	// choosing replicas without the running count would scale it down. The write
-	// below reuses this lookup rather than reading again.
-	cur, found, err := c.deployments.current(ctx, l.Namespace, o.name)
+	// reuses this lookup rather than reading again.
+	looked, err := c.deployments.lookUp(ctx, l, p.o.name)
 	if err != nil {
 		return nil, err
 	}
-	cur = c.rolledBackSinceCached(l, cur, found)
-	o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
+	cur, found := c.rolledBackSinceCached(l, looked.obj, looked.found), looked.found
+	p.o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
+	if found {
+		p.cur = cur
+		if !isControlledBy(cur, l) || cur.DeletionTimestamp != nil {
+			// The write refuses it, or waits for the next one.
+			p.o.build = func(context.Context, *appsv1.Deployment, bool) (metav1.Object, error) { return nil, nil }
+			return p, nil
+		}
+	}
 	if l.Spec.Workload.Autoscaling == nil {
 		in.replicas = ptr.To(specReplicas(l))
+	} else if !found {
+		in.replicas = ptr.To(hpaMinReplicas(l))
 	} else {
-		switch {
-		case !found:
-			in.replicas = ptr.To(hpaMinReplicas(l))
-		case isControlledBy(cur, l):
-			owned, err := c.deployments.extract(cur, FieldManager)
-			if err != nil {
-				return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
-			}
-			if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
-				in.replicas = ptr.To(*cur.Spec.Replicas)
-				// The count comes from the cache: a stale one must not undo the HPA's write.
-				o.precondition = true
-			}
-		}
-	}
-	o.build = func(ctx context.Context, cur *appsv1.Deployment, found bool) (metav1.Object, error) {
-		desired, err := c.desiredDeployment(l, in, cur, found)
+		owned, err := c.deployments.extract(cur, FieldManager)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 		}
-		return c.applyRollback(ctx, l, cur, found, desired, rb)
+		if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
+			in.replicas = ptr.To(*cur.Spec.Replicas)
+			// The count comes from the cache: a stale one must not undo the HPA's write.
+			p.o.precondition = true
+		}
 	}
-	dep, err := c.deployments.ensureWith(ctx, l, o)
-	if err == nil && rb.rolledBack {
-		c.rollbacks.Store(cache.MetaObjectToName(l), rollbackWrite{uid: cur.UID, before: cur.ResourceVersion, written: dep})
+	desired, err := c.desiredDeployment(l, in, cur, found)
+	if err != nil {
+		return nil, err
 	}
-	return dep, err
+	if desired, err = c.applyRollback(ctx, l, cur, found, desired, &p.rb); err != nil {
+		return nil, err
+	}
+	p.desired, p.o.build = desired, fixed[*appsv1.Deployment](desired)
+	return p, nil
+}
+
+// applyDeployment applies the plan; a rollback it makes is told in a Warning Event,
+// counted, and remembered until the cache has it.
+func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, p *deploymentPlan) (*appsv1.Deployment, rollbackOutcome, error) {
+	dep, err := c.deployments.ensureWith(ctx, l, p.o)
+	if err == nil && p.rb.rolledBack {
+		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(p.rb.status))
+		rollbacksTotal.Inc()
+		c.rollbacks.Store(cache.MetaObjectToName(l), rollbackWrite{uid: p.cur.UID, before: p.cur.ResourceVersion, written: dep})
+	}
+	return dep, p.rb, err
 }
 
 // desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.

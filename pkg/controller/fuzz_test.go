@@ -100,8 +100,8 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		in.replicas = &min
 	}
 	obs.deployment = newDeployment(h, in)
-	obs.service = newService(h, in.serverVersion)
-	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace, in.serverVersion))
+	obs.service = newService(h, askedListening(h, in.serverVersion))
+	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace, askedListening(h, in.serverVersion)))
 	if spec.Server.Storage != nil {
 		obs.pvc = newPVC(h)
 		res.children = append(res.children, obs.pvc)

@@ -28,7 +28,7 @@ const (
 // namespace instead. While the server serves its metrics (servermetrics.go), a second
 // rule admits to the metrics port the same sources, but the routers, and OpenShift's
 // monitoring namespaces.
-func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace, serverVersion string) *networkingv1.NetworkPolicy {
+func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string, s listening) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: childObjectMeta(l, networkPolicyName(l)),
@@ -38,13 +38,13 @@ func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace, ser
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{
 					Protocol: ptr.To(corev1.ProtocolTCP),
-					Port:     ptr.To(intstr.FromInt32(port(l))),
+					Port:     ptr.To(intstr.FromInt32(s.port)),
 				}},
 				From: networkPolicyPeers(l, operatorNamespace),
 			}},
 		},
 	}
-	if metricsOn(l, serverVersion) {
+	if s.metrics {
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
 			Ports: []networkingv1.NetworkPolicyPort{{
 				Protocol: ptr.To(corev1.ProtocolTCP),

@@ -167,29 +167,29 @@ func TestProblemWhileServing(t *testing.T) {
 		readyReason string
 	}{
 		"serving": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, "")}
+			return observed{deployment: available(1), service: newService(l, askedListening(l, ""))}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
 		"serving with its storage": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, ""), pvc: bound}
+			return observed{deployment: available(1), service: newService(l, askedListening(l, "")), pvc: bound}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
 		"scaled to zero": {mods: []func(*v1alpha1.LlamaStackDistribution){func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }},
 			obs: func(l *v1alpha2.LlamaStackDistribution) observed {
 				d := available(0)
 				d.Spec.Replicas = ptr.To(int32(0))
 				d.Status.Replicas, d.Status.UpdatedReplicas = 0, 0
-				return observed{deployment: d, service: newService(l, "")}
+				return observed{deployment: d, service: newService(l, askedListening(l, ""))}
 			}, ready: true, readyReason: v1alpha2.ReasonScaledToZero},
 		"no Deployment": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{service: newService(l, "")}
+			return observed{service: newService(l, askedListening(l, ""))}
 		}},
 		"not available": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(0), service: newService(l, "")}
+			return observed{deployment: available(0), service: newService(l, askedListening(l, ""))}
 		}},
 		"no Service": {obs: func(*v1alpha2.LlamaStackDistribution) observed {
 			return observed{deployment: available(1)}
 		}},
 		"storage not bound": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, "")}
+			return observed{deployment: available(1), service: newService(l, askedListening(l, ""))}
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -32,11 +32,11 @@ func wantsRoute(l *v1alpha2.LlamaStackDistribution) bool {
 
 // routeTermination is where the Route's TLS ends: as asked, else Reencrypt for a
 // server that serves TLS and Edge for one that does not.
-func routeTermination(l *v1alpha2.LlamaStackDistribution) v1alpha2.RouteTermination {
+func routeTermination(l *v1alpha2.LlamaStackDistribution, https bool) v1alpha2.RouteTermination {
 	if r := networking(l).Expose.Route; r != nil && r.Termination != "" {
 		return r.Termination
 	}
-	if tlsEnabled(l) {
+	if https {
 		return v1alpha2.RouteTerminationReencrypt
 	}
 	return v1alpha2.RouteTerminationEdge
@@ -50,7 +50,7 @@ func routeTermination(l *v1alpha2.LlamaStackDistribution) v1alpha2.RouteTerminat
 func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
 	e := networking(l).Expose
 	meta := childObjectMeta(l, routeName(l))
-	termination := routeTermination(l)
+	termination := routeTermination(l, in.listening.https)
 	tls := map[string]any{
 		"termination":                   strings.ToLower(string(termination)),
 		"insecureEdgeTerminationPolicy": "Redirect",
@@ -62,7 +62,7 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 		tls["destinationCACertificate"] = string(in.serverCA)
 	}
 	portName := servicePortName
-	if tlsEnabled(l) {
+	if in.listening.https {
 		portName = servicePortNameTLS
 	}
 	spec := map[string]any{

@@ -94,7 +94,7 @@ func TestNewRoute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("app", tc.mods...)
 			before := l.DeepCopy()
-			route := newRoute(l, childInputs{serverCA: tc.serverCA})
+			route := newRoute(l, childInputs{serverCA: tc.serverCA, listening: askedListening(l, "")})
 			assert.Equal(t, before, l, "the builder does not change the CR")
 			assert.Equal(t, "route.openshift.io/v1", route.GetAPIVersion())
 			assert.Equal(t, "Route", route.GetKind())

@@ -43,7 +43,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	assert.Equal(t, "0.0.0.0", envValue(t, c.Env, "OGX_METRICS_HOST"))
 	assert.Equal(t, "9464", envValue(t, c.Env, "OGX_METRICS_PORT"))
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9464, Protocol: corev1.ProtocolTCP})
-	svc := newService(l, starterVersion())
+	svc := newService(l, askedListening(l, starterVersion()))
 	require.Len(t, svc.Spec.Ports, 2)
 	assert.Equal(t, corev1.ServicePort{Name: "metrics", Port: 9464, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}, svc.Spec.Ports[1])
 	assert.Equal(t, "http", svc.Spec.Ports[0].Name, "the API port stays first")
@@ -55,7 +55,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 		for _, e := range c.Env {
 			assert.NotContains(t, e.Name, "OGX_METRICS", version)
 		}
-		assert.Len(t, newService(l, version).Spec.Ports, 1, version)
+		assert.Len(t, newService(l, askedListening(l, version)).Spec.Ports, 1, version)
 	}
 }
 
@@ -70,5 +70,5 @@ func TestMetricsStayOffWhenTheAPIHasTheirPort(t *testing.T) {
 	for _, e := range c.Env {
 		assert.NotContains(t, e.Name, "OGX_METRICS")
 	}
-	assert.Len(t, newService(l, starterVersion()).Spec.Ports, 1)
+	assert.Len(t, newService(l, askedListening(l, starterVersion())).Spec.Ports, 1)
 }

@@ -162,12 +162,12 @@ func TestDeploymentServesTLS(t *testing.T) {
 }
 
 func TestServiceOfATLSServer(t *testing.T) {
-	svc := newService(newLLSD("app", withServerTLS("serving")), "")
+	svc := newService(newLLSD("app", withServerTLS("serving")), askedListening(newLLSD("app", withServerTLS("serving")), ""))
 	require.Len(t, svc.Spec.Ports, 1)
 	assert.Equal(t, "https", svc.Spec.Ports[0].Name)
 	require.NotNil(t, svc.Spec.Ports[0].AppProtocol)
 	assert.Equal(t, "https", *svc.Spec.Ports[0].AppProtocol)
-	plain := newService(newLLSD("app"), "")
+	plain := newService(newLLSD("app"), askedListening(newLLSD("app"), ""))
 	assert.Equal(t, "http", plain.Spec.Ports[0].Name)
 	assert.Nil(t, plain.Spec.Ports[0].AppProtocol)
 }

@@ -22,14 +22,13 @@ const (
 // newService builds the ClusterIP Service in front of the server pods. It always exists.
 // For a server version that serves metrics (servermetrics.go) it has a second port,
 // named metrics.
-func newService(l *v1alpha2.LlamaStackDistribution, serverVersion string) *corev1.Service {
-	p := port(l)
-	sp := corev1.ServicePort{Name: servicePortName, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP}
-	if tlsEnabled(l) {
+func newService(l *v1alpha2.LlamaStackDistribution, s listening) *corev1.Service {
+	sp := corev1.ServicePort{Name: servicePortName, Port: port(l), TargetPort: intstr.FromInt32(s.port), Protocol: corev1.ProtocolTCP}
+	if s.https {
 		sp.Name, sp.AppProtocol = servicePortNameTLS, ptr.To("https")
 	}
 	ports := []corev1.ServicePort{sp}
-	if metricsOn(l, serverVersion) {
+	if s.metrics {
 		ports = append(ports, metricsServicePort())
 	}
 	return &corev1.Service{

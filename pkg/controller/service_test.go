@@ -39,7 +39,7 @@ func TestNewService(t *testing.T) {
 			l := childTestCR(tc.mod)
 			before := l.DeepCopy()
 
-			got := newService(hub(l), "")
+			got := newService(hub(l), askedListening(hub(l), ""))
 
 			want := &corev1.Service{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

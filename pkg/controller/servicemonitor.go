@@ -24,7 +24,7 @@ const serviceMonitorKind = "ServiceMonitor"
 // and the operator ConfigMap allows it; while the ConfigMap does not say, existing
 // ones are left as they are.
 func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool) {
-	return in.cfg.enableServiceMonitor && metricsOn(l, in.serverVersion), in.cfg.serviceMonitorKnown
+	return in.cfg.enableServiceMonitor && in.listening.metrics, in.cfg.serviceMonitorKnown
 }
 
 // newServiceMonitor builds the ServiceMonitor that has Prometheus scrape the metrics

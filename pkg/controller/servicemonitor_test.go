@@ -32,9 +32,9 @@ func TestNewServiceMonitor(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	selector := labels.SelectorFromSet(matchLabels)
-	svc := newService(l, starterVersion())
+	svc := newService(l, askedListening(l, starterVersion()))
 	assert.True(t, selector.Matches(labels.Set(svc.Labels)), "selects the CR's Service")
-	other := newService(newLLSD("app-2"), starterVersion())
+	other := newService(newLLSD("app-2"), askedListening(newLLSD("app-2"), starterVersion()))
 	assert.False(t, selector.Matches(labels.Set(other.Labels)), "and not another CR's")
 
 	endpoints, found, err := unstructured.NestedSlice(sm.Object, "spec", "endpoints")

@@ -162,7 +162,7 @@ func TestHPAScaleUpKeepsReady(t *testing.T) {
 func TestStatusPendingWithoutADeployment(t *testing.T) {
 	f := newFixture(t)
 	l := newLLSD("app")
-	st := f.c.calculateStatus(l, observed{service: newService(l, "")}, metav1.Now())
+	st := f.c.calculateStatus(l, observed{service: newService(l, askedListening(l, ""))}, metav1.Now())
 	assert.Equal(t, v1alpha2.PhasePending, st.Phase)
 	l.Status = st
 	assert.Equal(t, v1alpha2.ReasonDeploymentPending, cond(t, l, v1alpha2.ConditionDeploymentReady).Reason)

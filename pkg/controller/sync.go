@@ -242,7 +242,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 			obs.service = svc
 		}
 		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
-		known := childInputs{cfg: cfg, serverVersion: imageServerVersion(image)}
+		known := childInputs{cfg: cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(image))}
 		for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
 			child.observe(l, known, &obs)
 		}
@@ -268,25 +268,39 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 		in.serverVersion, in.distro = gen.resolved.ServerVersion, gen.out.Distro
 	}
 
-	svc, err := c.services.ensure(ctx, l, newService(l, in.serverVersion))
-	if !report(err) && err == nil {
-		obs.service = svc
-	}
-
-	children := childInputs{cfg: cfg, serverVersion: in.serverVersion}
+	children := childInputs{cfg: cfg}
 	if serverTLS != nil {
 		children.serverCA = serverTLS.ca
+	}
+	// The Deployment is decided first: the children in front of the pods follow what
+	// they will run (a rollback's template included), else what runs.
+	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
+	var plan *deploymentPlan
+	if conflict := podConflict(l, in, uc); conflict != nil {
+		// The API server would reject the Deployment: say why, and keep what runs.
+		obs.problems = append(obs.problems, *conflict)
+	} else if inputsReady {
+		var err error
+		if plan, err = c.planDeployment(ctx, l, in, uc); err != nil {
+			report(err)
+		}
+	}
+	running := c.controlledDeployment(l)
+	if plan != nil && plan.desired != nil {
+		running = plan.desired
+	}
+	children.listening = listeningFrom(l, running, in.serverVersion)
+
+	svc, err := c.services.ensure(ctx, l, newService(l, children.listening))
+	if !report(err) && err == nil {
+		obs.service = svc
 	}
 	for _, child := range c.beforeServer {
 		report(child.sync(ctx, l, children, &obs))
 	}
 	obs.deployment = c.controlledDeployment(l)
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
-	if conflict := podConflict(l, in, uc); conflict != nil {
-		// The API server would reject the Deployment: say why, and keep what runs.
-		obs.problems = append(obs.problems, *conflict)
-	} else if inputsReady {
-		dep, rb, err := c.ensureDeployment(ctx, l, in, uc)
+	if plan != nil {
+		dep, rb, err := c.applyDeployment(ctx, l, plan)
 		if !report(err) && err == nil {
 			obs.deployment, obs.rollback = dep, &rb
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.

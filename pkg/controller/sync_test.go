@@ -27,7 +27,7 @@ func TestCreateThenNoOp(t *testing.T) {
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "deployments", "demo", newDeployment(l, deploymentInputs{image: image, replicas: ptr.To(int32(1)),
 			serverVersion: imageServerVersion(image), distro: "starter"})},
-		{"patch", "services", "demo-service", newService(l, imageServerVersion(image))},
+		{"patch", "services", "demo-service", newService(l, askedListening(l, imageServerVersion(image)))},
 		{"update", "llamastackdistributions/status", "demo", nil},
 	})
 	require.Empty(t, describe(f.sync("demo")))
