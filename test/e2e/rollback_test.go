@@ -69,19 +69,7 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 				l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}}
 			})
 			failedRS, pod := newReplicaSetPod(t, ns, "gen", served)
-			setPodStatus(t, ns, pod, func(p *corev1.Pod) {
-				p.Status.Phase = corev1.PodRunning
-				setPodCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady")
-				setPodCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady")
-				for i := range p.Status.ContainerStatuses {
-					s := &p.Status.ContainerStatuses[i]
-					s.Ready, s.Started, s.RestartCount = false, nil, 3
-					s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
-						Message: "back-off 40s restarting failed container"}}
-					s.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-						Message: "RuntimeError: cannot reach vllm-next.models.svc", StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}
-				}
-			})
+			crashLoop(t, ns, pod, "RuntimeError: cannot reach vllm-next.models.svc")
 
 			waitCondition(t, ns, "gen", v1alpha2.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonRolledBack)
 			l, err := crs.Get(ctx, "gen", metav1.GetOptions{})
@@ -138,6 +126,25 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 			assert.NotContains(t, deployment(t, ns, "gen").Annotations, "llamastack.io/rolled-back")
 		})
 	}
+}
+
+// crashLoop plays the kubelet reporting that the pod's server keeps exiting with
+// message (three restarts: past the controller's threshold).
+func crashLoop(t *testing.T, ns, pod, message string) {
+	t.Helper()
+	setPodStatus(t, ns, pod, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		setPodCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady")
+		setPodCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady")
+		for i := range p.Status.ContainerStatuses {
+			s := &p.Status.ContainerStatuses[i]
+			s.Ready, s.Started, s.RestartCount = false, nil, 3
+			s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+				Message: "back-off 40s restarting failed container"}}
+			s.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+				Message: message, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}
+		}
+	})
 }
 
 // waitHubReady waits until the CR, read in v1alpha2, is Ready for its current generation.
