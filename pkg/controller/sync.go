@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -154,135 +153,69 @@ func setReadyGauge(key cache.ObjectName, st v1alpha2.LlamaStackDistributionStatu
 	readyGauge.WithLabelValues(key.Namespace, key.Name).Set(ready)
 }
 
-// ensureChildren resolves the CR's inputs and ensures each child. A user error in the
-// inputs leaves every child as it is; an object of someone else's under a child's name
-// blocks only that child.
+// ensureChildren resolves the CR's revision and ensures each child. A user error in
+// the inputs leaves every child as it is; an object of someone else's under a child's
+// name blocks only that child.
 func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (observed, error) {
 	var obs observed
-	cfg := c.currentOperatorConfig()
-
-	img, imgProblem := c.chooseImage(l, cfg)
-	image := img.ref
-	uc, ucProblem := c.resolveUserConfig(l)
-	caRefs, caProblem := c.resolveCABundle(l)
-	var errs []error
-	serverTLS, tlsProblem, err := c.resolveServerTLS(ctx, l)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	// report turns a foreign object, or a child the API server rejects as invalid, into
-	// a problem for the user; other errors are returned and retried.
-	report := func(err error) bool {
-		var no *notOwnedError
-		if errors.As(err, &no) {
-			obs.problems = append(obs.problems, userError{v1alpha2.ReasonResourceNotOwned, no.Error()})
-			return true
-		}
-		if apierrors.IsInvalid(err) {
-			obs.problems = append(obs.problems, userError{v1alpha2.ReasonResourceInvalid,
-				"the spec makes a child the API server rejects: " + err.Error()})
-			return true
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return false
-	}
-
-	// A CR that asks for a generated config runs it: the ConfigMap is mounted where a
-	// user config would be, the image is the one the config was generated for. A
-	// failure is a user error, so what runs is kept.
-	// A user-written config is not rolled onto a server version it does not fit.
-	if imgProblem == nil && ucProblem == nil {
-		var err error
-		imgProblem, err = c.checkUserConfig(ctx, l, image, uc)
-		report(err)
-	}
-	if imgProblem == nil && ucProblem == nil && tlsProblem == nil && serverTLS != nil {
-		var err error
-		tlsProblem, err = c.checkUserConfigTLS(ctx, l, image, uc)
-		report(err)
-	}
-
-	var gen *generation
-	var genProblem *userError
-	if imgProblem == nil && generatesConfig(l) {
-		var err error
-		gen, err = c.generate(ctx, l, img)
-		report(err)
-		if gen != nil && gen.problem != nil {
-			genProblem = gen.problem
-		}
-		obs.generation = gen
-	}
-
-	var copyProblem, bundleProblem *userError
-	var caHash string
-	if imgProblem == nil && ucProblem == nil && caProblem == nil && tlsProblem == nil && genProblem == nil && len(errs) == 0 {
-		var err error
-		copyProblem, err = c.ensureUserConfigCopy(ctx, l, uc)
-		report(err)
-		caHash, bundleProblem, err = c.ensureCABundle(ctx, l, caRefs)
-		report(err)
-		if gen != nil {
-			report(c.ensureGeneratedConfigMap(ctx, l, gen))
-			image = gen.image
-			uc = &userConfig{mountName: gen.configMapName(l), hash: gen.out.Hash}
-		}
-	}
-	for _, p := range []*userError{imgProblem, ucProblem, caProblem, tlsProblem, genProblem, copyProblem, bundleProblem} {
-		if p != nil {
-			obs.problems = append(obs.problems, *p)
-		}
-	}
-	if len(obs.problems) > 0 || len(errs) > 0 {
+	f := &findings{}
+	rev := c.resolveRevision(ctx, l, f)
+	obs.generation = rev.gen
+	c.writeConfigMaps(ctx, l, rev, f)
+	f.add(rev.problems...)
+	if f.blocked() {
 		// Keep what runs: observe the children without changing them.
-		obs.deployment = c.controlledDeployment(l)
-		if svc, err := c.services.cached(l.Namespace, serviceName(l)); err == nil && isControlledBy(svc, l) {
-			obs.service = svc
-		}
-		obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
-		known := childInputs{cfg: cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(image))}
-		for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
-			child.observe(l, known, &obs)
-		}
-		return obs, errors.Join(errs...)
+		c.observeChildren(l, rev, &obs)
+	} else {
+		c.applyChildren(ctx, l, rev, &obs, f)
 	}
+	obs.problems = f.problems
+	return obs, f.err()
+}
 
+// observeChildren records the children in obs as they are, for a sync that changes
+// nothing.
+func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed) {
+	obs.deployment = c.controlledDeployment(l)
+	if svc, err := c.services.cached(l.Namespace, serviceName(l)); err == nil && isControlledBy(svc, l) {
+		obs.service = svc
+	}
+	obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
+	known := childInputs{cfg: rev.cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
+	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
+		child.observe(l, known, obs)
+	}
+}
+
+// applyChildren ensures every child of the revision, in order: the claim, then the
+// Deployment's plan, the Service and the children before the server, the Deployment,
+// the children after it. The children in front of the pods follow what the plan makes
+// them run (a rollback's template included), else what runs.
+func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed, f *findings) {
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
 	inputsReady := true
 	if l.Spec.Workload.Storage != nil {
 		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionStorageInSync))
-		if !report(err) && err == nil {
+		if !f.report(err) && err == nil {
 			obs.pvc, obs.storage = pvc, &state
 		} else {
 			inputsReady = false
 		}
 	}
-
-	in := deploymentInputs{image: image, caBundleHash: caHash, openShift: c.openShift,
-		serverVersion: imageServerVersion(image), distro: l.Spec.Distribution.Name, tls: serverTLS}
-	current := ""
-	if gen != nil {
-		in.configEnv, current = gen.out.Env, gen.configMapName(l)
-		in.serverVersion, in.distro = gen.resolved.ServerVersion, gen.out.Distro
+	in := rev.deploymentInputs(l, c.openShift)
+	children := childInputs{cfg: rev.cfg}
+	if rev.tls != nil {
+		children.serverCA = rev.tls.ca
 	}
-
-	children := childInputs{cfg: cfg}
-	if serverTLS != nil {
-		children.serverCA = serverTLS.ca
-	}
-	// The Deployment is decided first: the children in front of the pods follow what
-	// they will run (a rollback's template included), else what runs.
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, uc)
+	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, rev.uc)
 	var plan *deploymentPlan
-	if conflict := podConflict(l, in, uc); conflict != nil {
+	if conflict := podConflict(l, in, rev.uc); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
-		obs.problems = append(obs.problems, *conflict)
+		f.add(conflict)
 	} else if inputsReady {
 		var err error
-		if plan, err = c.planDeployment(ctx, l, in, uc); err != nil {
-			report(err)
+		if plan, err = c.planDeployment(ctx, l, in, rev.uc); err != nil {
+			f.report(err)
 		}
 	}
 	running := c.controlledDeployment(l)
@@ -292,26 +225,27 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	children.listening = listeningFrom(l, running, in.serverVersion)
 
 	svc, err := c.services.ensure(ctx, l, newService(l, children.listening))
-	if !report(err) && err == nil {
+	if !f.report(err) && err == nil {
 		obs.service = svc
 	}
 	for _, child := range c.beforeServer {
-		report(child.sync(ctx, l, children, &obs))
+		f.report(child.sync(ctx, l, children, obs))
 	}
 	obs.deployment = c.controlledDeployment(l)
 	if plan != nil {
 		dep, rb, err := c.applyDeployment(ctx, l, plan)
-		if !report(err) && err == nil {
+		if !f.report(err) && err == nil {
 			obs.deployment, obs.rollback = dep, &rb
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
-			report(c.deleteUnneededConfigMaps(ctx, l, uc, caRefs, dep))
-			report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
+			f.report(c.deleteUnneededConfigMaps(ctx, l, rev.uc, rev.caRefs, dep))
+			current := ""
+			if rev.gen != nil {
+				current = rev.gen.configMapName(l)
+			}
+			f.report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
 		}
 	}
-
 	for _, child := range c.afterServer {
-		report(child.sync(ctx, l, children, &obs))
+		f.report(child.sync(ctx, l, children, obs))
 	}
-
-	return obs, errors.Join(errs...)
 }
