@@ -267,7 +267,7 @@ func unrestorable(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, se
 	return ""
 }
 
-// applyRollback decides what ensureDeployment applies, given desired, the Deployment
+// applyRollback decides what planDeployment applies, given desired, the Deployment
 // made of the CR's inputs, and cur, the Deployment as cached: desired itself; the
 // template the Deployment runs, while the inputs are those rolled back; or the template
 // of the ReplicaSet that last served, when the rollout of these inputs failed.
@@ -307,30 +307,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
 	if rec != nil && (rec.Inputs == hash || rec.Inputs == templateContentHash(&desired.Spec.Template)) {
-		// The inputs rolled back: what the Deployment runs stays, and so does the record.
-		// Read into a template of its own: decoded into desired's, JSON would merge the
-		// served template into the failed one (maps, structs, list elements).
-		if ours.Spec != nil && ours.Spec.Template != nil {
-			var held corev1.PodTemplateSpec
-			if err := fromApplyConfiguration(ours.Spec.Template, &held); err != nil {
-				return nil, fmt.Errorf("reading our pod template of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
-			}
-			renewRotating(&held, &desired.Spec.Template)
-			desired.Spec.Template = held
-		}
-		desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
-		if rec.Inputs != hash {
-			// A record of an earlier release, which hashed the rotating content too: it
-			// is written again keyed on the inputs alone, so that a renewal keeps it.
-			rec.Inputs = hash
-			if err := recordRollback(desired, rec); err != nil {
-				return nil, err
-			}
-		}
-		out.held = true
-		st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
-		st.LastRollbackTime = rec.Time.DeepCopy()
-		return desired, nil
+		return holdRollback(cur, ours, desired, rec, hash, out)
 	}
 
 	// Does the Deployment run these inputs, and has their rollout failed?
@@ -361,7 +338,42 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if gone, err := c.missingRef(ctx, l.Namespace, &served.Spec.Template, false); err != nil || gone != nil {
 		return desired, goneNote(out, gone, target, err)
 	}
-	// The cache keeps of a ReplicaSet only its config volumes: the template is read live.
+	rb := rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message}
+	return c.rollBack(ctx, l, cur, target, desired, rb, out)
+}
+
+// holdRollback keeps what the Deployment runs while the CR's inputs are those rec
+// rolled back, and the record with it; hash is the inputs' hash.
+func holdRollback(cur *appsv1.Deployment, ours *appsac.DeploymentApplyConfiguration, desired *appsv1.Deployment, rec *rollbackRecord, hash string, out *rollbackOutcome) (*appsv1.Deployment, error) {
+	// Read into a template of its own: decoded into desired's, JSON would merge the
+	// served template into the failed one (maps, structs, list elements).
+	if ours.Spec != nil && ours.Spec.Template != nil {
+		var held corev1.PodTemplateSpec
+		if err := fromApplyConfiguration(ours.Spec.Template, &held); err != nil {
+			return nil, fmt.Errorf("reading our pod template of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+		}
+		renewRotating(&held, &desired.Spec.Template)
+		desired.Spec.Template = held
+	}
+	desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
+	if rec.Inputs != hash {
+		// A record of an earlier release, which hashed the rotating content too: it
+		// is written again keyed on the inputs alone, so that a renewal keeps it.
+		rec.Inputs = hash
+		if err := recordRollback(desired, rec); err != nil {
+			return nil, err
+		}
+	}
+	out.held = true
+	out.status.FailedInputs, out.status.FailedReplicaSet, out.status.Reason, out.status.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
+	out.status.LastRollbackTime = rec.Time.DeepCopy()
+	return desired, nil
+}
+
+// rollBack puts the template of ReplicaSet target, the last that served, into desired,
+// with rec, the record of the failed rollout; the template is read live (the cache keeps
+// of a ReplicaSet only its config volumes), and checked for objects that are gone.
+func (c *Controller) rollBack(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, target string, desired *appsv1.Deployment, rec rollbackRecord, out *rollbackOutcome) (*appsv1.Deployment, error) {
 	rs, err := c.kubeclient.AppsV1().ReplicaSets(l.Namespace).Get(ctx, target, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
@@ -380,15 +392,16 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	tmpl := rs.Spec.Template.DeepCopy()
 	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	desired.Spec.Template = *tmpl
-	rec = &rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message, Time: metav1.NewTime(c.clock.Now())}
-	if err := recordRollback(desired, rec); err != nil {
+	rec.Time = metav1.NewTime(c.clock.Now())
+	if err := recordRollback(desired, &rec); err != nil {
 		return nil, err
 	}
 	out.held, out.rolledBack = true, true
+	st := out.status
 	st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
 	st.LastRollbackTime = rec.Time.DeepCopy()
 	klog.FromContext(ctx).Info("Rolling back a failed rollout", "deployment", klog.KObj(cur),
-		"failedReplicaSet", current.Name, "to", target, "reason", failure.reason)
+		"failedReplicaSet", rec.ReplicaSet, "to", target, "reason", rec.Reason)
 	return desired, nil
 }
 

@@ -76,27 +76,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		c.forgetRecheck(key)
 	}
-	firstAnswerDue := false
-	if c.prober.enabled() {
-		switch {
-		case !serving(obs.deployment):
-			// Answers from before an outage say nothing of the server that comes back.
-			c.prober.forget(key)
-		case obs.service == nil || !isControlledBy(obs.service, l):
-			// Only our own Service is asked: one of someone else's under its name is not
-			// ours to call.
-			c.prober.forget(key)
-		default:
-			// The server answers for itself, off the workers, on the prober's schedule;
-			// an answer that changes brings the CR back.
-			tls := c.probeTLS(ctx, l, obs.deployment)
-			if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment, tls), tls); ok {
-				obs.probe = &res
-			} else {
-				firstAnswerDue = true
-			}
-		}
-	}
+	firstAnswerDue := c.askServer(ctx, key, l, &obs)
 	st := c.calculateStatus(l, obs, now)
 	if firstAnswerDue && onlyTurnsReady(l.Status, st) {
 		// The server's first answer is on its way (within the probe timeout) and brings
@@ -105,6 +85,33 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	return write(st, obs.problems)
+}
+
+// askServer records in obs the server's last answer to the prober, and tells whether
+// its first answer is still due. Only a serving server behind our own Service is asked.
+func (c *Controller) askServer(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, obs *observed) (firstAnswerDue bool) {
+	if !c.prober.enabled() {
+		return false
+	}
+	switch {
+	case !serving(obs.deployment):
+		// Answers from before an outage say nothing of the server that comes back.
+		c.prober.forget(key)
+	case obs.service == nil || !isControlledBy(obs.service, l):
+		// Only our own Service is asked: one of someone else's under its name is not
+		// ours to call.
+		c.prober.forget(key)
+	default:
+		// The server answers for itself, off the workers, on the prober's schedule;
+		// an answer that changes brings the CR back.
+		tls := c.probeTLS(ctx, l, obs.deployment)
+		if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment, tls), tls); ok {
+			obs.probe = &res
+		} else {
+			return true
+		}
+	}
+	return false
 }
 
 // persistentErrorAfter is how long a child's writes keep failing before the CR reports
