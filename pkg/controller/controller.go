@@ -40,6 +40,7 @@ import (
 	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -89,7 +90,7 @@ type Config struct {
 	EventClient kubernetes.Interface
 	// ServerProbe reaches the running servers for HealthCheck, version and providers;
 	// the zero value disables it.
-	ServerProbe ServerProbe
+	ServerProbe probe.Config
 	// OpenShift says the cluster serves the security.openshift.io API group: server pods
 	// then leave runAsUser and fsGroup to the namespace's SCC.
 	OpenShift bool
@@ -155,7 +156,7 @@ type Controller struct {
 	eventClient kubernetes.Interface
 
 	// prober asks running servers for their health, version and providers.
-	prober *prober
+	prober *probe.Prober
 	// caFailures remembers, per CR, CA bundle sources that do not build (caFailure).
 	caFailures sync.Map
 	// failing holds, per CR, when its syncs started failing (failure).
@@ -231,7 +232,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.syncHandler = c.sync
 	if cfg.ServerProbe.Endpoint != nil {
-		c.prober = newProber(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
+		c.prober = probe.New(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
 	}
 	children, err := c.bindChildKinds(cfg.ChildInformers)
 	if err != nil {
@@ -319,7 +320,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger.Info("Shutting down workers")
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
-	c.prober.wait()
+	c.prober.Wait()
 	logger.Info("Stopped controller", "controller", controllerName)
 	return nil
 }

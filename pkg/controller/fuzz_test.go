@@ -23,6 +23,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
@@ -119,15 +120,15 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	if len(configData)%2 == 1 {
 		// A server that runs and answers its probes: its version, health message and
 		// providers reach the status. configData stands for what it says.
-		c.prober = &prober{}
+		c.prober = &probe.Prober{}
 		d := obs.deployment.DeepCopy()
 		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.replicas), max(1, *in.replicas), max(1, *in.replicas)
 		obs.deployment = d
-		obs.probe = &probeResult{uid: l.UID, info: serverInfo{
-			healthy: strings.HasPrefix(configData, "ok"), healthMsg: configData, version: configData,
-			providers: []v1alpha2.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
+		obs.probe = &probe.Result{UID: l.UID, Info: probe.Info{
+			Healthy: strings.HasPrefix(configData, "ok"), HealthMessage: configData, Version: configData,
+			Providers: []v1alpha2.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
 				Health: v1alpha2.ProviderHealthStatus{Status: "OK", Message: configData}}},
-			providersKnown: true,
+			ProvidersKnown: true,
 		}}
 	}
 	res.status = c.calculateStatus(h, obs, metav1.Now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // series is the first series of Registry's metric name whose labels include labels;
@@ -93,4 +96,24 @@ func TestRateLimiterWaitIsMeasured(t *testing.T) {
 	count, sum := histogram()
 	assert.Equal(t, uint64(3), count-count0, "one observation per request")
 	assert.Greater(t, sum-sum0, 0.3, "the second and third requests waited for their tokens")
+}
+
+// Probes through the API server's service proxy are requests of the controller's API
+// client: counted in rest_client_requests_total.
+func TestProxyProbesAreCounted(t *testing.T) {
+	RegisterMetrics()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"OK"}`))
+	}))
+	defer srv.Close()
+	endpoints, err := probe.ProxyEndpoints(&rest.Config{Host: srv.URL, QPS: -1}, nil)
+	require.NoError(t, err)
+	labels := map[string]string{"host": strings.TrimPrefix(srv.URL, "http://"), "method": "GET", "code": "200"}
+	before := counter(t, "rest_client_requests_total", labels)
+
+	code, _, err := endpoints(probe.Service{Namespace: "demo", Name: "app-service", Port: 8321}, nil).Get(t.Context(), "/v1/health")
+
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, before+1, counter(t, "rest_client_requests_total", labels))
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
 // Why a server pod does not start. The Deployment counts its pods but does not say why
@@ -204,7 +205,7 @@ func detail(msg, fallback string) string {
 	if msg == "" {
 		return fallback
 	}
-	return truncate(msg, maxPodDetail, ellipsis)
+	return truncate.String(msg, maxPodDetail, truncate.Ellipsis)
 }
 
 // conditionReason is what metav1.Condition accepts as a reason.

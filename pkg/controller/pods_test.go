@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
 // Kubelet and scheduler messages, as Kubernetes 1.37 writes them.
@@ -148,7 +149,7 @@ func TestPodProblemMessageIsCut(t *testing.T) {
 	got := podProblemOf(p)
 	require.NotNil(t, got)
 	assert.LessOrEqual(t, len(got.message), len("pod app-1: container llama-stack: ")+maxPodDetail)
-	assert.True(t, strings.HasSuffix(got.message, ellipsis))
+	assert.True(t, strings.HasSuffix(got.message, truncate.Ellipsis))
 }
 
 func TestTransformPod(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // testServing is a CA and a serving certificate it signed, PEM-encoded.
@@ -302,11 +303,11 @@ func TestServiceEndpointsVerifyTheServerCertificate(t *testing.T) {
 			base := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, network, addr)
 			}}}
-			trust := &ServerTLS{}
+			trust := &probe.TLS{}
 			if tc.trusted {
 				trust.RootCAs = s.ca
 			}
-			ep := ServiceEndpoints(base)(l, trust)
+			ep := probe.ServiceEndpoints(base)(probeService(l), trust)
 			assert.Equal(t, "https://app-service.demo.svc:8321", ep.(interface{ String() string }).String())
 			code, _, err := ep.Get(t.Context(), "/v1/health")
 			if tc.err != "" {
@@ -321,11 +322,11 @@ func TestServiceEndpointsVerifyTheServerCertificate(t *testing.T) {
 }
 
 func TestProxyEndpointOfATLSServer(t *testing.T) {
-	proxied, err := ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
+	proxied, err := probe.ProxyEndpoints(&rest.Config{Host: "https://127.0.0.1:6443"}, nil)
 	require.NoError(t, err)
 	l := newLLSD("app")
 	assert.Equal(t, "/api/v1/namespaces/demo/services/https:app-service:8321/proxy",
-		proxied(l, &ServerTLS{}).(interface{ String() string }).String())
+		proxied(probeService(l), &probe.TLS{}).(interface{ String() string }).String())
 	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy",
-		proxied(l, nil).(interface{ String() string }).String())
+		proxied(probeService(l), nil).(interface{ String() string }).String())
 }

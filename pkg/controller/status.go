@@ -14,6 +14,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // observed is what a sync found or made: the inputs of calculateStatus.
@@ -37,7 +39,7 @@ type observed struct {
 	// (podProblemFor).
 	pod *podProblem
 	// probe is the server's last answer; nil before the first one (or without probing).
-	probe *probeResult
+	probe *probe.Result
 	// problems are user errors, in the order found.
 	problems []userError
 	// mountsChecked: the server container's mounts were worked out, and nestedMounts
@@ -70,7 +72,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 			meta.RemoveStatusCondition(&st.Conditions, condType)
 		case setCondition:
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-				Type: condType, Status: u.status, Reason: u.reason, Message: truncate(u.message, maxConditionMessage, truncatedMark),
+				Type: condType, Status: u.status, Reason: u.reason, Message: truncate.String(u.message, maxConditionMessage, truncate.Mark),
 				ObservedGeneration: l.Generation, LastTransitionTime: now,
 			})
 		}
@@ -161,10 +163,10 @@ var (
 
 // versionStatus is status.version: the operator's version and the server's (its last
 // answer, else what was reported), with the time either last changed.
-func versionStatus(prev v1alpha2.VersionInfo, operatorVersion string, probe *probeResult, now metav1.Time) v1alpha2.VersionInfo {
+func versionStatus(prev v1alpha2.VersionInfo, operatorVersion string, probe *probe.Result, now metav1.Time) v1alpha2.VersionInfo {
 	serverVersion := prev.LlamaStackServerVersion
-	if probe != nil && probe.info.version != "" {
-		serverVersion = probe.info.version
+	if probe != nil && probe.Info.Version != "" {
+		serverVersion = probe.Info.Version
 	}
 	if prev.OperatorVersion == operatorVersion && prev.LlamaStackServerVersion == serverVersion && prev.LastUpdated != nil {
 		return prev

@@ -131,14 +131,14 @@ func healthCheckCondition(probing bool, l *v1alpha2.LlamaStackDistribution, obs 
 		return keepAsIs, keepProviders
 	case obs.probe == nil:
 		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, "Waiting for the server's first health check"), keepProviders
-	case obs.probe.info.healthy:
+	case obs.probe.Info.Healthy:
 		providers := keepProviders
-		if obs.probe.info.providersKnown {
-			providers = providersUpdate{op: setCondition, providers: obs.probe.info.providers}
+		if obs.probe.Info.ProvidersKnown {
+			providers = providersUpdate{op: setCondition, providers: obs.probe.Info.Providers}
 		}
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"), providers
 	}
-	return setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.probe.info.healthMsg), clearProviders
+	return setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.probe.Info.HealthMessage), clearProviders
 }
 
 // serviceReadyCondition is ServiceReady: the controller's Service exists, or why not.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // Each condition's function, alone, on the inputs that decide it. The fixture tests
@@ -166,9 +167,9 @@ func TestProgressingCondition(t *testing.T) {
 
 func TestHealthCheckCondition(t *testing.T) {
 	providers := []v1alpha2.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
-	answer := func(info serverInfo) *probeResult { return &probeResult{info: info} }
+	answer := func(info probe.Info) *probe.Result { return &probe.Result{Info: info} }
 	served := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
-	with := func(o observed, p *probeResult) observed { o.probe = p; return o }
+	with := func(o observed, p *probe.Result) observed { o.probe = p; return o }
 	for name, tc := range map[string]struct {
 		probing   bool
 		mods      []func(*v1alpha2.LlamaStackDistribution)
@@ -201,16 +202,16 @@ func TestHealthCheckCondition(t *testing.T) {
 			want: keepAsIs, providers: keepProviders,
 		},
 		"healthy with providers": {
-			probing: true, obs: with(served, answer(serverInfo{healthy: true, providers: providers, providersKnown: true})),
+			probing: true, obs: with(served, answer(probe.Info{Healthy: true, Providers: providers, ProvidersKnown: true})),
 			want:      setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"),
 			providers: providersUpdate{op: setCondition, providers: providers},
 		},
 		"healthy, providers not answered": {
-			probing: true, obs: with(served, answer(serverInfo{healthy: true})),
+			probing: true, obs: with(served, answer(probe.Info{Healthy: true})),
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"), providers: keepProviders,
 		},
 		"unhealthy, in its words": {
-			probing: true, obs: with(served, answer(serverInfo{healthMsg: "/v1/health answered 503"})),
+			probing: true, obs: with(served, answer(probe.Info{HealthMessage: "/v1/health answered 503"})),
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, "/v1/health answered 503"), providers: clearProviders,
 		},
 	} {
@@ -412,11 +413,11 @@ func TestVersionStatus(t *testing.T) {
 	then, now := metav1.Unix(100, 0), metav1.Unix(200, 0)
 	prev := v1alpha2.VersionInfo{OperatorVersion: "v1", LlamaStackServerVersion: "1.3.0", LastUpdated: &then}
 	assert.Equal(t, prev, versionStatus(prev, "v1", nil, now), "nothing new: the time stands")
-	assert.Equal(t, prev, versionStatus(prev, "v1", &probeResult{info: serverInfo{version: "1.3.0"}}, now))
+	assert.Equal(t, prev, versionStatus(prev, "v1", &probe.Result{Info: probe.Info{Version: "1.3.0"}}, now))
 	assert.Equal(t, v1alpha2.VersionInfo{OperatorVersion: "v1", LlamaStackServerVersion: "1.4.0", LastUpdated: &now},
-		versionStatus(prev, "v1", &probeResult{info: serverInfo{version: "1.4.0"}}, now), "the server's answer")
+		versionStatus(prev, "v1", &probe.Result{Info: probe.Info{Version: "1.4.0"}}, now), "the server's answer")
 	assert.Equal(t, v1alpha2.VersionInfo{OperatorVersion: "v2", LlamaStackServerVersion: "1.3.0", LastUpdated: &now},
-		versionStatus(prev, "v2", &probeResult{}, now), "an answer without a version keeps the last one")
+		versionStatus(prev, "v2", &probe.Result{}, now), "an answer without a version keeps the last one")
 }
 
 func TestRouteURL(t *testing.T) {

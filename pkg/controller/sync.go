@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
@@ -90,22 +91,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // askServer records in obs the server's last answer to the prober, and tells whether
 // its first answer is still due. Only a serving server behind our own Service is asked.
 func (c *Controller) askServer(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, obs *observed) (firstAnswerDue bool) {
-	if !c.prober.enabled() {
+	if !c.prober.Enabled() {
 		return false
 	}
 	switch {
 	case !serving(obs.deployment):
 		// Answers from before an outage say nothing of the server that comes back.
-		c.prober.forget(key)
+		c.prober.Forget(key)
 	case obs.service == nil || !isControlledBy(obs.service, l):
 		// Only our own Service is asked: one of someone else's under its name is not
 		// ours to call.
-		c.prober.forget(key)
+		c.prober.Forget(key)
 	default:
 		// The server answers for itself, off the workers, on the prober's schedule;
 		// an answer that changes brings the CR back.
 		tls := c.probeTLS(ctx, l, obs.deployment)
-		if res, ok := c.prober.observe(ctx, key, l, serverStateOf(l, obs.deployment, tls), tls); ok {
+		if res, ok := c.prober.Observe(ctx, key, l.UID, probeService(l), probe.StateOf(l.Generation, obs.deployment, tls), tls); ok {
 			obs.probe = &res
 		} else {
 			return true
@@ -139,7 +140,7 @@ func (c *Controller) failingFor(key cache.ObjectName, uid types.UID, now time.Ti
 // answers, the CA bundle failure memory, the failure clock and its ready gauge series.
 func (c *Controller) forget(key cache.ObjectName) {
 	c.forgetRecheck(key)
-	c.prober.forget(key)
+	c.prober.Forget(key)
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
 	c.baseConfigs.forget(key)

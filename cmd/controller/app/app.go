@@ -27,6 +27,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
+	serverprobe "github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -441,7 +442,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 }
 
 // serverProbe picks how the controller reaches the servers it runs.
-func serverProbe(cfg *rest.Config, kubeClient kubernetes.Interface, o Options) (controller.ServerProbe, error) {
+func serverProbe(cfg *rest.Config, kubeClient kubernetes.Interface, o Options) (serverprobe.Config, error) {
 	mode := o.ServerProbe
 	if mode == "" || mode == "auto" {
 		mode = "proxy"
@@ -449,23 +450,23 @@ func serverProbe(cfg *rest.Config, kubeClient kubernetes.Interface, o Options) (
 			mode = "service"
 		}
 	}
-	probe := controller.ServerProbe{Interval: o.ServerProbeInterval}
+	sp := serverprobe.Config{Interval: o.ServerProbeInterval}
 	switch mode {
 	case "off":
-		return controller.ServerProbe{}, nil
+		return serverprobe.Config{}, nil
 	case "service":
 		// Straight to the Service: never through an HTTP(S)_PROXY of the environment.
-		probe.Endpoint = controller.ServiceEndpoints(&http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}})
+		sp.Endpoint = serverprobe.ServiceEndpoints(&http.Client{Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}})
 	case "proxy":
 		// Through the API server: the probes wait on the Kubernetes client's rate limiter,
 		// like every other request of the controller.
-		endpoint, err := controller.ProxyEndpoints(cfg, kubeClient.CoreV1().RESTClient().GetRateLimiter())
+		endpoint, err := serverprobe.ProxyEndpoints(cfg, kubeClient.CoreV1().RESTClient().GetRateLimiter())
 		if err != nil {
-			return probe, fmt.Errorf("building the API server proxy client: %w", err)
+			return sp, fmt.Errorf("building the API server proxy client: %w", err)
 		}
-		probe.Endpoint = endpoint
+		sp.Endpoint = endpoint
 	}
-	return probe, nil
+	return sp, nil
 }
 
 // serveMetrics serves the controller's metrics until ctx is cancelled.

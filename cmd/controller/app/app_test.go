@@ -8,12 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/controller"
+	serverprobe "github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 func TestOperatorNamespace(t *testing.T) {
@@ -105,8 +103,8 @@ func TestServerProbeMode(t *testing.T) {
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443/"}
 	kubeClient, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	l := &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
-	name := func(p controller.ServerProbe) string { return fmt.Sprint(p.Endpoint(l, nil)) }
+	svc := serverprobe.Service{Namespace: "demo", Name: "app-service", Port: 8321}
+	name := func(p serverprobe.Config) string { return fmt.Sprint(p.Endpoint(svc, nil)) }
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	p, err := serverProbe(cfg, kubeClient, Options{})
@@ -138,11 +136,10 @@ func TestProxyProbesShareTheClientRateLimit(t *testing.T) {
 	require.True(t, kubeClient.CoreV1().RESTClient().GetRateLimiter().TryAccept())
 	p, err := serverProbe(cfg, kubeClient, Options{ServerProbe: "proxy"})
 	require.NoError(t, err)
-	l := &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "demo"}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 
-	_, _, err = p.Endpoint(l, nil).Get(ctx, "/v1/health")
+	_, _, err = p.Endpoint(serverprobe.Service{Namespace: "demo", Name: "app-service", Port: 8321}, nil).Get(ctx, "/v1/health")
 
 	assert.ErrorContains(t, err, "rate limit")
 }

@@ -1,4 +1,8 @@
-package controller
+// Package probe asks the llama-stack servers the controller runs for their health,
+// version and providers: through each CR's Service, or the API server's service proxy
+// when the controller runs outside the cluster, one probe per server at a time, off
+// the controller's workers, backing off while the answers do not change.
+package probe
 
 import (
 	"context"
@@ -8,29 +12,34 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// ServerProbe configures how the controller reaches running llama-stack servers to read
+// Service is how the prober reaches a CR's server: through its Service, at a port.
+type Service struct {
+	Namespace, Name string
+	Port            int32
+}
+
+// Config configures how the controller reaches running llama-stack servers to read
 // their health, version and providers.
-type ServerProbe struct {
+type Config struct {
 	// Endpoint returns how to reach a CR's server: ServiceEndpoints when the controller
 	// runs in the cluster, ProxyEndpoints outside it. nil disables probing (HealthCheck is
 	// then not reported).
 	// tls is nil for a server that serves plain HTTP.
-	Endpoint func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint
+	Endpoint func(svc Service, tls *TLS) Endpoint
 	// Timeout of each request (default 5s).
 	Timeout time.Duration
 	// Interval is the base interval between probes of a ready server (default 1 minute):
 	// a server whose answers do not change is probed less and less often, up to
 	// maxProbeBackoff times this.
 	Interval time.Duration
+	// Clock runs the timers of the next probes; nil is the real clock.
+	Clock clock.WithDelayedExecution
 }
 
 // maxProbeBackoff caps the wait between probes of a server whose answers do not change,
@@ -58,31 +67,33 @@ const maxProbeBackoff = 8
 // the next probe still comes within one base interval.
 const probeJitter = 0.1
 
-// probeResult is the last answer of a CR's server.
-type probeResult struct {
-	uid  types.UID
-	info serverInfo
+// Result is the last answer of a CR's server.
+type Result struct {
+	// UID is the CR's.
+	UID  types.UID
+	Info Info
 }
 
-// serverState is what a sync knows of a CR's server: when it changes the server may
+// State is what a sync knows of a CR's server: when it changes the server may
 // answer differently, so it is asked at once and the back-off starts over. It is the
 // CR's generation and the Deployment's generation and replica counts, not the
 // Deployment's resourceVersion, which also moves on writes that change nothing the
 // server does (a label, an annotation, someone's metadata patch). A server that stops
 // fails its readiness probe, which lowers the ready and available counts.
-type serverState struct {
+type State struct {
 	generation        int64 // the CR's
 	deployment        int64 // the Deployment's generation
 	observed          int64 // the Deployment's status.observedGeneration
 	replicas, updated int32
 	ready, available  int32
-	// tls is ServerTLS.key of how the server is reached: a server that turns to HTTPS,
+	// tls is TLS.key of how the server is reached: a server that turns to HTTPS,
 	// or whose certificate authority changes, is reached anew.
 	tls string
 }
 
-func serverStateOf(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, tls *ServerTLS) serverState {
-	s := serverState{generation: l.Generation, tls: tls.key()}
+// StateOf is the state of the server of a CR at generation, run by d.
+func StateOf(generation int64, d *appsv1.Deployment, tls *TLS) State {
+	s := State{generation: generation, tls: tls.key()}
 	if d != nil {
 		s.deployment, s.observed = d.Generation, d.Status.ObservedGeneration
 		s.replicas, s.updated = d.Status.Replicas, d.Status.UpdatedReplicas
@@ -94,13 +105,13 @@ func serverStateOf(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, tls
 // probeEntry is what the prober keeps of one CR's server.
 type probeEntry struct {
 	uid   types.UID
-	state serverState
-	ep    ServerEndpoint
+	state State
+	ep    Endpoint
 	// ctx is the context of the sync that last reported on the server: its logger, and
 	// cancelled when the controller stops.
 	ctx context.Context
 	// result is the last answer; nil before the first.
-	result *probeResult
+	result *Result
 	// wait is the wait after the last answer, before jitter.
 	wait  time.Duration
 	timer clock.Timer
@@ -113,8 +124,8 @@ type probeEntry struct {
 // workers, at most one probe per CR at a time. It keeps its own timer per CR for the
 // next probe, and enqueues the CR only when an answer differs from the one before: an
 // unchanged answer costs the probe and nothing else. Its state is guarded by mu.
-type prober struct {
-	cfg     ServerProbe
+type Prober struct {
+	cfg     Config
 	client  *serverClient
 	enqueue func(cache.ObjectName)
 	clock   clock.WithDelayedExecution
@@ -130,53 +141,56 @@ type prober struct {
 	wg       sync.WaitGroup
 }
 
-func newProber(cfg ServerProbe, enqueue func(cache.ObjectName)) *prober {
+func New(cfg Config, enqueue func(cache.ObjectName)) *Prober {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	return &prober{
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Prober{
 		cfg: cfg, enqueue: enqueue, client: &serverClient{timeout: cfg.Timeout},
-		clock: clock.RealClock{}, jitter: rand.Float64,
+		clock: cfg.Clock, jitter: rand.Float64,
 		entries: map[cache.ObjectName]*probeEntry{}, inFlight: map[cache.ObjectName]bool{},
 	}
 }
 
-func (p *prober) enabled() bool { return p != nil && p.cfg.Endpoint != nil }
+func (p *Prober) Enabled() bool { return p != nil && p.cfg.Endpoint != nil }
 
-// observe is called by each sync of a CR whose server is available. It returns the last
+// Observe is called by each sync of a CR whose server is available. It returns the last
 // answer of this CR's server (same UID) and whether there is one. A server not asked
 // yet, or whose state changed since it was last asked, is asked now (once the probe
 // running, if any, ends), and its back-off starts over at the base interval. Otherwise
 // nothing happens: the next probe stays when it was due, however often the CR is synced.
-func (p *prober) observe(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, state serverState, tls *ServerTLS) (probeResult, bool) {
+func (p *Prober) Observe(ctx context.Context, key cache.ObjectName, uid types.UID, svc Service, state State, tls *TLS) (Result, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entries[key]
-	if e != nil && e.uid == l.UID && e.state == state {
+	if e != nil && e.uid == uid && e.state == state {
 		if e.result == nil {
-			return probeResult{}, false
+			return Result{}, false
 		}
 		return *e.result, true
 	}
-	if e == nil || e.uid != l.UID {
+	if e == nil || e.uid != uid {
 		p.stopTimer(e)
-		e = &probeEntry{uid: l.UID}
+		e = &probeEntry{uid: uid}
 		p.entries[key] = e
 	}
 	// The next answer, whatever it is, is followed by a wait of one base interval.
-	e.state, e.ep, e.ctx, e.wait = state, p.cfg.Endpoint(l, tls), ctx, 0
+	e.state, e.ep, e.ctx, e.wait = state, p.cfg.Endpoint(svc, tls), ctx, 0
 	p.probeNow(key, e)
 	if e.result == nil {
-		return probeResult{}, false
+		return Result{}, false
 	}
 	return *e.result, true
 }
 
 // probeNow starts a probe of e, or asks for one when the running one ends. p.mu is held.
-func (p *prober) probeNow(key cache.ObjectName, e *probeEntry) {
+func (p *Prober) probeNow(key cache.ObjectName, e *probeEntry) {
 	if p.stopped || e.ctx.Err() != nil {
 		return
 	}
@@ -191,7 +205,7 @@ func (p *prober) probeNow(key cache.ObjectName, e *probeEntry) {
 	go p.run(key, e, e.ctx, e.ep)
 }
 
-func (p *prober) stopTimer(e *probeEntry) {
+func (p *Prober) stopTimer(e *probeEntry) {
 	if e != nil && e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil
@@ -199,7 +213,7 @@ func (p *prober) stopTimer(e *probeEntry) {
 }
 
 // run probes e's server and records the answer, then arms the timer of the next probe.
-func (p *prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, ep ServerEndpoint) {
+func (p *Prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, ep Endpoint) {
 	defer p.wg.Done()
 	info := p.client.probe(ctx, ep)
 	logger := klog.FromContext(ctx)
@@ -216,8 +230,8 @@ func (p *prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, e
 		p.mu.Unlock()
 		return
 	}
-	changed := e.result == nil || !sameAnswer(e.result.info, info)
-	e.result = &probeResult{uid: e.uid, info: info}
+	changed := e.result == nil || !sameAnswer(e.result.Info, info)
+	e.result = &Result{UID: e.uid, Info: info}
 	e.wait = nextProbeWait(e.wait, p.cfg.Interval, changed)
 	var next time.Duration
 	if e.again {
@@ -229,7 +243,7 @@ func (p *prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, e
 	}
 	p.mu.Unlock()
 
-	logger.V(4).Info("Probed server", "server", ep, "healthy", info.healthy, "version", info.version,
+	logger.V(4).Info("Probed server", "server", ep, "healthy", info.Healthy, "version", info.Version,
 		"changed", changed, "nextProbeIn", next)
 	if changed && ctx.Err() == nil {
 		p.enqueue(key)
@@ -237,7 +251,7 @@ func (p *prober) run(key cache.ObjectName, e *probeEntry, ctx context.Context, e
 }
 
 // fire starts the probe e's timer was armed for, unless e was forgotten meanwhile.
-func (p *prober) fire(key cache.ObjectName, e *probeEntry) {
+func (p *Prober) fire(key cache.ObjectName, e *probeEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.entries[key] != e {
@@ -263,14 +277,14 @@ func jittered(d time.Duration, r float64) time.Duration {
 }
 
 // sameAnswer tells whether two answers would report the same status.
-func sameAnswer(a, b serverInfo) bool {
-	return a.healthy == b.healthy && a.healthMsg == b.healthMsg && a.version == b.version &&
-		a.providersKnown == b.providersKnown && equality.Semantic.DeepEqual(a.providers, b.providers)
+func sameAnswer(a, b Info) bool {
+	return a.Healthy == b.Healthy && a.HealthMessage == b.HealthMessage && a.Version == b.Version &&
+		a.ProvidersKnown == b.ProvidersKnown && equality.Semantic.DeepEqual(a.Providers, b.Providers)
 }
 
-// forget drops what is known of a CR (deleted, or its server not available) and its
+// Forget drops what is known of a CR (deleted, or its server not available) and its
 // next probe; the answer of a probe still running for it is dropped.
-func (p *prober) forget(key cache.ObjectName) {
+func (p *Prober) Forget(key cache.ObjectName) {
 	if p == nil {
 		return
 	}
@@ -280,9 +294,26 @@ func (p *prober) forget(key cache.ObjectName) {
 	delete(p.entries, key)
 }
 
-// wait stops every timer, so no probe starts any more, and waits for the probes in
+// Kept is how many CRs the prober keeps anything of: an answer, a timer, a probe in
+// flight.
+func (p *Prober) Kept() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := len(p.entries)
+	for key := range p.inFlight {
+		if p.entries[key] == nil {
+			kept++
+		}
+	}
+	return kept
+}
+
+// Wait stops every timer, so no probe starts any more, and waits for the probes in
 // flight (they end within their timeouts).
-func (p *prober) wait() {
+func (p *Prober) Wait() {
 	if p == nil {
 		return
 	}
@@ -293,39 +324,4 @@ func (p *prober) wait() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
-}
-
-// readinessConditions are the conditions a Deployment becoming available changes, and
-// StorageReady: a pod with a claim is scheduled only once the claim is bound, so the
-// claim's binding and the Deployment's availability often reach one sync together.
-var readinessConditions = []string{v1alpha2.ConditionReady, v1alpha2.ConditionDeploymentReady,
-	v1alpha2.ConditionProgressing, v1alpha2.ConditionHealthCheck, v1alpha2.ConditionStorageReady}
-
-// onlyTurnsReady tells whether going from status old to st makes the CR Ready and
-// changes nothing else but what follows from its Deployment becoming available: the
-// phase, the replica counts and readinessConditions. Such a write can wait for the
-// server's first answer; anything else (a problem, a warning, a new generation, a
-// Service URL) is written at once. A problem the CR reported already may move from
-// DeploymentReady to Progressing, as the Deployment serving makes it a change refused.
-func onlyTurnsReady(old, st v1alpha2.LlamaStackDistributionStatus) bool {
-	if st.Phase != v1alpha2.PhaseReady || old.Phase == v1alpha2.PhaseReady {
-		return false
-	}
-	if p := reportedProblem(st.Conditions); p != nil {
-		if was := reportedProblem(old.Conditions); was == nil || was.Message != p.Message {
-			return false
-		}
-	}
-	masked := *st.DeepCopy()
-	masked.Phase, masked.Replicas, masked.AvailableReplicas = old.Phase, old.Replicas, old.AvailableReplicas
-	for _, t := range readinessConditions {
-		if was := meta.FindStatusCondition(old.Conditions, t); was != nil {
-			meta.SetStatusCondition(&masked.Conditions, *was)
-			// SetStatusCondition keeps the transition time of an unchanged status.
-			meta.FindStatusCondition(masked.Conditions, t).LastTransitionTime = was.LastTransitionTime
-		} else {
-			meta.RemoveStatusCondition(&masked.Conditions, t)
-		}
-	}
-	return equality.Semantic.DeepEqual(old, masked)
 }

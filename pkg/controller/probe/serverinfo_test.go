@@ -1,4 +1,4 @@
-package controller
+package probe
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -96,32 +95,32 @@ func (f *fakeServer) acceptHeader(path string) string {
 	return f.accept[path]
 }
 
-// proxyPrefix is where the fake API server serves the service proxy of proxiedLLSD's server.
+// proxyPrefix is where the fake API server serves the service proxy of proxied's server.
 const proxyPrefix = "/api/v1/namespaces/ns/services/demo-service:8321/proxy"
 
-// proxiedLLSD is the CR whose server the fake API server proxies.
-var proxiedLLSD = &v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+// proxiedService is the Service of the server the fake API server proxies.
+var proxiedService = Service{Namespace: "ns", Name: "demo-service", Port: 8321}
 
 // probeModes are the two ways of reaching a server: each serves h and returns an
 // endpoint for it.
 var probeModes = []struct {
 	name  string
-	serve func(t *testing.T, h http.Handler) ServerEndpoint
+	serve func(t *testing.T, h http.Handler) Endpoint
 }{
-	{"direct", func(t *testing.T, h http.Handler) ServerEndpoint {
+	{"direct", func(t *testing.T, h http.Handler) Endpoint {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
-		return newHTTPEndpoint(srv.Client(), srv.URL)
+		return NewHTTPEndpoint(srv.Client(), srv.URL)
 	}},
-	{"service proxy", func(t *testing.T, h http.Handler) ServerEndpoint {
+	{"service proxy", func(t *testing.T, h http.Handler) Endpoint {
 		return proxyEndpointFor(t, h, nil)
 	}},
 }
 
-// proxyEndpointFor serves h as the API server's service proxy of proxiedLLSD's server
+// proxyEndpointFor serves h as the API server's service proxy of proxiedService's server
 // and returns the endpoint ProxyEndpoints makes for it, whose client waits on limiter
 // (nil: its own).
-func proxyEndpointFor(t *testing.T, h http.Handler, limiter flowcontrol.RateLimiter) ServerEndpoint {
+func proxyEndpointFor(t *testing.T, h http.Handler, limiter flowcontrol.RateLimiter) Endpoint {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle(proxyPrefix+"/", http.StripPrefix(proxyPrefix, h))
@@ -129,11 +128,11 @@ func proxyEndpointFor(t *testing.T, h http.Handler, limiter flowcontrol.RateLimi
 	t.Cleanup(srv.Close)
 	endpoints, err := ProxyEndpoints(&rest.Config{Host: srv.URL, QPS: -1}, limiter)
 	require.NoError(t, err)
-	return endpoints(proxiedLLSD, nil)
+	return endpoints(proxiedService, nil)
 }
 
 // forEachMode runs test in each probe mode with a serverClient and f's endpoint.
-func (f *fakeServer) forEachMode(t *testing.T, timeout time.Duration, test func(t *testing.T, client *serverClient, ep ServerEndpoint)) {
+func (f *fakeServer) forEachMode(t *testing.T, timeout time.Duration, test func(t *testing.T, client *serverClient, ep Endpoint)) {
 	for _, m := range probeModes {
 		t.Run(m.name, func(t *testing.T) {
 			f.reset()
@@ -169,7 +168,7 @@ func wantProviders() []v1alpha2.ProviderInfo {
 
 func TestProbeHealthyServer(t *testing.T) {
 	f := healthyServer(nil)
-	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep Endpoint) {
 		info := client.probe(context.Background(), ep)
 		checkHealthyProbe(t, f, info)
 	})
@@ -181,18 +180,18 @@ func TestProbeBaseURLWithTrailingSlash(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	// A trailing slash on the base URL must not double the slash.
-	info := (&serverClient{}).probe(context.Background(), newHTTPEndpoint(srv.Client(), srv.URL+"/"))
+	info := (&serverClient{}).probe(context.Background(), NewHTTPEndpoint(srv.Client(), srv.URL+"/"))
 
 	checkHealthyProbe(t, f, info)
 }
 
-func checkHealthyProbe(t *testing.T, f *fakeServer, info serverInfo) {
+func checkHealthyProbe(t *testing.T, f *fakeServer, info Info) {
 	t.Helper()
-	assert.True(t, info.healthy)
-	assert.Equal(t, healthPassedMessage, info.healthMsg)
-	assert.Equal(t, "0.2.23", info.version)
-	assert.Equal(t, wantProviders(), info.providers)
-	for _, p := range info.providers {
+	assert.True(t, info.Healthy)
+	assert.Equal(t, healthPassedMessage, info.HealthMessage)
+	assert.Equal(t, "0.2.23", info.Version)
+	assert.Equal(t, wantProviders(), info.Providers)
+	for _, p := range info.Providers {
 		assert.Equal(t, runtime.RawExtension{}, p.Config, "config of %s must be dropped", p.ProviderID)
 	}
 	for _, path := range []string{"/v1/health", "/v1/version", "/v1/providers"} {
@@ -270,19 +269,19 @@ func TestProbeUnhealthy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := healthyServer(map[string]http.HandlerFunc{"/v1/health": tt.health})
-			f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+			f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep Endpoint) {
 				info := client.probe(context.Background(), ep)
 
-				assert.False(t, info.healthy)
+				assert.False(t, info.Healthy)
 				if _, proxied := ep.(*proxyEndpoint); proxied && strings.Contains(tt.wantMsg, "HTTP") {
 					// Through the proxy, the answer may be the API server's: it says so.
-					assert.True(t, strings.HasPrefix(info.healthMsg, tt.wantMsg+" through the API server's service proxy"), info.healthMsg)
+					assert.True(t, strings.HasPrefix(info.HealthMessage, tt.wantMsg+" through the API server's service proxy"), info.HealthMessage)
 				} else {
-					assert.Equal(t, tt.wantMsg, info.healthMsg)
+					assert.Equal(t, tt.wantMsg, info.HealthMessage)
 				}
-				assert.LessOrEqual(t, len(info.healthMsg), maxHealthMessage)
-				assert.Empty(t, info.version)
-				assert.Nil(t, info.providers)
+				assert.LessOrEqual(t, len(info.HealthMessage), maxHealthMessage)
+				assert.Empty(t, info.Version)
+				assert.Nil(t, info.Providers)
 				assert.Zero(t, f.count("/v1/version"), "version must not be asked of an unhealthy server")
 				assert.Zero(t, f.count("/v1/providers"), "providers must not be asked of an unhealthy server")
 			})
@@ -295,10 +294,10 @@ func TestProbeHealthStatusIsCaseInsensitive(t *testing.T) {
 		f := healthyServer(map[string]http.HandlerFunc{
 			"/v1/health": reply(http.StatusOK, `{"status":"`+status+`","extra":{"a":[1,2]}}`),
 		})
-		f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+		f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep Endpoint) {
 			info := client.probe(context.Background(), ep)
-			assert.True(t, info.healthy, "status %q", status)
-			assert.Equal(t, healthPassedMessage, info.healthMsg)
+			assert.True(t, info.Healthy, "status %q", status)
+			assert.Equal(t, healthPassedMessage, info.HealthMessage)
 		})
 	}
 }
@@ -323,14 +322,14 @@ func TestProbeTimeout(t *testing.T) {
 			f := healthyServer(map[string]http.HandlerFunc{"/v1/health": stall(release, flushFirst)})
 			// Cleanups run last-in first-out: the handler is released before the servers close.
 			t.Cleanup(func() { close(release) })
-			f.forEachMode(t, 100*time.Millisecond, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+			f.forEachMode(t, 100*time.Millisecond, func(t *testing.T, client *serverClient, ep Endpoint) {
 				start := time.Now()
 				info := client.probe(context.Background(), ep)
 				elapsed := time.Since(start)
 
 				assert.Less(t, elapsed, time.Second)
-				assert.False(t, info.healthy)
-				assert.Equal(t, "health check timed out (limit 100ms)", info.healthMsg)
+				assert.False(t, info.Healthy)
+				assert.Equal(t, "health check timed out (limit 100ms)", info.HealthMessage)
 			})
 		})
 	}
@@ -340,11 +339,11 @@ func TestProbeCanceledContext(t *testing.T) {
 	f := healthyServer(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+	f.forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep Endpoint) {
 		info := client.probe(ctx, ep)
 
-		assert.False(t, info.healthy)
-		assert.Equal(t, "health check canceled", info.healthMsg)
+		assert.False(t, info.Healthy)
+		assert.Equal(t, "health check canceled", info.HealthMessage)
 	})
 }
 
@@ -355,17 +354,17 @@ func TestProbeConnectionRefused(t *testing.T) {
 	proxied, err := ProxyEndpoints(&rest.Config{Host: base, QPS: -1}, nil)
 	require.NoError(t, err)
 	// The server, or through the proxy, the API server, is not listening.
-	for name, ep := range map[string]ServerEndpoint{
-		"direct":        newHTTPEndpoint(&http.Client{}, base),
-		"service proxy": proxied(proxiedLLSD, nil),
+	for name, ep := range map[string]Endpoint{
+		"direct":        NewHTTPEndpoint(&http.Client{}, base),
+		"service proxy": proxied(proxiedService, nil),
 	} {
 		t.Run(name, func(t *testing.T) {
 			info := (&serverClient{timeout: time.Second}).probe(context.Background(), ep)
 
-			assert.False(t, info.healthy)
-			assert.Equal(t, "connection refused", info.healthMsg)
-			assert.Empty(t, info.version)
-			assert.Nil(t, info.providers)
+			assert.False(t, info.Healthy)
+			assert.Equal(t, "connection refused", info.HealthMessage)
+			assert.Empty(t, info.Version)
+			assert.Nil(t, info.Providers)
 		})
 	}
 }
@@ -373,12 +372,12 @@ func TestProbeConnectionRefused(t *testing.T) {
 func TestProbeRequestErrorHidesURL(t *testing.T) {
 	client := &serverClient{timeout: time.Second}
 
-	info := client.probe(context.Background(), newHTTPEndpoint(&http.Client{}, "ftp://example.invalid:8321"))
+	info := client.probe(context.Background(), NewHTTPEndpoint(&http.Client{}, "ftp://example.invalid:8321"))
 
-	assert.False(t, info.healthy)
-	assert.True(t, strings.HasPrefix(info.healthMsg, "server unreachable: "), info.healthMsg)
-	assert.NotContains(t, info.healthMsg, "example.invalid")
-	assert.LessOrEqual(t, len(info.healthMsg), maxHealthMessage)
+	assert.False(t, info.Healthy)
+	assert.True(t, strings.HasPrefix(info.HealthMessage, "server unreachable: "), info.HealthMessage)
+	assert.NotContains(t, info.HealthMessage, "example.invalid")
+	assert.LessOrEqual(t, len(info.HealthMessage), maxHealthMessage)
 }
 
 func TestProbeBestEffortDetails(t *testing.T) {
@@ -475,16 +474,16 @@ func TestProbeBestEffortDetails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			healthyServer(tt.overrides).forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep ServerEndpoint) {
+			healthyServer(tt.overrides).forEachMode(t, 2*time.Second, func(t *testing.T, client *serverClient, ep Endpoint) {
 				info := client.probe(context.Background(), ep)
 
-				assert.True(t, info.healthy)
-				assert.Equal(t, healthPassedMessage, info.healthMsg)
-				assert.Equal(t, tt.wantVersion, info.version)
+				assert.True(t, info.Healthy)
+				assert.Equal(t, healthPassedMessage, info.HealthMessage)
+				assert.Equal(t, tt.wantVersion, info.Version)
 				if tt.wantProviders == nil {
-					assert.Nil(t, info.providers)
+					assert.Nil(t, info.Providers)
 				} else {
-					assert.Equal(t, tt.wantProviders, info.providers)
+					assert.Equal(t, tt.wantProviders, info.Providers)
 				}
 			})
 		})
@@ -500,10 +499,10 @@ func TestProbeProviderMessageIsCut(t *testing.T) {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 
-	info := (&serverClient{}).probe(context.Background(), newHTTPEndpoint(srv.Client(), srv.URL))
+	info := (&serverClient{}).probe(context.Background(), NewHTTPEndpoint(srv.Client(), srv.URL))
 
-	require.Len(t, info.providers, 1)
-	msg := info.providers[0].Health.Message
+	require.Len(t, info.Providers, 1)
+	msg := info.Providers[0].Health.Message
 	assert.LessOrEqual(t, len(msg), maxProviderMessage)
 	assert.True(t, strings.HasSuffix(msg, "..."))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(msg, "...")))

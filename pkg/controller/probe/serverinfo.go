@@ -1,4 +1,4 @@
-package controller
+package probe
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
 const (
@@ -25,7 +26,7 @@ const (
 	defaultServerTimeout = 5 * time.Second
 	// maxServerBody is the most of a response body that is read.
 	maxServerBody = 1 << 20
-	// maxHealthMessage bounds serverInfo.healthMsg.
+	// maxHealthMessage bounds Info.healthMsg.
 	maxHealthMessage = 512
 	// maxProviderMessage bounds a provider's health message copied into status.
 	maxProviderMessage = 256
@@ -45,37 +46,40 @@ const (
 // errBodyTooLarge reports a response body over maxServerBody.
 var errBodyTooLarge = errors.New("response body larger than 1 MiB")
 
-// serverInfo is what a running llama-stack server reports.
-type serverInfo struct {
-	healthy   bool
-	healthMsg string                  // why not healthy (or "Health check passed")
-	version   string                  // /v1/version .version; "" if unknown
-	providers []v1alpha2.ProviderInfo // /v1/providers .data[], Config left EMPTY (it may hold secrets)
-	// providersKnown is false when /v1/providers did not answer usefully: the last list
+// Info is what a running llama-stack server reports.
+type Info struct {
+	Healthy bool
+	// HealthMessage says why it is not healthy (or "Health check passed").
+	HealthMessage string
+	// Version is /v1/version's version; "" if unknown.
+	Version string
+	// Providers are /v1/providers' data, Config left empty (it may hold secrets).
+	Providers []v1alpha2.ProviderInfo
+	// ProvidersKnown is false when /v1/providers did not answer usefully: the last list
 	// reported is then kept rather than cleared.
-	providersKnown bool
+	ProvidersKnown bool
 }
 
-// serverClient calls llama-stack servers, each through its ServerEndpoint.
+// serverClient calls llama-stack servers, each through its Endpoint.
 type serverClient struct {
 	timeout time.Duration // per request, default 5s
 }
 
 // probe checks the server's health and, only when it is healthy, reads its version and providers.
 // Version and providers are best effort: an error leaves version "" and providers nil.
-func (s *serverClient) probe(ctx context.Context, ep ServerEndpoint) serverInfo {
+func (s *serverClient) probe(ctx context.Context, ep Endpoint) Info {
 	healthy, msg := s.health(ctx, ep)
-	info := serverInfo{healthy: healthy, healthMsg: truncate(msg, maxHealthMessage, ellipsis)}
+	info := Info{Healthy: healthy, HealthMessage: truncate.String(msg, maxHealthMessage, truncate.Ellipsis)}
 	if !healthy {
 		return info
 	}
-	info.version = s.version(ctx, ep)
-	info.providers, info.providersKnown = s.providers(ctx, ep)
+	info.Version = s.version(ctx, ep)
+	info.Providers, info.ProvidersKnown = s.providers(ctx, ep)
 	return info
 }
 
 // health calls /v1/health and says whether the server is healthy, and if not, why.
-func (s *serverClient) health(ctx context.Context, ep ServerEndpoint) (bool, string) {
+func (s *serverClient) health(ctx context.Context, ep Endpoint) (bool, string) {
 	code, body, err := s.get(ctx, ep, serverHealthPath)
 	if err != nil {
 		return false, s.describeError(err)
@@ -96,13 +100,13 @@ func (s *serverClient) health(ctx context.Context, ep ServerEndpoint) (bool, str
 		return false, "health endpoint returned JSON without a status"
 	}
 	if !strings.EqualFold(strings.TrimSpace(*reply.Status), serverHealthStatusOK) {
-		return false, "server reported health status " + strconv.Quote(truncate(*reply.Status, 64, ellipsis))
+		return false, "server reported health status " + strconv.Quote(truncate.String(*reply.Status, 64, truncate.Ellipsis))
 	}
 	return true, healthPassedMessage
 }
 
 // version calls /v1/version; "" on any error.
-func (s *serverClient) version(ctx context.Context, ep ServerEndpoint) string {
+func (s *serverClient) version(ctx context.Context, ep Endpoint) string {
 	code, body, err := s.get(ctx, ep, serverVersionPath)
 	if err != nil || code != http.StatusOK {
 		return ""
@@ -133,7 +137,7 @@ type serverProvider struct {
 
 // providers calls /v1/providers; nil and false on any error. The result is sorted by
 // (API, ProviderID, ProviderType).
-func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1alpha2.ProviderInfo, bool) {
+func (s *serverClient) providers(ctx context.Context, ep Endpoint) ([]v1alpha2.ProviderInfo, bool) {
 	code, body, err := s.get(ctx, ep, serverProvidersPath)
 	if err != nil || code != http.StatusOK {
 		return nil, false
@@ -152,7 +156,7 @@ func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1al
 		} else {
 			info.Health = v1alpha2.ProviderHealthStatus{
 				Status:  p.Health.Status,
-				Message: truncate(p.Health.Message, maxProviderMessage, ellipsis),
+				Message: truncate.String(p.Health.Message, maxProviderMessage, truncate.Ellipsis),
 			}
 		}
 		out = append(out, info)
@@ -165,7 +169,7 @@ func (s *serverClient) providers(ctx context.Context, ep ServerEndpoint) ([]v1al
 }
 
 // get does one GET of path with its own timeout.
-func (s *serverClient) get(ctx context.Context, ep ServerEndpoint, path string) (int, []byte, error) {
+func (s *serverClient) get(ctx context.Context, ep Endpoint, path string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout())
 	defer cancel()
 	return ep.Get(ctx, path)

@@ -1,4 +1,4 @@
-package controller
+package probe
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
-// ServerEndpoint reaches one CR's llama-stack server.
-type ServerEndpoint interface {
+// Endpoint reaches one CR's llama-stack server.
+type Endpoint interface {
 	// Get does one GET of path (such as "/v1/health") and returns the HTTP status code
 	// and at most maxServerBody bytes of body; a longer body is errBodyTooLarge. err is
 	// set only when no status code was received.
@@ -35,13 +35,13 @@ type ServerEndpoint interface {
 // cluster.local work), with client: for a controller running in the cluster. A server
 // that serves HTTPS is reached with a copy of client's transport that verifies its
 // certificate (verifyServerCertificate); the copies are kept per set of trusted CAs.
-func ServiceEndpoints(client *http.Client) func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+func ServiceEndpoints(client *http.Client) func(svc Service, tls *TLS) Endpoint {
 	clients := &tlsClients{base: client, byKey: map[string]*http.Client{}}
-	return func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+	return func(svc Service, tls *TLS) Endpoint {
 		if tls == nil {
-			return newHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
+			return NewHTTPEndpoint(client, fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Port))
 		}
-		return newHTTPEndpoint(clients.forServer(l, tls), fmt.Sprintf("https://%s.%s.svc:%d", serviceName(l), l.Namespace, port(l)))
+		return NewHTTPEndpoint(clients.forServer(svc, tls), fmt.Sprintf("https://%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Port))
 	}
 }
 
@@ -51,7 +51,9 @@ type httpEndpoint struct {
 	base   string // no trailing slash
 }
 
-func newHTTPEndpoint(client *http.Client, baseURL string) *httpEndpoint {
+// NewHTTPEndpoint reaches a server at baseURL with client (http.DefaultClient when
+// nil).
+func NewHTTPEndpoint(client *http.Client, baseURL string) Endpoint {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -87,7 +89,7 @@ func (e *httpEndpoint) Get(ctx context.Context, path string) (int, []byte, error
 // rest_client_requests_total, and wait on limiter: pass the Kubernetes client's
 // (RESTClient().GetRateLimiter()) so that probes share its QPS budget. The client reads
 // at most maxServerBody+1 bytes of each response.
-func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint, error) {
+func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(svc Service, tls *TLS) Endpoint, error) {
 	cfg = rest.CopyConfig(cfg)
 	if limiter != nil {
 		cfg.RateLimiter = probeLimiter{limiter}
@@ -98,10 +100,10 @@ func ProxyEndpoints(cfg *rest.Config, limiter flowcontrol.RateLimiter) (func(l *
 		return nil, err
 	}
 	client := core.RESTClient()
-	return func(l *v1alpha2.LlamaStackDistribution, tls *ServerTLS) ServerEndpoint {
+	return func(svc Service, tls *TLS) Endpoint {
 		// The API server's proxy speaks HTTPS to the pods when the service name says so
 		// (it does not verify their certificate).
-		return &proxyEndpoint{client: client, namespace: l.Namespace, service: serviceName(l), port: port(l), https: tls != nil}
+		return &proxyEndpoint{client: client, namespace: svc.Namespace, service: svc.Name, port: svc.Port, https: tls != nil}
 	}, nil
 }
 
@@ -167,7 +169,7 @@ func (e *proxyEndpoint) proxyRefusal(code int, body []byte) string {
 		detail = ""
 	}
 	if detail != "" {
-		msg += ": " + truncate(detail, 256, ellipsis)
+		msg += ": " + truncate.String(detail, 256, truncate.Ellipsis)
 	}
 	return msg + " (if the API server cannot reach the pods, as with the fake nodes of make run, this says nothing of the server)"
 }

@@ -1,7 +1,6 @@
-package controller
+package probe
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,23 +10,17 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
-
-	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// ServerTLS is how the controller reaches a server that serves HTTPS.
-type ServerTLS struct {
+// TLS is how the controller reaches a server that serves HTTPS.
+type TLS struct {
 	// RootCAs are PEM certificates trusted to sign the server's certificate, beside the
 	// system's: the TLS Secret's ca.crt and the CR's CA bundle.
 	RootCAs []byte
 }
 
-// key identifies t for serverState: "" for plain HTTP.
-func (t *ServerTLS) key() string {
+// key identifies t for State: "" for plain HTTP.
+func (t *TLS) key() string {
 	if t == nil {
 		return ""
 	}
@@ -46,9 +39,10 @@ type tlsClients struct {
 	byKey map[string]*http.Client
 }
 
-// forServer is the client that verifies l's server's certificate against tls's CAs.
-func (c *tlsClients) forServer(l *v1alpha2.LlamaStackDistribution, t *ServerTLS) *http.Client {
-	names := serviceNames(l)
+// forServer is the client that verifies the certificate of the server behind svc
+// against t's CAs.
+func (c *tlsClients) forServer(svc Service, t *TLS) *http.Client {
+	names := svc.names()
 	key := t.key() + "/" + strings.Join(names, ",")
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -70,11 +64,10 @@ func (c *tlsClients) forServer(l *v1alpha2.LlamaStackDistribution, t *ServerTLS)
 	return cl
 }
 
-// serviceNames are the names a certificate of the server Service may carry: the short
-// ones in-cluster clients use, and svc.<cluster domain> under any cluster domain.
-func serviceNames(l *v1alpha2.LlamaStackDistribution) []string {
-	svc := serviceName(l)
-	return []string{svc, svc + "." + l.Namespace, svc + "." + l.Namespace + ".svc"}
+// names are the names a certificate of the server Service may carry: the short ones
+// in-cluster clients use, and svc.<cluster domain> under any cluster domain.
+func (svc Service) names() []string {
+	return []string{svc.Name, svc.Name + "." + svc.Namespace, svc.Name + "." + svc.Namespace + ".svc"}
 }
 
 // serverTLSConfig verifies the server's certificate chain against the system's roots
@@ -122,31 +115,4 @@ func verifyServerCertificate(chain []*x509.Certificate, roots *x509.CertPool, na
 	}
 	return fmt.Errorf("the server's certificate is for %s, not for the Service (%s or %s<cluster domain>)",
 		strings.Join(leaf.DNSNames, ", "), strings.Join(names, ", "), full)
-}
-
-// probeTLS is how the controller reaches the server of d: nil when d's pods serve plain
-// HTTP; else trusting the last good read of the TLS Secret's ca.crt and the CA bundle d
-// mounts (read live only when its content changes: caTrust).
-func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) *ServerTLS {
-	if !servesTLS(d) {
-		return nil
-	}
-	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	t := &ServerTLS{}
-	if last := c.tlsSecrets.last(key); last != nil {
-		t.RootCAs = append(t.RootCAs, last.ca...)
-	}
-	if hash := d.Spec.Template.Annotations[annotationCABundleHash]; hash != "" {
-		name := caBundleConfigMapName(l)
-		content, _, found, err := c.caTrust.live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, caBundleKey, hash)
-		if err != nil {
-			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle for the server probe", "configMap", klog.KRef(l.Namespace, name), "err", err)
-		} else if found {
-			if len(t.RootCAs) > 0 && !strings.HasSuffix(string(t.RootCAs), "\n") {
-				t.RootCAs = append(t.RootCAs, '\n')
-			}
-			t.RootCAs = append(t.RootCAs, content...)
-		}
-	}
-	return t
 }

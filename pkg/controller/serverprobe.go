@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+)
+
+// probeService is how the prober reaches l's server: its Service, at the port the CR
+// asks for (the Service's, whatever port the pods listen on).
+func probeService(l *v1alpha2.LlamaStackDistribution) probe.Service {
+	return probe.Service{Namespace: l.Namespace, Name: serviceName(l), Port: port(l)}
+}
+
+// probeTLS is how the controller reaches the server of d: nil when d's pods serve plain
+// HTTP; else trusting the last good read of the TLS Secret's ca.crt and the CA bundle d
+// mounts (read live only when its content changes: caTrust).
+func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) *probe.TLS {
+	if !servesTLS(d) {
+		return nil
+	}
+	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	t := &probe.TLS{}
+	if last := c.tlsSecrets.last(key); last != nil {
+		t.RootCAs = append(t.RootCAs, last.ca...)
+	}
+	if hash := d.Spec.Template.Annotations[annotationCABundleHash]; hash != "" {
+		name := caBundleConfigMapName(l)
+		content, _, found, err := c.caTrust.live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, caBundleKey, hash)
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle for the server probe", "configMap", klog.KRef(l.Namespace, name), "err", err)
+		} else if found {
+			if len(t.RootCAs) > 0 && !strings.HasSuffix(string(t.RootCAs), "\n") {
+				t.RootCAs = append(t.RootCAs, '\n')
+			}
+			t.RootCAs = append(t.RootCAs, content...)
+		}
+	}
+	return t
+}
