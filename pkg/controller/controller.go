@@ -191,7 +191,6 @@ type Controller struct {
 
 // NewController wires the informers' handlers and returns the controller.
 func NewController(ctx context.Context, cfg Config) (*Controller, error) {
-	logger := klog.FromContext(ctx)
 	utilruntime.Must(llsdscheme.AddToScheme(scheme.Scheme))
 
 	llsdInformer := cfg.LLSDInformers.Llamastack().V1alpha2().LlamaStackDistributions()
@@ -243,41 +242,57 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 
-	if err := llsdInformer.Informer().AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
-		return nil, fmt.Errorf("adding the ConfigMap index: %w", err)
+	w := watched{llsd: llsdInformer.Informer(), configMaps: cmInformer, operator: opInformer.Informer(),
+		replicaSets: rsInformer.Informer(), pods: podInformer.Informer()}
+	if err := c.watch(ctx, w, children); err != nil {
+		return nil, err
 	}
-	if err := cmInformer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
-		return nil, fmt.Errorf("adding the ConfigMap owner index: %w", err)
+	return c, nil
+}
+
+// watched are the informers the controller watches besides its children's.
+type watched struct {
+	llsd, configMaps, operator, replicaSets, pods cache.SharedIndexInformer
+}
+
+// watch adds the indexes and event handlers of w and of the children's informers, and
+// records what the workers wait for before they start.
+func (c *Controller) watch(ctx context.Context, w watched, children []boundKind) error {
+	if err := w.llsd.AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
+		return fmt.Errorf("adding the ConfigMap index: %w", err)
+	}
+	if err := w.configMaps.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
+		return fmt.Errorf("adding the ConfigMap owner index: %w", err)
 	}
 
-	logger.Info("Setting up event handlers")
+	klog.FromContext(ctx).Info("Setting up event handlers")
 	type informerHandler struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}
 	handlers := []informerHandler{
-		{llsdInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		{w.llsd, cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: c.updateLLSD,
 			// Its children go with it (garbage collection); the sync of a deleted CR
 			// drops what is kept for it.
 			DeleteFunc: c.enqueueDeleted,
 		}},
-		{cmInformer, c.configMapHandler()},
-		{opInformer.Informer(), c.operatorConfigHandler(ctx)},
-		{rsInformer.Informer(), c.replicaSetHandler()},
-		{podInformer.Informer(), c.podHandler()},
+		{w.configMaps, c.configMapHandler()},
+		{w.operator, c.operatorConfigHandler(ctx)},
+		{w.replicaSets, c.replicaSetHandler()},
+		{w.pods, c.podHandler()},
 	}
 	for _, child := range children {
 		handlers = append(handlers, informerHandler{child.informer, c.ownedHandler()})
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
+			return fmt.Errorf("adding event handler: %w", err)
 		}
 		c.cachesSynced = append(c.cachesSynced, h.informer.HasSynced)
 	}
-	return c, nil
+	return nil
 }
 
 // Run starts the workers and blocks until ctx is cancelled; then it stops taking new

@@ -131,8 +131,6 @@ type deploymentInputs struct {
 // newDeployment builds the desired server Deployment of l. It makes no API
 // calls and neither aliases nor mutates l.
 func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *appsv1.Deployment {
-	overrides := overrides(l)
-
 	var replicas *int32
 	if in.replicas != nil {
 		replicas = ptr.To(*in.replicas)
@@ -154,23 +152,52 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 
-	var annotations map[string]string
+	return &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            deploymentName(l),
+			Namespace:       l.Namespace,
+			Labels:          childLabels(l),
+			Annotations:     map[string]string{annotationDistribution: distributionLabel(l), annotationImage: in.image},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
+			Strategy: strategy,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      selectorLabels(l),
+					Annotations: podAnnotations(in),
+				},
+				Spec: newPodSpec(l, in),
+			},
+		},
+	}
+}
+
+// podAnnotations are the pod template's hashes of the content its pods read (config,
+// CA bundle, certificate): a change of it rolls the pods.
+func podAnnotations(in deploymentInputs) map[string]string {
+	annotations := map[string]string{}
 	if in.userConfigMap != "" {
-		annotations = map[string]string{annotationUserConfigHash: in.userConfigHash}
+		annotations[annotationUserConfigHash] = in.userConfigHash
 	}
 	if in.caBundleHash != "" {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		annotations[annotationCABundleHash] = in.caBundleHash
 	}
 	if in.tls != nil {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		annotations[annotationTLSHash] = in.tls.hash
 	}
+	if len(annotations) == 0 {
+		return nil
+	}
+	return annotations
+}
 
+// newPodSpec is the spec of the server pods of l.
+func newPodSpec(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.PodSpec {
+	overrides := overrides(l)
 	podSpec := corev1.PodSpec{
 		Containers:                []corev1.Container{serverContainer(l, in)},
 		Volumes:                   podVolumes(l, in),
@@ -190,29 +217,7 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 	if overrides.TerminationGracePeriodSeconds != nil {
 		podSpec.TerminationGracePeriodSeconds = ptr.To(*overrides.TerminationGracePeriodSeconds)
 	}
-
-	return &appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            deploymentName(l),
-			Namespace:       l.Namespace,
-			Labels:          childLabels(l),
-			Annotations:     map[string]string{annotationDistribution: distributionLabel(l), annotationImage: in.image},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
-		},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
-			Strategy: strategy,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      selectorLabels(l),
-					Annotations: annotations,
-				},
-				Spec: podSpec,
-			},
-		},
-	}
+	return podSpec
 }
 
 // serverWorkers is the number of server worker processes: spec.workload.workers or 1.
