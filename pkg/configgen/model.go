@@ -275,6 +275,32 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	present := func(k string) bool { _, ok := top[k]; return ok }
 
+	c.validateTop(v, present, bad)
+	c.validateProviders(v, bad)
+	if r := c.RegisteredResources; r != nil {
+		r.validate(v, bad)
+	}
+	if c.Storage != nil {
+		errs = append(errs, c.Storage.validate(v)...)
+	}
+	// Before 0.4 StackRunConfig.storage and StorageConfig.backends have no
+	// default (core/datatypes.py, core/storage/datatypes.py at 0.3.x).
+	if !v.atLeast(4) {
+		if c.Storage == nil {
+			bad("storage is required before 0.4")
+		} else if c.Storage.Backends == nil {
+			bad("storage.backends is required before 0.4")
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config does not match the server %s schema: %s", v, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// validateTop checks the top-level keys and the server section against server v;
+// present tells whether the file has a top-level key, bad records a problem.
+func (c *stackConfig) validateTop(v Version, present func(string) bool, bad func(string, ...any)) {
 	if n, ok := c.Version.(float64); !ok || n != 2 {
 		bad("version must be 2")
 	}
@@ -310,6 +336,10 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 	if present("connectors") && !v.atLeast(5) {
 		bad("connectors is read at the top level from 0.5")
 	}
+}
+
+// validateProviders checks apis and providers against the APIs of server v.
+func (c *stackConfig) validateProviders(v Version, bad func(string, ...any)) {
 	if c.Providers == nil {
 		bad("providers is required")
 	}
@@ -328,59 +358,57 @@ func (c *stackConfig) validate(top map[string]json.RawMessage, v Version) error 
 			}
 		}
 	}
-	if r := c.RegisteredResources; r != nil {
-		for i, m := range r.Models {
-			if m.ModelID == nil || *m.ModelID == "" {
-				bad("registered_resources.models[%d].model_id is required", i)
-			}
-			if m.ModelType != nil {
-				switch t := *m.ModelType; {
-				case t == "llm" || t == "embedding":
-				case t == "rerank" && v.atLeast(4):
-				default:
-					bad("registered_resources.models[%d].model_type %q is not a model type of server %s", i, t, v)
-				}
-			}
+}
+
+// validate checks registered_resources against server v.
+func (r *registeredResources) validate(v Version, bad func(string, ...any)) {
+	for i, m := range r.Models {
+		if m.ModelID == nil || *m.ModelID == "" {
+			bad("registered_resources.models[%d].model_id is required", i)
 		}
-		if r.Shields != nil && v.from(1, 0) {
-			bad("registered_resources.shields was removed in 1.0 with the safety API")
-		}
-		if v.OGX() && (r.Datasets != nil || r.ScoringFns != nil || r.Benchmarks != nil) {
-			bad("registered_resources.datasets, scoring_fns and benchmarks were removed in 0.8 with the datasetio, scoring and eval APIs")
-		}
-		for i, s := range r.Shields {
-			if s.ShieldID == nil || *s.ShieldID == "" {
-				bad("registered_resources.shields[%d].shield_id is required", i)
+		if m.ModelType != nil {
+			switch t := *m.ModelType; {
+			case t == "llm" || t == "embedding":
+			case t == "rerank" && v.atLeast(4):
+			default:
+				bad("registered_resources.models[%d].model_type %q is not a model type of server %s", i, t, v)
 			}
 		}
-		for i, g := range r.ToolGroups {
-			if g.ToolgroupID == nil || g.ProviderID == nil {
-				bad("registered_resources.tool_groups[%d]: toolgroup_id and provider_id are required", i)
-			}
-		}
-		if r.Connectors != nil && v.line() != 4 {
-			bad("registered_resources.connectors is read only by 0.4")
-		}
 	}
-	if c.Storage != nil {
-		errs = append(errs, c.Storage.validate(v)...)
+	if r.Shields != nil && v.from(1, 0) {
+		bad("registered_resources.shields was removed in 1.0 with the safety API")
 	}
-	// Before 0.4 StackRunConfig.storage and StorageConfig.backends have no
-	// default (core/datatypes.py, core/storage/datatypes.py at 0.3.x).
-	if !v.atLeast(4) {
-		if c.Storage == nil {
-			bad("storage is required before 0.4")
-		} else if c.Storage.Backends == nil {
-			bad("storage.backends is required before 0.4")
+	if v.OGX() && (r.Datasets != nil || r.ScoringFns != nil || r.Benchmarks != nil) {
+		bad("registered_resources.datasets, scoring_fns and benchmarks were removed in 0.8 with the datasetio, scoring and eval APIs")
+	}
+	for i, s := range r.Shields {
+		if s.ShieldID == nil || *s.ShieldID == "" {
+			bad("registered_resources.shields[%d].shield_id is required", i)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("config does not match the server %s schema: %s", v, strings.Join(errs, "; "))
+	for i, g := range r.ToolGroups {
+		if g.ToolgroupID == nil || g.ProviderID == nil {
+			bad("registered_resources.tool_groups[%d]: toolgroup_id and provider_id are required", i)
+		}
 	}
-	return nil
+	if r.Connectors != nil && v.line() != 4 {
+		bad("registered_resources.connectors is read only by 0.4")
+	}
 }
 
 func (s *storageConfig) validate(v Version) []string {
+	errs, kinds := s.validateBackends(v)
+	if s.Stores == nil {
+		return errs
+	}
+	errs = append(errs, s.Stores.validateShapes(v)...)
+	sort.Strings(errs)
+	return append(errs, s.validateRefs(v, kinds)...)
+}
+
+// validateBackends checks each backend against its type's schema at server v, and
+// returns the kind (kv or sql) of each that is valid.
+func (s *storageConfig) validateBackends(v Version) ([]string, map[string]string) {
 	var errs []string
 	kinds := map[string]string{} // backend name -> kv or sql
 	for _, name := range sortedKeys(s.Backends) {
@@ -444,21 +472,13 @@ func (s *storageConfig) validate(v Version) []string {
 			}
 		}
 	}
-	if s.Stores == nil {
-		return errs
-	}
-	ref := func(store, backend, want string) {
-		k, ok := kinds[backend]
-		switch {
-		case backend == "":
-			errs = append(errs, fmt.Sprintf("storage.stores.%s.backend is required", store))
-		case !ok && s.Backends[backend] == nil:
-			errs = append(errs, fmt.Sprintf("storage.stores.%s references unknown backend %q", store, backend))
-		case ok && k != want:
-			errs = append(errs, fmt.Sprintf("storage.stores.%s references %s backend %q; it needs a %s_* backend", store, k, backend, want))
-		}
-	}
-	st := s.Stores
+	return errs, kinds
+}
+
+// validateShapes checks each store reference has the fields its kind requires at
+// server v.
+func (st *storeRefs) validateShapes(v Version) []string {
+	var errs []string
 	// KVStoreReference.namespace and SqlStoreReference.table_name have no
 	// default (core/storage/datatypes.py, 0.3 to 0.7).
 	if r := st.Metadata; r != nil && (r.Namespace == nil || r.Namespace == "") {
@@ -482,7 +502,25 @@ func (s *storageConfig) validate(v Version) []string {
 			errs = append(errs, fmt.Sprintf("storage.stores.%s.table_name is required", name))
 		}
 	}
-	sort.Strings(errs)
+	return errs
+}
+
+// validateRefs checks each store references a backend there is, of the kind it needs
+// (kinds: the valid backends'), and the stores server v reads.
+func (s *storageConfig) validateRefs(v Version, kinds map[string]string) []string {
+	var errs []string
+	ref := func(store, backend, want string) {
+		k, ok := kinds[backend]
+		switch {
+		case backend == "":
+			errs = append(errs, fmt.Sprintf("storage.stores.%s.backend is required", store))
+		case !ok && s.Backends[backend] == nil:
+			errs = append(errs, fmt.Sprintf("storage.stores.%s references unknown backend %q", store, backend))
+		case ok && k != want:
+			errs = append(errs, fmt.Sprintf("storage.stores.%s references %s backend %q; it needs a %s_* backend", store, k, backend, want))
+		}
+	}
+	st := s.Stores
 	if st.Metadata != nil {
 		ref("metadata", st.Metadata.Backend, "kv")
 	}
