@@ -312,16 +312,24 @@ func writeConversionData(annotations *map[string]string, data conversionData) er
 func toHub(in *LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 	out := &v1alpha2.LlamaStackDistribution{TypeMeta: in.TypeMeta, ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.APIVersion = v1alpha2.SchemeGroupVersion.String()
-	srv, cs := &in.Spec.Server, &in.Spec.Server.ContainerSpec
+	srv := &in.Spec.Server
 	spec := &out.Spec
 
 	spec.Distribution = v1alpha2.DistributionSpec{Name: srv.Distribution.Name, Image: srv.Distribution.Image}
 	if uc := srv.UserConfig; uc != nil {
 		spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: uc.ConfigMapName, ConfigMapNamespace: uc.ConfigMapNamespace}
 	}
+	spec.Workload = workloadToHub(in)
+	spec.Networking = networkingToHub(in)
+	out.Status = statusToHub(&in.Status)
+	return out
+}
 
+// workloadToHub is the v1alpha2 workload of in.
+func workloadToHub(in *LlamaStackDistribution) v1alpha2.WorkloadSpec {
+	srv, cs := &in.Spec.Server, &in.Spec.Server.ContainerSpec
+	var w v1alpha2.WorkloadSpec
 	replicas := in.Spec.Replicas
-	w := &spec.Workload
 	w.Replicas = &replicas
 	w.Workers = srv.Workers
 	w.Resources = cs.Resources
@@ -352,7 +360,12 @@ func toHub(in *LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 	if !reflect.ValueOf(ov).IsZero() {
 		w.Overrides = &ov
 	}
+	return w
+}
 
+// networkingToHub is the v1alpha2 networking of in; nil when it has nothing to say.
+func networkingToHub(in *LlamaStackDistribution) *v1alpha2.NetworkingSpec {
+	srv, cs := &in.Spec.Server, &in.Spec.Server.ContainerSpec
 	net := v1alpha2.NetworkingSpec{Port: cs.Port}
 	if t := srv.TLSConfig; t != nil {
 		net.TLS = &v1alpha2.TLSSpec{}
@@ -389,12 +402,16 @@ func toHub(in *LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 			}
 		}
 	}
-	if !reflect.ValueOf(net).IsZero() {
-		spec.Networking = &net
+	if reflect.ValueOf(net).IsZero() {
+		return nil
 	}
+	return &net
 
-	st := &in.Status
-	out.Status = v1alpha2.LlamaStackDistributionStatus{
+}
+
+// statusToHub is st in v1alpha2.
+func statusToHub(st *LlamaStackDistributionStatus) v1alpha2.LlamaStackDistributionStatus {
+	out := v1alpha2.LlamaStackDistributionStatus{
 		ObservedGeneration: st.ObservedGeneration,
 		Phase:              v1alpha2.Phase(st.Phase),
 		Version:            v1alpha2.VersionInfo(st.Version),
@@ -410,9 +427,9 @@ func toHub(in *LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 		RouteURL:          st.RouteURL,
 	}
 	if ps := st.DistributionConfig.Providers; ps != nil {
-		out.Status.DistributionConfig.Providers = make([]v1alpha2.ProviderInfo, len(ps))
+		out.DistributionConfig.Providers = make([]v1alpha2.ProviderInfo, len(ps))
 		for i, p := range ps {
-			out.Status.DistributionConfig.Providers[i] = v1alpha2.ProviderInfo{
+			out.DistributionConfig.Providers[i] = v1alpha2.ProviderInfo{
 				API:          p.API,
 				ProviderID:   p.ProviderID,
 				ProviderType: p.ProviderType,
@@ -431,16 +448,25 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistri
 	out := &LlamaStackDistribution{TypeMeta: in.TypeMeta, ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.APIVersion = SchemeGroupVersion.String()
 	spec := &in.Spec
-	w := &spec.Workload
 	srv := &out.Spec.Server
 
-	if w.Replicas != nil {
-		out.Spec.Replicas = *w.Replicas
+	if w := spec.Workload.Replicas; w != nil {
+		out.Spec.Replicas = *w
 	}
 	srv.Distribution = DistributionType{Name: spec.Distribution.Name, Image: spec.Distribution.Image}
 	if o := spec.OverrideConfig; o != nil {
 		srv.UserConfig = &UserConfigSpec{ConfigMapName: o.ConfigMapName, ConfigMapNamespace: o.ConfigMapNamespace}
 	}
+	workloadFromHub(&spec.Workload, srv, hints)
+	if net := spec.Networking; net != nil {
+		out.Spec.Network = networkingFromHub(net, srv, hints)
+	}
+	out.Status = statusFromHub(&in.Status)
+	return out
+}
+
+// workloadFromHub writes the v1alpha2 workload w into srv.
+func workloadFromHub(w *v1alpha2.WorkloadSpec, srv *ServerSpec, hints shape) {
 	srv.Workers = w.Workers
 	srv.ContainerSpec.Resources = w.Resources
 	if a := w.Autoscaling; a != nil {
@@ -473,50 +499,56 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistri
 	if srv.PodOverrides == nil && hints.EmptyPodOverrides {
 		srv.PodOverrides = &PodOverrides{}
 	}
+}
 
-	if net := spec.Networking; net != nil {
-		srv.ContainerSpec.Port = net.Port
-		if t := net.TLS; t != nil && (t.CABundle != nil || !hints.NoTLSConfig) {
-			srv.TLSConfig = &TLSConfig{}
-			if b := t.CABundle; b != nil {
-				srv.TLSConfig.CABundle = &CABundleConfig{ConfigMapName: b.ConfigMapName, ConfigMapNamespace: b.ConfigMapNamespace}
-				if b.ConfigMapKeys != nil {
-					srv.TLSConfig.CABundle.ConfigMapKeys = make([]ConfigMapKey, len(b.ConfigMapKeys))
-					for i, k := range b.ConfigMapKeys {
-						srv.TLSConfig.CABundle.ConfigMapKeys[i] = ConfigMapKey(k)
-					}
+// networkingFromHub writes the port and TLS of net into srv, and returns the v1alpha1
+// network of net (nil when it has none).
+func networkingFromHub(net *v1alpha2.NetworkingSpec, srv *ServerSpec, hints shape) *NetworkSpec {
+	srv.ContainerSpec.Port = net.Port
+	if t := net.TLS; t != nil && (t.CABundle != nil || !hints.NoTLSConfig) {
+		srv.TLSConfig = &TLSConfig{}
+		if b := t.CABundle; b != nil {
+			srv.TLSConfig.CABundle = &CABundleConfig{ConfigMapName: b.ConfigMapName, ConfigMapNamespace: b.ConfigMapNamespace}
+			if b.ConfigMapKeys != nil {
+				srv.TLSConfig.CABundle.ConfigMapKeys = make([]ConfigMapKey, len(b.ConfigMapKeys))
+				for i, k := range b.ConfigMapKeys {
+					srv.TLSConfig.CABundle.ConfigMapKeys[i] = ConfigMapKey(k)
 				}
-			}
-		}
-		if net.Expose != nil || net.AllowedFrom != nil {
-			n := &NetworkSpec{}
-			if e := net.Expose; e != nil {
-				n.ExposeRoute = e.Enabled == nil || *e.Enabled
-				if e.ClassName != nil || e.Hostname != "" || e.TLSSecretName != "" || e.Annotations != nil {
-					n.Ingress = &IngressSpec{ClassName: e.ClassName, Host: e.Hostname, TLSSecretName: e.TLSSecretName, Annotations: e.Annotations}
-				}
-			}
-			// An ingress: {} converts to an expose, so without one the hint is stale.
-			if n.Ingress == nil && hints.EmptyIngress && net.Expose != nil {
-				n.Ingress = &IngressSpec{}
-			}
-			if af := net.AllowedFrom; af != nil {
-				n.AllowedFrom = &AllowedFromSpec{Namespaces: af.Namespaces}
-				if af.Labels != nil {
-					n.AllowedFrom.Labels = make([]LabelKey, len(af.Labels))
-					for i, l := range af.Labels {
-						n.AllowedFrom.Labels[i] = LabelKey(l)
-					}
-				}
-			}
-			if !hints.NoNetwork || !reflect.ValueOf(*n).IsZero() {
-				out.Spec.Network = n
 			}
 		}
 	}
+	if net.Expose == nil && net.AllowedFrom == nil {
+		return nil
+	}
+	n := &NetworkSpec{}
+	if e := net.Expose; e != nil {
+		n.ExposeRoute = e.Enabled == nil || *e.Enabled
+		if e.ClassName != nil || e.Hostname != "" || e.TLSSecretName != "" || e.Annotations != nil {
+			n.Ingress = &IngressSpec{ClassName: e.ClassName, Host: e.Hostname, TLSSecretName: e.TLSSecretName, Annotations: e.Annotations}
+		}
+	}
+	// An ingress: {} converts to an expose, so without one the hint is stale.
+	if n.Ingress == nil && hints.EmptyIngress && net.Expose != nil {
+		n.Ingress = &IngressSpec{}
+	}
+	if af := net.AllowedFrom; af != nil {
+		n.AllowedFrom = &AllowedFromSpec{Namespaces: af.Namespaces}
+		if af.Labels != nil {
+			n.AllowedFrom.Labels = make([]LabelKey, len(af.Labels))
+			for i, l := range af.Labels {
+				n.AllowedFrom.Labels[i] = LabelKey(l)
+			}
+		}
+	}
+	if hints.NoNetwork && reflect.ValueOf(*n).IsZero() {
+		return nil
+	}
+	return n
+}
 
-	st := &in.Status
-	out.Status = LlamaStackDistributionStatus{
+// statusFromHub is st in v1alpha1.
+func statusFromHub(st *v1alpha2.LlamaStackDistributionStatus) LlamaStackDistributionStatus {
+	out := LlamaStackDistributionStatus{
 		ObservedGeneration: st.ObservedGeneration,
 		Phase:              Phase(st.Phase),
 		Version:            VersionInfo(st.Version),
@@ -532,9 +564,9 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistri
 		RouteURL:          st.RouteURL,
 	}
 	if ps := st.DistributionConfig.Providers; ps != nil {
-		out.Status.DistributionConfig.Providers = make([]ProviderInfo, len(ps))
+		out.DistributionConfig.Providers = make([]ProviderInfo, len(ps))
 		for i, p := range ps {
-			out.Status.DistributionConfig.Providers[i] = ProviderInfo{
+			out.DistributionConfig.Providers[i] = ProviderInfo{
 				API:          p.API,
 				ProviderID:   p.ProviderID,
 				ProviderType: p.ProviderType,
