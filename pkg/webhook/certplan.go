@@ -76,80 +76,20 @@ func planCertificates(current map[string][]byte, now time.Time, p certPolicy, pu
 	if plan.data == nil {
 		plan.data = map[string][]byte{}
 	}
-	var next []time.Time
-
-	// The trust bundle: the CAs still valid, newest first.
-	cas, err := parseCertificates(current[keyCABundle])
+	cas := plan.trustedCAs(current[keyCABundle], now)
+	signer, cas, err := plan.signingCA(cas, current[keyCAKey], now, p.caValidity)
 	if err != nil {
-		plan.reasons = append(plan.reasons, "the CA bundle does not parse: "+err.Error())
-		cas = nil
+		return nil, err
 	}
-	if n := len(cas); n > 0 {
-		cas = slices.DeleteFunc(cas, func(c *x509.Certificate) bool { return !now.Before(c.NotAfter) || !c.IsCA })
-		if dropped := n - len(cas); dropped > 0 {
-			plan.reasons = append(plan.reasons, fmt.Sprintf("%d expired or non-CA certificate(s) dropped from the bundle", dropped))
-		}
-	}
-	slices.SortStableFunc(cas, func(a, b *x509.Certificate) int { return b.NotBefore.Compare(a.NotBefore) })
-	cas = slices.CompactFunc(cas, func(a, b *x509.Certificate) bool { return a.Equal(b) })
-
-	// The signing CA: the newest, with its key, and not due.
-	var signer *keyPair
-	if len(cas) > 0 {
-		if kp, err := parseKeyPair(encodeCertificates(cas[:1]), current[keyCAKey]); err == nil {
-			signer = kp
-		}
-	}
-	switch {
-	case len(cas) == 0:
-		plan.reasons = append(plan.reasons, "no valid CA")
-	case signer == nil:
-		plan.reasons = append(plan.reasons, "no key for the newest CA")
-	case !now.Before(renewAt(signer.cert)):
-		plan.reasons = append(plan.reasons, fmt.Sprintf("the CA is due for renewal since %s", renewAt(signer.cert).Format(time.RFC3339)))
-		signer = nil
-	}
-	if signer == nil {
-		if signer, err = newCA(now, p.caValidity); err != nil {
-			return nil, err
-		}
-		cas = append([]*x509.Certificate{signer.cert}, cas...)
-	}
-	next = append(next, renewAt(signer.cert))
+	next := []time.Time{renewAt(signer.cert)}
 	for _, old := range cas[1:] {
 		next = append(next, old.NotAfter)
 	}
-
-	// The serving certificate.
-	serving, problem := checkServing(current, now, p.hosts, cas)
-	unusable := problem != ""
-	if problem == "" && !now.Before(renewAt(serving.cert)) {
-		problem = fmt.Sprintf("the serving certificate is due for renewal since %s", renewAt(serving.cert).Format(time.RFC3339))
+	serving, servingNext, err := plan.servingCert(current, now, p, published, signer, cas)
+	if err != nil {
+		return nil, err
 	}
-	publishedSince, isPublished := published(signer.cert)
-	settled := madeAt(signer.cert)
-	if publishedSince.After(settled) {
-		settled = publishedSince
-	}
-	settled = settled.Add(p.caPropagation)
-	switch {
-	case problem == "":
-		next = append(next, renewAt(serving.cert))
-	case !unusable && serving.cert.CheckSignatureFrom(signer.cert) != nil && (now.Before(settled) || !isPublished):
-		// Still valid for a third of its life, and to move to a new CA: wait until the
-		// new CA has reached the API servers (the CRD's update, when it is not published
-		// yet, triggers a sync of its own).
-		if now.Before(settled) {
-			next = append(next, settled)
-		}
-		next = append(next, serving.cert.NotAfter)
-	default:
-		plan.reasons = append(plan.reasons, problem)
-		if serving, err = newServingCert(signer, now, p.servingValidity, p.hosts); err != nil {
-			return nil, err
-		}
-		next = append(next, renewAt(serving.cert))
-	}
+	next = append(next, servingNext...)
 
 	plan.caBundle = encodeCertificates(cas)
 	plan.set(keyCABundle, plan.caBundle)
@@ -166,6 +106,88 @@ func planCertificates(current map[string][]byte, now time.Time, p certPolicy, pu
 	plan.serving = &tlsCert
 	plan.next = slices.MinFunc(next, time.Time.Compare)
 	return plan, nil
+}
+
+// trustedCAs is the trust bundle of the PEM bundle: the CAs still valid, newest first.
+func (plan *certPlan) trustedCAs(bundle []byte, now time.Time) []*x509.Certificate {
+	cas, err := parseCertificates(bundle)
+	if err != nil {
+		plan.reasons = append(plan.reasons, "the CA bundle does not parse: "+err.Error())
+		cas = nil
+	}
+	if n := len(cas); n > 0 {
+		cas = slices.DeleteFunc(cas, func(c *x509.Certificate) bool { return !now.Before(c.NotAfter) || !c.IsCA })
+		if dropped := n - len(cas); dropped > 0 {
+			plan.reasons = append(plan.reasons, fmt.Sprintf("%d expired or non-CA certificate(s) dropped from the bundle", dropped))
+		}
+	}
+	slices.SortStableFunc(cas, func(a, b *x509.Certificate) int { return b.NotBefore.Compare(a.NotBefore) })
+	return slices.CompactFunc(cas, func(a, b *x509.Certificate) bool { return a.Equal(b) })
+}
+
+// signingCA is the CA that signs: the newest of cas, with its key (keyPEM), and not due;
+// else a new one of validity, put first in the bundle it returns.
+func (plan *certPlan) signingCA(cas []*x509.Certificate, keyPEM []byte, now time.Time, validity time.Duration) (*keyPair, []*x509.Certificate, error) {
+	var signer *keyPair
+	if len(cas) > 0 {
+		if kp, err := parseKeyPair(encodeCertificates(cas[:1]), keyPEM); err == nil {
+			signer = kp
+		}
+	}
+	switch {
+	case len(cas) == 0:
+		plan.reasons = append(plan.reasons, "no valid CA")
+	case signer == nil:
+		plan.reasons = append(plan.reasons, "no key for the newest CA")
+	case !now.Before(renewAt(signer.cert)):
+		plan.reasons = append(plan.reasons, fmt.Sprintf("the CA is due for renewal since %s", renewAt(signer.cert).Format(time.RFC3339)))
+		signer = nil
+	}
+	if signer != nil {
+		return signer, cas, nil
+	}
+	signer, err := newCA(now, validity)
+	if err != nil {
+		return nil, nil, err
+	}
+	return signer, append([]*x509.Certificate{signer.cert}, cas...), nil
+}
+
+// servingCert is the serving certificate: the current one while it is valid, not due
+// and signed by a CA that has reached the API servers; else a new one signed by signer.
+// It returns with it the times the plan is to be looked at again for it.
+func (plan *certPlan) servingCert(current map[string][]byte, now time.Time, p certPolicy, published publication,
+	signer *keyPair, cas []*x509.Certificate) (*keyPair, []time.Time, error) {
+	serving, problem := checkServing(current, now, p.hosts, cas)
+	unusable := problem != ""
+	if problem == "" && !now.Before(renewAt(serving.cert)) {
+		problem = fmt.Sprintf("the serving certificate is due for renewal since %s", renewAt(serving.cert).Format(time.RFC3339))
+	}
+	publishedSince, isPublished := published(signer.cert)
+	settled := madeAt(signer.cert)
+	if publishedSince.After(settled) {
+		settled = publishedSince
+	}
+	settled = settled.Add(p.caPropagation)
+	switch {
+	case problem == "":
+		return serving, []time.Time{renewAt(serving.cert)}, nil
+	case !unusable && serving.cert.CheckSignatureFrom(signer.cert) != nil && (now.Before(settled) || !isPublished):
+		// Still valid for a third of its life, and to move to a new CA: wait until the
+		// new CA has reached the API servers (the CRD's update, when it is not published
+		// yet, triggers a sync of its own).
+		next := []time.Time{serving.cert.NotAfter}
+		if now.Before(settled) {
+			next = append(next, settled)
+		}
+		return serving, next, nil
+	}
+	plan.reasons = append(plan.reasons, problem)
+	serving, err := newServingCert(signer, now, p.servingValidity, p.hosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return serving, []time.Time{renewAt(serving.cert)}, nil
 }
 
 func (p *certPlan) set(key string, value []byte) {
