@@ -840,29 +840,9 @@ func (g *gen) resources() error {
 		if err != nil {
 			return err
 		}
-		if m.ModelType == "embedding" && m.EmbeddingDimension == nil {
-			// routing_tables/models.py refuses it, and the server stops.
-			return invalid(field+".embeddingDimension", "an embedding model needs its embedding dimension: the server refuses to start without it")
-		}
-		e := map[string]any{"model_id": m.Name, "provider_id": pid, "model_type": "llm"}
-		if m.ModelType != "" {
-			if m.ModelType == "rerank" && !g.v.atLeast(4) {
-				return invalid(field+".modelType", "server %s has no rerank models (added in 0.4)", g.v)
-			}
-			e["model_type"] = m.ModelType
-		}
-		if m.ProviderModelID != "" {
-			e["provider_model_id"] = m.ProviderModelID
-		}
-		md := map[string]any{}
-		if m.ContextLength != nil {
-			md["context_length"] = *m.ContextLength
-		}
-		if m.EmbeddingDimension != nil {
-			md["embedding_dimension"] = *m.EmbeddingDimension
-		}
-		if len(md) > 0 {
-			e["metadata"] = md
+		e, err := g.modelEntry(field, m, pid)
+		if err != nil {
+			return err
 		}
 		upsert(rr, "models", "model_id", m.Name, e)
 	}
@@ -896,6 +876,36 @@ func (g *gen) resources() error {
 		g.cfg["registered_resources"] = rr
 	}
 	return nil
+}
+
+// modelEntry is the registered_resources.models entry of m, served by provider pid;
+// field names m in the spec.
+func (g *gen) modelEntry(field string, m v1alpha2.ModelConfig, pid string) (map[string]any, error) {
+	if m.ModelType == "embedding" && m.EmbeddingDimension == nil {
+		// routing_tables/models.py refuses it, and the server stops.
+		return nil, invalid(field+".embeddingDimension", "an embedding model needs its embedding dimension: the server refuses to start without it")
+	}
+	e := map[string]any{"model_id": m.Name, "provider_id": pid, "model_type": "llm"}
+	if m.ModelType != "" {
+		if m.ModelType == "rerank" && !g.v.atLeast(4) {
+			return nil, invalid(field+".modelType", "server %s has no rerank models (added in 0.4)", g.v)
+		}
+		e["model_type"] = m.ModelType
+	}
+	if m.ProviderModelID != "" {
+		e["provider_model_id"] = m.ProviderModelID
+	}
+	md := map[string]any{}
+	if m.ContextLength != nil {
+		md["context_length"] = *m.ContextLength
+	}
+	if m.EmbeddingDimension != nil {
+		md["embedding_dimension"] = *m.EmbeddingDimension
+	}
+	if len(md) > 0 {
+		e["metadata"] = md
+	}
+	return e, nil
 }
 
 // upsert puts e in rr[list], in place of the entry whose key is id, or last.
