@@ -63,9 +63,16 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 	c.configMapCopies = newChildKind(c.recorder, "ConfigMap", c.cachedConfigMap,
 		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, neverTakeOver)
 
-	// The children a CR has while it asks for them, in the order they are made: a
-	// NetworkPolicy is in place before the pods start; the others follow the Deployment.
+	// The children a CR has while it asks for them, in the order they are made: the
+	// Service, and a NetworkPolicy in place before the pods start; the others follow
+	// the Deployment.
 	c.beforeServer = []askedChild{
+		asked[*corev1.Service, coreac.ServiceApplyConfiguration]{kind: c.services, name: serviceName,
+			wanted: always(func(*v1alpha2.LlamaStackDistribution) bool { return true }),
+			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *corev1.Service {
+				return newService(l, in.listening)
+			},
+			seen: func(obs *observed, svc *corev1.Service) { obs.service = svc }},
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: networkPolicyName,
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
 				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
@@ -252,7 +259,8 @@ func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs
 	if a.seen == nil || !a.served(l, in, obs) {
 		return
 	}
-	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil {
+	// An object of someone else's under the child's name is not the CR's child.
+	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil && isControlledBy(obj, l) {
 		a.seen(obs, obj)
 	}
 }

@@ -185,9 +185,6 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 // nothing.
 func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed) {
 	obs.deployment = c.controlledDeployment(l)
-	if svc, err := c.services.cached(l.Namespace, serviceName(l)); err == nil && isControlledBy(svc, l) {
-		obs.service = svc
-	}
 	obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
 	known := childInputs{cfg: rev.cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
 	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
@@ -196,8 +193,8 @@ func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *re
 }
 
 // applyChildren ensures every child of the revision, in order: the claim, then the
-// Deployment's plan, the Service and the children before the server, the Deployment,
-// the children after it. The children in front of the pods follow what the plan makes
+// Deployment's plan, the children before the server (the Service first), the
+// Deployment, the children after it. The children in front of the pods follow what the plan makes
 // them run (a rollback's template included), else what runs.
 func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed, f *findings) {
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
@@ -232,10 +229,6 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	}
 	children.listening = listeningFrom(l, running, in.serverVersion)
 
-	svc, err := c.services.ensure(ctx, l, newService(l, children.listening))
-	if !f.report(err) && err == nil {
-		obs.service = svc
-	}
 	for _, child := range c.beforeServer {
 		f.report(child.sync(ctx, l, children, obs))
 	}
