@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Write strategy (see docs/design.md, "How the controller writes"):
@@ -56,7 +57,7 @@ type childKind[T metav1.Object, AC any] struct {
 // isControlledBy reports whether obj's controller reference points at l, by Kind and UID.
 func isControlledBy(obj metav1.Object, l *v1alpha2.LlamaStackDistribution) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.Kind == controllerKind.Kind && ref.UID == l.UID
+	return ref != nil && ref.Kind == llsd.ControllerKind.Kind && ref.UID == l.UID
 }
 
 // current returns the existing object of that name, from the cache or, on a miss, live.

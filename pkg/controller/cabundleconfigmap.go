@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // annotationBundleHash on the managed CA bundle ConfigMap records the hash of the data
@@ -38,7 +39,7 @@ type caRef struct {
 // exists. It checks what can be checked without their data.
 func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *userError) {
 	var refs []caRef
-	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
+	if tls := llsd.Networking(l).TLS; tls != nil && tls.CABundle != nil {
 		spec := tls.CABundle
 		ns, name := spec.ConfigMapNamespace, spec.ConfigMapName
 		if ns == "" {
@@ -92,8 +93,8 @@ func caBundleMountHash(cm *corev1.ConfigMap) string {
 
 // newCABundleConfigMap is the managed <name>-ca-bundle ConfigMap holding bundle.
 func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHash string) *corev1.ConfigMap {
-	lbls := childLabels(l)
-	lbls[labelComponent] = "ca-bundle"
+	lbls := llsd.ChildLabels(l)
+	lbls[llsd.LabelComponent] = "ca-bundle"
 	data := map[string]string{}
 	if bundle != "" {
 		data[caBundleKey] = bundle
@@ -101,14 +102,14 @@ func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHas
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      caBundleConfigMapName(l),
+			Name:      llsd.CABundleConfigMapName(l),
 			Namespace: l.Namespace,
 			Labels:    lbls,
 			Annotations: map[string]string{
-				annotationSourceHash: sourcesHash,
-				annotationBundleHash: hashData(data, nil),
+				llsd.AnnotationSourceHash: sourcesHash,
+				annotationBundleHash:      hashData(data, nil),
 			},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
 		},
 		Data: data,
 	}
@@ -135,9 +136,9 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 	var problem *userError
 	var desired *corev1.ConfigMap
 	cur, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
-		name: caBundleConfigMapName(l),
+		name: llsd.CABundleConfigMapName(l),
 		upToDate: func(cur *corev1.ConfigMap) bool {
-			return cur.Annotations[annotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]
+			return cur.Annotations[llsd.AnnotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]
 		},
 		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
 			sources := make([]caSource, 0, len(refs))

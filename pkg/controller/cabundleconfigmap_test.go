@@ -13,6 +13,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 func withCABundle(name, namespace string, keys ...v1alpha1.ConfigMapKey) func(*v1alpha1.LlamaStackDistribution) {
@@ -67,7 +68,7 @@ func TestCABundleLifecycle(t *testing.T) {
 	assert.Equal(t, "ca-bundle", cm.Labels["app.kubernetes.io/component"])
 	d := f.deployment("app")
 	assert.True(t, caMount(t, d))
-	first := d.Spec.Template.Annotations[annotationCABundleHash]
+	first := d.Spec.Template.Annotations[llsd.AnnotationCABundleHash]
 	require.NotEmpty(t, first)
 	assert.Empty(t, f.sync("app"), "a resync of an unchanged CR sends nothing")
 
@@ -75,7 +76,7 @@ func TestCABundleLifecycle(t *testing.T) {
 	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0] + certs[1]}, nil))
 	f.converge("app")
 	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
-	second := f.deployment("app").Spec.Template.Annotations[annotationCABundleHash]
+	second := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationCABundleHash]
 	assert.NotEqual(t, first, second)
 
 	// A metadata-only edit of the source rolls nothing and writes nothing.
@@ -102,7 +103,7 @@ func TestCABundleLifecycle(t *testing.T) {
 	assert.Nil(t, f.managedCA("app"))
 	d = f.deployment("app")
 	assert.False(t, caMount(t, d))
-	assert.NotContains(t, d.Spec.Template.Annotations, annotationCABundleHash)
+	assert.NotContains(t, d.Spec.Template.Annotations, llsd.AnnotationCABundleHash)
 }
 
 // The namespace's odh-trusted-ca-bundle is picked up by itself; one whose values are all

@@ -30,6 +30,7 @@ import (
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The owned kinds: each bound once to its lister, typed client and Extract function,
@@ -67,13 +68,13 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 	// Service, and a NetworkPolicy in place before the pods start; the others follow
 	// the Deployment.
 	c.beforeServer = []askedChild{
-		asked[*corev1.Service, coreac.ServiceApplyConfiguration]{kind: c.services, name: serviceName,
+		asked[*corev1.Service, coreac.ServiceApplyConfiguration]{kind: c.services, name: llsd.ServiceName,
 			wanted: always(func(*v1alpha2.LlamaStackDistribution) bool { return true }),
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *corev1.Service {
 				return newService(l, in.listening)
 			},
 			seen: func(obs *observed, svc *corev1.Service) { obs.service = svc }},
-		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: networkPolicyName,
+		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: llsd.NetworkPolicyName,
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
 				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
 			},
@@ -82,11 +83,11 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 			}},
 	}
 	c.afterServer = []askedChild{
-		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: hpaName,
+		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: llsd.HPAName,
 			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(newHPA)},
-		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: pdbName,
+		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: llsd.PDBName,
 			wanted: always(wantsPDB), build: fromCR(newPDB)},
-		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: ingressName,
+		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: llsd.IngressName,
 			wanted: always(wantsIngress), build: fromCR(newIngress),
 			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
 	}
@@ -130,7 +131,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		},
 		gatewayac.ExtractHTTPRoute, neverTakeOver)
 	c.afterServer = append(c.afterServer,
-		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: httpRouteName,
+		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: llsd.HTTPRouteName,
 			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
 			seen: func(obs *observed, route *gatewayv1.HTTPRoute) {
 				obs.httpRoute, obs.httpRouteEndpoint = route, httpRouteEndpoint(route, cachedGateway)
@@ -155,9 +156,9 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	}
 	openShiftRoutes.discovered = cfg.RoutesDiscovered
 	c.afterServer = append(c.afterServer,
-		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: serviceMonitorName,
+		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
 			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
-		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: routeName,
+		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
 			api: openShiftRoutes, wanted: always(wantsRoute), build: newRoute,
 			seen:    func(obs *observed, route *unstructured.Unstructured) { obs.route = route },
 			seenAPI: func(obs *observed, state apiState) { obs.routeAPI = state }})

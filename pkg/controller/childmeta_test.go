@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // childTestCR is a CR for the child builder tests. It carries labels and annotations of its
@@ -204,7 +205,7 @@ func TestChildObjectMetaHelper(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := childObjectMeta(hub(tc.cr), tc.name)
+			got := llsd.ChildObjectMeta(hub(tc.cr), tc.name)
 			assert.Equal(t, tc.wantMeta, got)
 			require.Len(t, got.OwnerReferences, 1)
 			assert.True(t, metav1.IsControlledBy(&corev1.ConfigMap{ObjectMeta: got}, tc.cr))

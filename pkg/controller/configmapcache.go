@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The ConfigMap cache holds every ConfigMap the controller may be asked to read (a CR can
@@ -33,7 +35,7 @@ const cacheHashAnnotation = "internal.llama-stack-controller/content-hash"
 
 // keptConfigMapAnnotations are the annotations the controller reads on a ConfigMap: the
 // opt-in of a source in another namespace, and its own hashes on the ConfigMaps it manages.
-var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, annotationSourceHash, annotationBundleHash}
+var keptConfigMapAnnotations = []string{AllowedNamespacesAnnotation, llsd.AnnotationSourceHash, annotationBundleHash}
 
 // configMapEntry is what the ConfigMap cache keeps of one ConfigMap. It holds its fields
 // itself rather than in a metav1.ObjectMeta, most of whose fields it would leave empty
@@ -274,7 +276,7 @@ func (e *configMapEntry) SetOwnerReferences(refs []metav1.OwnerReference) {
 	var owner *metav1.OwnerReference
 	for i := range refs {
 		if ref := &refs[i]; ref.Controller != nil && *ref.Controller {
-			if ref.Kind == controllerKind.Kind {
+			if ref.Kind == llsd.ControllerKind.Kind {
 				owner = ref.DeepCopy()
 			}
 			break

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // busyConfigMap is a ConfigMap as the API server sends it, with everything the cache
@@ -85,10 +87,10 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 
 	// The controller's own annotations on the ConfigMaps it manages are kept.
 	managed := busyConfigMap("ns", "app-ca-bundle", nil)
-	managed.Annotations = map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}
+	managed.Annotations = map[string]string{llsd.AnnotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}
 	obj, err = TransformConfigMap(managed)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{annotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).GetAnnotations())
+	assert.Equal(t, map[string]string{llsd.AnnotationSourceHash: "s", annotationBundleHash: "b"}, obj.(*configMapEntry).GetAnnotations())
 
 	// A ConfigMap without data, annotations or owner has nothing but its identity and hash.
 	obj, err = TransformConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "empty"}})
@@ -200,7 +202,7 @@ func cachedBefore(src *corev1.ConfigMap) *corev1.ConfigMap {
 		Name: src.Name, Namespace: src.Namespace, UID: src.UID, ResourceVersion: src.ResourceVersion,
 		DeletionTimestamp: src.DeletionTimestamp,
 	}}
-	if ref := metav1.GetControllerOfNoCopy(src); ref != nil && ref.Kind == controllerKind.Kind {
+	if ref := metav1.GetControllerOfNoCopy(src); ref != nil && ref.Kind == llsd.ControllerKind.Kind {
 		cm.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	cm.Annotations = map[string]string{cacheHashAnnotation: hashData(src.Data, src.BinaryData)}
@@ -252,7 +254,7 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 			Data: map[string]string{"k": "v"}},
 		"controlled by a CR": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "copy",
 			OwnerReferences: []metav1.OwnerReference{llsdRef(true)},
-			Annotations:     map[string]string{annotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}}},
+			Annotations:     map[string]string{llsd.AnnotationSourceHash: "s", annotationBundleHash: "b", "other": "o"}}},
 		"owned by a CR, not controlled": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owned",
 			OwnerReferences: []metav1.OwnerReference{llsdRef(false)}}},
 		"controlled by another kind": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other",
@@ -284,8 +286,8 @@ func TestConfigMapEntryGivesBackWhatTheCacheGaveBefore(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, want, got)
 			}
-			_, ref := controllerOf(entry, controllerKind.Kind)
-			_, wantRef := controllerOf(cm, controllerKind.Kind)
+			_, ref := controllerOf(entry, llsd.ControllerKind.Kind)
+			_, wantRef := controllerOf(cm, llsd.ControllerKind.Kind)
 			assert.Equal(t, wantRef, ref)
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Deleting the managed ConfigMaps a CR no longer needs, once no pod template that
@@ -32,8 +33,8 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 		name   string
 		needed bool
 	}{
-		{userConfigCopyName(l), uc != nil && uc.source != nil},
-		{caBundleConfigMapName(l), len(caRefs) > 0},
+		{llsd.UserConfigCopyName(l), uc != nil && uc.source != nil},
+		{llsd.CABundleConfigMapName(l), len(caRefs) > 0},
 	} {
 		if cm.needed || mountsConfigMap(dep, cm.name) {
 			continue

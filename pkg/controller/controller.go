@@ -40,6 +40,7 @@ import (
 	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
@@ -216,7 +217,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		recorder:          cfg.Recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: controllerName}),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: llsd.Controller}),
 		recheck:   workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](2*time.Second, 5*time.Minute),
 		recheckAt: map[cache.ObjectName]time.Time{},
 		clock:     clock.RealClock{},
@@ -227,7 +228,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 			c.eventClient = cfg.KubeClient
 		}
 		c.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
-		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controllerName})
+		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: llsd.Controller})
 	}
 	c.syncHandler = c.sync
 	if cfg.ServerProbe.Endpoint != nil {
@@ -307,13 +308,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		defer c.broadcaster.Shutdown()
 	}
 
-	logger.Info("Starting controller", "controller", controllerName)
+	logger.Info("Starting controller", "controller", llsd.Controller)
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
 		c.queue.ShutDown()
 		if ctx.Err() != nil {
 			// Told to stop while starting (e.g. just after winning the Lease): not a failure.
-			logger.Info("Stopped before the informer caches synced", "controller", controllerName)
+			logger.Info("Stopped before the informer caches synced", "controller", llsd.Controller)
 			return nil
 		}
 		return fmt.Errorf("failed to wait for caches to sync")
@@ -336,7 +337,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.queue.ShutDownWithDrain()
 	wg.Wait()
 	c.prober.Wait()
-	logger.Info("Stopped controller", "controller", controllerName)
+	logger.Info("Stopped controller", "controller", llsd.Controller)
 	return nil
 }
 
@@ -413,3 +414,17 @@ func (c *Controller) deletedDuringSync(ctx context.Context, key cache.ObjectName
 	_, getErr := c.client.LlamastackV1alpha2().LlamaStackDistributions(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	return apierrors.IsNotFound(getErr)
 }
+
+// The names the controller's users read: its field manager, the label value that marks
+// its children, and the ConfigMap annotation that opens one to other namespaces.
+const (
+	// FieldManager is the server-side apply field manager of every write the controller
+	// makes.
+	FieldManager = llsd.FieldManager
+	// ManagedByValue marks every child (label app.kubernetes.io/managed-by); the child
+	// informers select on it.
+	ManagedByValue = llsd.ManagedByValue
+	// AllowedNamespacesAnnotation on a ConfigMap lists (comma-separated, or "*") the
+	// namespaces whose LlamaStackDistributions may use it from another namespace.
+	AllowedNamespacesAnnotation = llsd.AllowedNamespacesAnnotation
+)

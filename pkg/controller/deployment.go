@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Environment variables the controller sets on the server container.
@@ -26,7 +27,7 @@ const (
 )
 
 // userConfigPath is where the server finds the user's run configuration.
-const userConfigPath = userConfigMountPath + userConfigKey
+const userConfigPath = llsd.UserConfigMountPath + llsd.UserConfigKey
 
 // Probes of the server container, all an HTTP GET of /v1/health on the container port.
 //
@@ -155,19 +156,19 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            deploymentName(l),
+			Name:            llsd.DeploymentName(l),
 			Namespace:       l.Namespace,
-			Labels:          childLabels(l),
-			Annotations:     map[string]string{annotationDistribution: distributionLabel(l), annotationImage: in.image},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+			Labels:          llsd.ChildLabels(l),
+			Annotations:     map[string]string{llsd.AnnotationDistribution: llsd.DistributionLabel(l), llsd.AnnotationImage: in.image},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
+			Selector: &metav1.LabelSelector{MatchLabels: llsd.SelectorLabels(l)},
 			Strategy: strategy,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      selectorLabels(l),
+					Labels:      llsd.SelectorLabels(l),
 					Annotations: podAnnotations(in),
 				},
 				Spec: newPodSpec(l, in),
@@ -181,10 +182,10 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 func podAnnotations(in deploymentInputs) map[string]string {
 	annotations := map[string]string{}
 	if in.userConfigMap != "" {
-		annotations[annotationUserConfigHash] = in.userConfigHash
+		annotations[llsd.AnnotationUserConfigHash] = in.userConfigHash
 	}
 	if in.caBundleHash != "" {
-		annotations[annotationCABundleHash] = in.caBundleHash
+		annotations[llsd.AnnotationCABundleHash] = in.caBundleHash
 	}
 	if in.tls != nil {
 		annotations[annotationTLSHash] = in.tls.hash
@@ -197,7 +198,7 @@ func podAnnotations(in deploymentInputs) map[string]string {
 
 // newPodSpec is the spec of the server pods of l.
 func newPodSpec(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.PodSpec {
-	overrides := overrides(l)
+	overrides := llsd.Overrides(l)
 	podSpec := corev1.PodSpec{
 		Containers:                []corev1.Container{serverContainer(l, in)},
 		Volumes:                   podVolumes(l, in),
@@ -233,19 +234,19 @@ func storageMountPath(l *v1alpha2.LlamaStackDistribution) string {
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		return s.MountPath
 	}
-	return defaultMountPath
+	return llsd.DefaultMountPath
 }
 
 func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.Container {
-	cs := overrides(l)
-	p := port(l)
+	cs := llsd.Overrides(l)
+	p := llsd.Port(l)
 
 	ports := []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}}
 	if metricsOn(l, in.serverVersion) {
 		ports = append(ports, metricsContainerPort())
 	}
 	c := corev1.Container{
-		Name:            containerName(l),
+		Name:            llsd.ContainerName(l),
 		Image:           in.image,
 		Ports:           ports,
 		Env:             mergeEnv(controllerEnv(l, in), cs.Env),
@@ -333,7 +334,7 @@ func resolveResources(l *v1alpha2.LlamaStackDistribution) corev1.ResourceRequire
 	}
 	defaults := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(serverWorkers(l)), resource.DecimalSI),
-		corev1.ResourceMemory: resource.MustParse(defaultMemory),
+		corev1.ResourceMemory: resource.MustParse(llsd.DefaultMemory),
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if !quantityUnset(r.Requests, name) {
@@ -372,8 +373,8 @@ func podSecurityContext(o *v1alpha2.WorkloadOverrides, openShift bool) *corev1.P
 	}
 	sc := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(defaultUID),
-		FSGroup:        ptr.To(defaultUID),
+		RunAsUser:      ptr.To(llsd.DefaultUID),
+		FSGroup:        ptr.To(llsd.DefaultUID),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	if openShift {
@@ -402,18 +403,18 @@ func volumeMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []cor
 }
 
 func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.Volume {
-	storage := corev1.Volume{Name: volumeStorage}
+	storage := corev1.Volume{Name: llsd.VolumeStorage}
 	if l.Spec.Workload.Storage != nil {
-		storage.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(l)}
+		storage.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: llsd.PVCName(l)}
 	} else {
 		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
 	volumes := []corev1.Volume{storage}
 	if in.caBundleHash != "" {
 		volumes = append(volumes, corev1.Volume{
-			Name: volumeCABundle,
+			Name: llsd.VolumeCABundle,
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: caBundleConfigMapName(l)},
+				LocalObjectReference: corev1.LocalObjectReference{Name: llsd.CABundleConfigMapName(l)},
 				Items:                []corev1.KeyToPath{{Key: caBundleKey, Path: caBundleKey}},
 			}},
 		})
@@ -432,13 +433,13 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 	}
 	if in.userConfigMap != "" {
 		volumes = append(volumes, corev1.Volume{
-			Name: volumeUserConfig,
+			Name: llsd.VolumeUserConfig,
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: in.userConfigMap},
 			}},
 		})
 	}
-	for _, v := range overrides(l).Volumes {
+	for _, v := range llsd.Overrides(l).Volumes {
 		volumes = append(volumes, *v.DeepCopy())
 	}
 	return volumes
@@ -446,7 +447,7 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 
 // instanceSelector selects the pods of l's instance, for spreading and anti-affinity.
 func instanceSelector(l *v1alpha2.LlamaStackDistribution) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{labelInstance: l.Name}}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{llsd.LabelInstance: l.Name}}
 }
 
 // topologySpreadConstraints are the user's, or a soft spread over regions, zones and
@@ -517,7 +518,7 @@ func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *us
 // controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
 // when the object of that name is not the CR's.
 func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *appsv1.Deployment {
-	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
+	d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l))
 	if err != nil || !isControlledBy(d, l) {
 		return nil
 	}
@@ -546,7 +547,7 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
-	p := &deploymentPlan{o: ensureOptions[*appsv1.Deployment]{name: deploymentName(l)}}
+	p := &deploymentPlan{o: ensureOptions[*appsv1.Deployment]{name: llsd.DeploymentName(l)}}
 	// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
 	// choosing replicas without the running count would scale it down. The write
 	// reuses this lookup rather than reading again.
@@ -565,7 +566,7 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 		}
 	}
 	if l.Spec.Workload.Autoscaling == nil {
-		in.replicas = ptr.To(specReplicas(l))
+		in.replicas = ptr.To(llsd.SpecReplicas(l))
 	} else if !found {
 		in.replicas = ptr.To(hpaMinReplicas(l))
 	} else {

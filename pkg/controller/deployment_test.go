@@ -21,6 +21,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // testImage is starter's pinned image.
@@ -767,7 +768,7 @@ func TestStartupScriptExecsInEveryBranch(t *testing.T) {
 	for label, cmd := range branches {
 		assert.Truef(t, strings.HasPrefix(cmd, "exec "), "branch %s does not exec: %s", label, cmd)
 	}
-	assert.Contains(t, startupScript, fmt.Sprintf("${LLS_PORT:-%d}", defaultPort))
+	assert.Contains(t, startupScript, fmt.Sprintf("${LLS_PORT:-%d}", llsd.DefaultPort))
 	assert.Contains(t, serverVersionProbe, "importlib.metadata.version('llama_stack')")
 	assert.Contains(t, serverVersionProbe, "base_version")
 	// The probe sits inside a double-quoted sh string.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The user's variables (spec.workload.overrides.env, v1alpha1 containerSpec.env) follow
@@ -24,11 +25,11 @@ const envField = "spec.workload.overrides.env (v1alpha1 spec.server.containerSpe
 // the certificate the server serves TLS with. A user config of the user's own
 // (overrideConfig) may still be pointed elsewhere, as upstream allowed.
 func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *userError {
-	user := overrides(l).Env
+	user := llsd.Overrides(l).Env
 	if len(user) == 0 {
 		return nil
 	}
-	p := strconv.Itoa(int(port(l)))
+	p := strconv.Itoa(int(llsd.Port(l)))
 	generated := map[string]string{}
 	for _, e := range in.configEnv {
 		generated[e.Name] = e.Name

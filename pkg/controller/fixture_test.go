@@ -38,6 +38,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -201,7 +202,7 @@ func (f *fixture) refreshCaches() {
 		}
 		require.NoError(f.t, indexer.Replace(objs, ""))
 	}
-	managed := func(o metav1.Object) bool { return o.GetLabels()[labelManagedBy] == ManagedByValue }
+	managed := func(o metav1.Object) bool { return o.GetLabels()[llsd.LabelManagedBy] == ManagedByValue }
 	ctx, all, k := f.ctx, metav1.ListOptions{}, f.kubeclient
 	strip := TransformStripManagedFields
 	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions("").List(ctx, all)
@@ -237,11 +238,11 @@ func (f *fixture) refreshCaches() {
 	}, cms.DeepCopy(), err)
 	rs, err := k.AppsV1().ReplicaSets("").List(ctx, all)
 	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer().GetIndexer(), TransformReplicaSet, func(o metav1.Object) bool {
-		return o.GetLabels()[labelApp] == labelAppValue
+		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
 	}, rs, err)
 	pods, err := k.CoreV1().Pods("").List(ctx, all)
 	fill(f.podInformers.Core().V1().Pods().Informer().GetIndexer(), TransformPod, func(o metav1.Object) bool {
-		return o.GetLabels()[labelApp] == labelAppValue
+		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
 	}, pods, err)
 }
 
@@ -413,21 +414,21 @@ type ownedKind struct {
 
 var (
 	kindDeployment = ownedKind{"Deployment", "deployments", appsv1.SchemeGroupVersion.WithResource("deployments"),
-		deploymentName, func() runtime.Object { return &appsv1.Deployment{} }}
+		llsd.DeploymentName, func() runtime.Object { return &appsv1.Deployment{} }}
 	kindService = ownedKind{"Service", "services", corev1.SchemeGroupVersion.WithResource("services"),
-		serviceName, func() runtime.Object { return &corev1.Service{} }}
+		llsd.ServiceName, func() runtime.Object { return &corev1.Service{} }}
 	kindPVC = ownedKind{"PersistentVolumeClaim", "persistentvolumeclaims", corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"),
-		pvcName, func() runtime.Object { return &corev1.PersistentVolumeClaim{} }}
+		llsd.PVCName, func() runtime.Object { return &corev1.PersistentVolumeClaim{} }}
 	kindHPA = ownedKind{"HorizontalPodAutoscaler", "horizontalpodautoscalers", autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"),
-		hpaName, func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }}
+		llsd.HPAName, func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }}
 	kindPDB = ownedKind{"PodDisruptionBudget", "poddisruptionbudgets", policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
-		pdbName, func() runtime.Object { return &policyv1.PodDisruptionBudget{} }}
+		llsd.PDBName, func() runtime.Object { return &policyv1.PodDisruptionBudget{} }}
 	kindIngress = ownedKind{"Ingress", "ingresses", networkingv1.SchemeGroupVersion.WithResource("ingresses"),
-		ingressName, func() runtime.Object { return &networkingv1.Ingress{} }}
+		llsd.IngressName, func() runtime.Object { return &networkingv1.Ingress{} }}
 	kindNetworkPolicy = ownedKind{"NetworkPolicy", "networkpolicies", networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
-		networkPolicyName, func() runtime.Object { return &networkingv1.NetworkPolicy{} }}
+		llsd.NetworkPolicyName, func() runtime.Object { return &networkingv1.NetworkPolicy{} }}
 	kindConfigMapCopy = ownedKind{"ConfigMap", "configmaps", corev1.SchemeGroupVersion.WithResource("configmaps"),
-		userConfigCopyName, func() runtime.Object { return &corev1.ConfigMap{} }}
+		llsd.UserConfigCopyName, func() runtime.Object { return &corev1.ConfigMap{} }}
 
 	allOwnedKinds = []ownedKind{kindDeployment, kindService, kindPVC, kindHPA, kindPDB, kindIngress, kindNetworkPolicy, kindConfigMapCopy}
 )
@@ -655,7 +656,7 @@ func foreignObject(k ownedKind, name string, labelled bool) runtime.Object {
 // serverContainerOf returns the server container of a Deployment that may carry sidecars.
 func serverContainerOf(t testing.TB, d *appsv1.Deployment) corev1.Container {
 	t.Helper()
-	i := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == defaultContainerName })
+	i := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == llsd.DefaultContainerName })
 	require.GreaterOrEqual(t, i, 0, "no server container")
 	return d.Spec.Template.Spec.Containers[i]
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
@@ -63,7 +64,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	if uc := spec.Server.UserConfig; uc != nil {
 		source := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(h), Name: uc.ConfigMapName},
-			Data:       map[string]string{userConfigKey: configData},
+			Data:       map[string]string{llsd.UserConfigKey: configData},
 		}
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
@@ -73,7 +74,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
-			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[annotationSourceHash]
+			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[llsd.AnnotationSourceHash]
 		default:
 			in.userConfigMap, in.userConfigHash = source.Name, configMapHash(source)
 		}
@@ -530,7 +531,7 @@ func exampleSeeds(t *testing.T) map[string]map[string][]any {
 			case obj.Kind == "ConfigMap" && obj.Metadata.Name == OperatorConfigMapName:
 				out["FuzzOperatorConfig"][name] = []any{obj.Data[keyFeatureFlags], obj.Data[keyImageOverrides]}
 			case obj.Kind == "ConfigMap":
-				if c, ok := obj.Data[userConfigKey]; ok {
+				if c, ok := obj.Data[llsd.UserConfigKey]; ok {
 					config = c
 				}
 			}

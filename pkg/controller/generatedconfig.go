@@ -16,6 +16,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Generated config (v1alpha2): a CR that sets providers, resources, storage, disabled
@@ -54,7 +55,7 @@ const reasonSecretInSettings = "SecretInSettings"
 // told where its certificate is, which only a config tells every version).
 // overrideConfig (v1alpha1 userConfig) is the user's whole file.
 func generatesConfig(l *v1alpha2.LlamaStackDistribution) bool {
-	return generatesForFields(l) || (tlsEnabled(l) && l.Spec.OverrideConfig == nil)
+	return generatesForFields(l) || (llsd.TLSEnabled(l) && l.Spec.OverrideConfig == nil)
 }
 
 // generatesForFields tells whether the CR sets a field that only generation reads.
@@ -133,7 +134,7 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 	if bc := l.Spec.BaseConfig; bc != nil {
 		key := string(bc.Key)
 		if key == "" {
-			key = userConfigKey
+			key = llsd.UserConfigKey
 		}
 		content, problem, err := c.readBaseConfig(ctx, l, bc.ConfigMapName, key)
 		if err != nil || problem != nil {
@@ -143,7 +144,7 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 		base, source, baseField = content, "baseConfig:"+bc.ConfigMapName+"/"+key, "spec.baseConfig"
 	}
 	in := configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: version, Base: base, BaseField: baseField}
-	if tlsEnabled(l) {
+	if llsd.TLSEnabled(l) {
 		in.TLS = &serverTLSFiles
 	}
 	out, err := configgen.Generate(in)
@@ -217,13 +218,13 @@ func (b *baseConfigMemos) live(ctx context.Context, cms typedcorev1.ConfigMapsGe
 
 // newGeneratedConfigMap is the immutable ConfigMap holding the generated config.yaml.
 func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *generation) *corev1.ConfigMap {
-	meta := childObjectMeta(l, g.configMapName(l))
-	meta.Labels[labelComponent] = generatedConfigComponent
+	meta := llsd.ChildObjectMeta(l, g.configMapName(l))
+	meta.Labels[llsd.LabelComponent] = generatedConfigComponent
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta,
 		Immutable:  func() *bool { t := true; return &t }(),
-		Data:       map[string]string{userConfigKey: string(g.out.Config)},
+		Data:       map[string]string{llsd.UserConfigKey: string(g.out.Config)},
 	}
 }
 

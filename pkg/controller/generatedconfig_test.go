@@ -19,6 +19,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
@@ -46,7 +47,7 @@ func expectedGeneration(t *testing.T, l *v1alpha2.LlamaStackDistribution) *confi
 
 func mountedConfig(d *appsv1.Deployment) string {
 	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.Name == volumeUserConfig && v.ConfigMap != nil {
+		if v.Name == llsd.VolumeUserConfig && v.ConfigMap != nil {
 			return v.ConfigMap.Name
 		}
 	}
@@ -68,8 +69,8 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	assert.Equal(t, string(want.Config), cm.Data["config.yaml"])
 	assert.True(t, ptr.Deref(cm.Immutable, false), "immutable")
 	assert.True(t, isControlledBy(cm, l), "owned by the CR")
-	assert.Equal(t, generatedConfigComponent, cm.Labels[labelComponent])
-	assert.Equal(t, ManagedByValue, cm.Labels[labelManagedBy])
+	assert.Equal(t, generatedConfigComponent, cm.Labels[llsd.LabelComponent])
+	assert.Equal(t, ManagedByValue, cm.Labels[llsd.LabelManagedBy])
 	var parsed map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &parsed))
 	assert.Contains(t, cm.Data["config.yaml"], "${env.LLSD_VLLM_API_KEY}", "the key is a variable in the file")
@@ -89,11 +90,11 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	assert.Equal(t, userConfigPath, env[envRunConfigPath])
 	assert.Equal(t, userConfigPath, env[envOGXConfig])
 	assert.Equal(t, "8321", env[envOGXPort])
-	assert.Equal(t, defaultMountPath, env[envOGXConfigDir])
-	assert.Equal(t, defaultMountPath+"/distributions/starter", env[envSQLiteDir])
+	assert.Equal(t, llsd.DefaultMountPath, env[envOGXConfigDir])
+	assert.Equal(t, llsd.DefaultMountPath+"/distributions/starter", env[envSQLiteDir])
 	assert.NotContains(t, env, envLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
 	assert.Contains(t, cm.Data["config.yaml"], "insecure: true", "told explicitly that it runs without TLS")
-	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true})
+	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true})
 	require.Len(t, want.Env, 1)
 	i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == want.Env[0].Name })
 	require.GreaterOrEqual(t, i, 0, "the API key variable is set")
@@ -169,7 +170,7 @@ func TestGeneratedConfigOldConfigMapDeletedOnlyWhenUnused(t *testing.T) {
 	d := f.deployment("app")
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-1", Namespace: testNamespace, UID: "rs-1",
-			Labels:          selectorLabels(f.llsd("app")),
+			Labels:          llsd.SelectorLabels(f.llsd("app")),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
 		Spec: appsv1.ReplicaSetSpec{Template: *d.Spec.Template.DeepCopy()},
 	}
@@ -290,7 +291,7 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 	assert.LessOrEqual(t, len(name), 253)
 	assert.True(t, isGeneratedConfigMapName(l, name))
 	assert.False(t, isGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
-	assert.False(t, isGeneratedConfigMapName(l, userConfigCopyName(l)))
+	assert.False(t, isGeneratedConfigMapName(l, llsd.UserConfigCopyName(l)))
 }
 
 // A CR that ran the built-in image starts generating: it ran the pinned image already

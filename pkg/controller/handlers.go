@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // enqueue adds a CR to the queue.
@@ -102,7 +103,7 @@ func (c *Controller) handleOwnedDelete(obj any) { c.enqueueOwner(obj, false) }
 // enqueueOwner enqueues the CR named by obj's controller reference; with sameUID only
 // when it is that very CR, not a new one that merely reuses the name.
 func (c *Controller) enqueueOwner(obj any, sameUID bool) {
-	o, ref := controllerOf(obj, controllerKind.Kind)
+	o, ref := controllerOf(obj, llsd.ControllerKind.Kind)
 	if ref == nil {
 		return
 	}
@@ -178,7 +179,7 @@ func (c *Controller) replicaSetHandler() cache.ResourceEventHandler {
 			return
 		}
 		// A deleted Deployment (the ReplicaSet's deletion follows it) is no longer cached.
-		if d, err := c.deployments.cached(l.Namespace, deploymentName(l)); err == nil && !isControlledBy(d, l) {
+		if d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l)); err == nil && !isControlledBy(d, l) {
 			return
 		}
 		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})
@@ -261,7 +262,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 		return p
 	}
 	enqueue := func(p *corev1.Pod) {
-		name := p.Labels[labelInstance]
+		name := p.Labels[llsd.LabelInstance]
 		if name == "" {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // newHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
@@ -25,17 +26,17 @@ func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAuto
 		metrics = append(metrics, utilizationMetric(corev1.ResourceMemory, *a.TargetMemoryUtilizationPercentage))
 	}
 	if len(metrics) == 0 {
-		metrics = append(metrics, utilizationMetric(corev1.ResourceCPU, defaultCPUTarget))
+		metrics = append(metrics, utilizationMetric(corev1.ResourceCPU, llsd.DefaultCPUTarget))
 	}
 
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: autoscalingv2.SchemeGroupVersion.String(), Kind: "HorizontalPodAutoscaler"},
-		ObjectMeta: childObjectMeta(l, hpaName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.HPAName(l)),
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
 				APIVersion: "apps/v1",
 				Kind:       "Deployment",
-				Name:       deploymentName(l),
+				Name:       llsd.DeploymentName(l),
 			},
 			MinReplicas: ptr.To(hpaMinReplicas(l)),
 			MaxReplicas: a.MaxReplicas,
@@ -48,7 +49,7 @@ func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAuto
 // autoscaling.minReplicas, lowered to autoscaling.maxReplicas if it is above it, so that the
 // HPA is always valid.
 func hpaMinReplicas(l *v1alpha2.LlamaStackDistribution) int32 {
-	m := max(1, specReplicas(l))
+	m := max(1, llsd.SpecReplicas(l))
 	a := l.Spec.Workload.Autoscaling
 	if a == nil {
 		return m

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // hpaManager is the field manager of the HPA's writes to a Deployment's replicas.
@@ -123,14 +124,14 @@ func TestHPACountKeptOnACacheMiss(t *testing.T) {
 	f.converge("app")
 	f.scaleAsHPA("app", 4)
 	f.converge("app")
-	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, labelManagedBy) })
+	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, llsd.LabelManagedBy) })
 	_, err := f.c.deployments.cached(testNamespace, "app")
 	require.Error(t, err, "the Deployment left the filtered cache")
 
 	actions := f.sync("app")
 	assert.Equal(t, int32(4), f.replicas("app"), "replicas went from the HPA's 4 down")
 	assert.Equal(t, []string{"patch deployments app"}, writesTo(actions, "deployments", "app"), "the label is put back")
-	assert.Equal(t, ManagedByValue, f.deployment("app").Labels[labelManagedBy])
+	assert.Equal(t, ManagedByValue, f.deployment("app").Labels[llsd.LabelManagedBy])
 	f.converge("app")
 	assert.Equal(t, int32(4), f.replicas("app"))
 }

@@ -11,6 +11,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // httpRouteResource is the Gateway API resource of the HTTPRoute child.
@@ -18,7 +19,7 @@ var httpRouteResource = gatewayv1.SchemeGroupVersion.WithResource("httproutes")
 
 // wantsHTTPRoute tells whether the server is exposed through a Gateway API HTTPRoute.
 func wantsHTTPRoute(l *v1alpha2.LlamaStackDistribution) bool {
-	e := networking(l).Expose
+	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && e.Type == v1alpha2.ExposeHTTPRoute && e.HTTPRoute != nil
 }
 
@@ -34,10 +35,10 @@ func httpRoutePath(e *v1alpha2.ExposeSpec) string {
 // networking.expose.httpRoute: one rule, the path prefix to the Service's port, for
 // hostname when one is set. Group, kind and weight are left to the API's defaults.
 func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
-	e := networking(l).Expose
+	e := llsd.Networking(l).Expose
 	route := &gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.SchemeGroupVersion.String(), Kind: "HTTPRoute"},
-		ObjectMeta: childObjectMeta(l, httpRouteName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.HTTPRouteName(l)),
 		Spec: gatewayv1.HTTPRouteSpec{
 			Rules: []gatewayv1.HTTPRouteRule{{
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
@@ -46,8 +47,8 @@ func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 				}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
 					BackendObjectReference: gatewayv1.BackendObjectReference{
-						Name: gatewayv1.ObjectName(serviceName(l)),
-						Port: ptr.To(gatewayv1.PortNumber(port(l))),
+						Name: gatewayv1.ObjectName(llsd.ServiceName(l)),
+						Port: ptr.To(gatewayv1.PortNumber(llsd.Port(l))),
 					},
 				}}},
 			}},
@@ -77,7 +78,7 @@ func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 // or before; the scheme and port are those of the listener it attaches to (at), plain
 // HTTP on the default port when the Gateway is not known.
 func httpRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute, at routeEndpoint) string {
-	e := networking(l).Expose
+	e := llsd.Networking(l).Expose
 	if route == nil || e.Hostname == "" || strings.HasPrefix(e.Hostname, "*") {
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // exposedThrough returns a CR modifier exposing the server through an HTTPRoute
@@ -69,7 +70,7 @@ func TestNewHTTPRoute(t *testing.T) {
 			route := newHTTPRoute(tc.l)
 			assert.Equal(t, "app-route", route.Name)
 			assert.Equal(t, testNamespace, route.Namespace)
-			assert.Equal(t, childLabels(tc.l), route.Labels)
+			assert.Equal(t, llsd.ChildLabels(tc.l), route.Labels)
 			assert.True(t, isControlledBy(route, tc.l))
 			assert.Equal(t, tc.want, route.Spec)
 			assert.Equal(t, tc.ann, route.Annotations)
@@ -255,7 +256,7 @@ func TestHTTPRouteLifecycle(t *testing.T) {
 func TestHTTPRouteOfSomeoneElse(t *testing.T) {
 	f := newFixture(t, newLLSD("app", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"})))
 	theirs := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "app-route", Namespace: testNamespace,
-		Labels: map[string]string{labelManagedBy: ManagedByValue}}}
+		Labels: map[string]string{llsd.LabelManagedBy: ManagedByValue}}}
 	_, err := f.gatewayclient.GatewayV1().HTTPRoutes(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.serveHTTPRoutes()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The controller reads v1alpha2. A CR written in v1alpha1 (newLLSDv1) reaches it
@@ -65,7 +66,7 @@ func TestV1alpha2OverrideConfigIsTheUserConfig(t *testing.T) {
 		l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: "run"}
 	}))
 	assert.Equal(t, want, got)
-	assert.Contains(t, got["Deployment"], annotationUserConfigHash, "the ConfigMap is mounted")
+	assert.Contains(t, got["Deployment"], llsd.AnnotationUserConfigHash, "the ConfigMap is mounted")
 }
 
 func TestV1alpha2StatusIsWrittenInV1alpha2(t *testing.T) {

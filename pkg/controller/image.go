@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // serverImage is the image a CR's server runs, chosen once per sync (chooseImage) and
@@ -127,18 +128,18 @@ func baseConfigRequired(field, message string) *userError {
 // llamastack.io/image annotation, else the server container's image), so that a hand
 // edit of either (which takes the field from the controller) is repaired, not adopted.
 func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
-	d, err := c.deployments.cached(l.Namespace, deploymentName(l))
-	if err != nil || !isControlledBy(d, l) || d.Annotations[annotationDistribution] != l.Spec.Distribution.Name {
+	d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l))
+	if err != nil || !isControlledBy(d, l) || d.Annotations[llsd.AnnotationDistribution] != l.Spec.Distribution.Name {
 		return ""
 	}
 	owned, ok := appliedFields(d, FieldManager)
 	if !ok {
 		return ""
 	}
-	if image := d.Annotations[annotationImage]; image != "" && owned.Has(fieldpath.MakePathOrDie("metadata", "annotations", annotationImage)) {
+	if image := d.Annotations[llsd.AnnotationImage]; image != "" && owned.Has(fieldpath.MakePathOrDie("metadata", "annotations", llsd.AnnotationImage)) {
 		return image
 	}
-	name := containerName(l)
+	name := llsd.ContainerName(l)
 	for _, ctr := range d.Spec.Template.Spec.Containers {
 		if ctr.Name == name && ctr.Image != "" &&
 			owned.Has(fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", name), "image")) {

@@ -15,6 +15,7 @@ import (
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // What the informers keep and how they are looked up: the selectors and transforms
@@ -53,7 +54,7 @@ func indexByControllerUID(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == controllerKind.Kind {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == llsd.ControllerKind.Kind {
 		return []string{string(ref.UID)}, nil
 	}
 	return nil, nil
@@ -62,13 +63,13 @@ func indexByControllerUID(obj any) ([]string, error) {
 // ManagedSelector selects the children of every CR: the child informers list and watch
 // only these.
 func ManagedSelector() string {
-	return labels.SelectorFromSet(labels.Set{labelManagedBy: ManagedByValue}).String()
+	return labels.SelectorFromSet(labels.Set{llsd.LabelManagedBy: ManagedByValue}).String()
 }
 
 // ReplicaSetSelector selects the ReplicaSets of server Deployments: their pod template
 // carries the selector labels, of which app=llama-stack is common to every CR.
 func ReplicaSetSelector() string {
-	return labels.SelectorFromSet(labels.Set{labelApp: labelAppValue}).String()
+	return labels.SelectorFromSet(labels.Set{llsd.LabelApp: llsd.LabelAppValue}).String()
 }
 
 // TransformReplicaSet is the informer transform of the ReplicaSet cache: it keeps of a
@@ -88,8 +89,8 @@ func TransformReplicaSet(obj any) (any, error) {
 	if rev, ok := rs.Annotations[revisionAnnotation]; ok {
 		out.Annotations = map[string]string{revisionAnnotation: rev}
 	}
-	if h, ok := rs.Spec.Template.Annotations[annotationUserConfigHash]; ok {
-		out.Spec.Template.Annotations = map[string]string{annotationUserConfigHash: h}
+	if h, ok := rs.Spec.Template.Annotations[llsd.AnnotationUserConfigHash]; ok {
+		out.Spec.Template.Annotations = map[string]string{llsd.AnnotationUserConfigHash: h}
 	}
 	for _, v := range rs.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil || v.Projected != nil {
@@ -119,8 +120,8 @@ func TransformPod(obj any) (any, error) {
 		Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion,
 		CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
 	}}
-	if v, ok := p.Labels[labelInstance]; ok {
-		out.Labels = map[string]string{labelInstance: v}
+	if v, ok := p.Labels[llsd.LabelInstance]; ok {
+		out.Labels = map[string]string{llsd.LabelInstance: v}
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
@@ -188,7 +189,7 @@ func indexByConfigMap(obj any) ([]string, error) {
 	if bc := l.Spec.BaseConfig; bc != nil {
 		keys = append(keys, l.Namespace+"/"+bc.ConfigMapName)
 	}
-	if tls := networking(l).TLS; tls != nil && tls.CABundle != nil {
+	if tls := llsd.Networking(l).TLS; tls != nil && tls.CABundle != nil {
 		ns := tls.CABundle.ConfigMapNamespace
 		if ns == "" {
 			ns = l.Namespace

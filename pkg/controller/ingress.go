@@ -9,12 +9,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // wantsIngress tells whether the server is exposed outside the cluster through an
 // Ingress (the default type).
 func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
-	e := networking(l).Expose
+	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && (e.Type == "" || e.Type == v1alpha2.ExposeIngress)
 }
 
@@ -24,7 +25,7 @@ func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
 func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
-		ObjectMeta: childObjectMeta(l, ingressName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.IngressName(l)),
 		Spec: networkingv1.IngressSpec{
 			Rules: []networkingv1.IngressRule{{
 				IngressRuleValue: networkingv1.IngressRuleValue{
@@ -34,8 +35,8 @@ func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 							PathType: ptr.To(networkingv1.PathTypePrefix),
 							Backend: networkingv1.IngressBackend{
 								Service: &networkingv1.IngressServiceBackend{
-									Name: serviceName(l),
-									Port: networkingv1.ServiceBackendPort{Number: port(l)},
+									Name: llsd.ServiceName(l),
+									Port: networkingv1.ServiceBackendPort{Number: llsd.Port(l)},
 								},
 							},
 						}},
@@ -44,7 +45,7 @@ func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 			}},
 		},
 	}
-	opts := networking(l).Expose
+	opts := llsd.Networking(l).Expose
 	if opts == nil {
 		return ing
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Tests of what the Deployment depends on: it never mounts an input that is not the
@@ -162,7 +163,7 @@ func TestUpstreamPVCIsInSync(t *testing.T) {
 	l := newLLSDv1("app", withStorage("10Gi"))
 	f := newFixture(t, l)
 	upstream := coreac.PersistentVolumeClaim("app-pvc", testNamespace).
-		WithLabels(childLabels(hub(l))).
+		WithLabels(llsd.ChildLabels(hub(l))).
 		WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
 			WithKind("LlamaStackDistribution").WithName("app").WithUID(l.UID).WithController(true).WithBlockOwnerDeletion(true)).
 		WithSpec(coreac.PersistentVolumeClaimSpec().

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // A config its user wrote (overrideConfig, v1alpha1 userConfig) is checked before it
@@ -92,6 +93,6 @@ func (uc *userConfig) sourceName(l *v1alpha2.LlamaStackDistribution) (ns, name s
 // false when the ConfigMap or its key is gone.
 func (c *Controller) readUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) ([]byte, bool, error) {
 	ns, name := uc.sourceName(l)
-	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, userConfigKey, uc.hash)
+	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, llsd.UserConfigKey, uc.hash)
 	return content, found, err
 }

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // listening is what the server pods answer on: the children in front of them (the
@@ -23,7 +24,7 @@ type listening struct {
 // askedListening is what the pods the CR asks for answer on, at the server version
 // ("" when not known).
 func askedListening(l *v1alpha2.LlamaStackDistribution, serverVersion string) listening {
-	return listening{port: port(l), https: tlsEnabled(l), metrics: metricsOn(l, serverVersion)}
+	return listening{port: llsd.Port(l), https: llsd.TLSEnabled(l), metrics: metricsOn(l, serverVersion)}
 }
 
 // servingOf reads what the pods of t answer on from its server container (named
@@ -55,7 +56,7 @@ func listeningOf(t *corev1.PodTemplateSpec, container string) (s listening, ok b
 // applied, answer on; what the CR asks for when d is nil or not read.
 func listeningFrom(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, serverVersion string) listening {
 	if d != nil {
-		if s, ok := listeningOf(&d.Spec.Template, containerName(l)); ok {
+		if s, ok := listeningOf(&d.Spec.Template, llsd.ContainerName(l)); ok {
 			return s
 		}
 	}

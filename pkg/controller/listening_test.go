@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // What the pods listen on is read back from the templates the controller makes.
@@ -30,11 +31,11 @@ func TestListeningOf(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("app", tc.mods...)
 			in := deploymentInputs{image: testImage, serverVersion: tc.version}
-			if tlsEnabled(l) {
+			if llsd.TLSEnabled(l) {
 				in.tls = &serverTLS{hash: "h"}
 			}
 			d := newDeployment(l, in)
-			got, ok := listeningOf(&d.Spec.Template, containerName(l))
+			got, ok := listeningOf(&d.Spec.Template, llsd.ContainerName(l))
 			require.True(t, ok)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, askedListening(l, tc.version), got, "what the CR asks for")

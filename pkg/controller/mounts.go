@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // serverMount is a volume mount of the server container and where it comes from.
@@ -37,20 +38,20 @@ func (m serverMount) String() string {
 // serverMounts are the server container's volume mounts in order: the controller's
 // (storage, user config, CA bundle), then the user's.
 func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []serverMount {
-	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: volumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
+	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: llsd.VolumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		storage.field, storage.field1 = "spec.workload.storage.mountPath", "spec.server.storage.mountPath"
 	}
 	mounts := []serverMount{storage}
 	if in.userConfigMap != "" {
 		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: volumeUserConfig, MountPath: userConfigMountPath, ReadOnly: true},
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true},
 			what:        "the user config volume",
 		})
 	}
 	if in.caBundleHash != "" {
 		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: volumeCABundle, MountPath: caBundleMountPath, ReadOnly: true},
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeCABundle, MountPath: caBundleMountPath, ReadOnly: true},
 			what:        "the CA bundle volume",
 		})
 	}
@@ -61,7 +62,7 @@ func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []ser
 			field:       "spec.networking.tls.secretName",
 		})
 	}
-	for i, m := range overrides(l).VolumeMounts {
+	for i, m := range llsd.Overrides(l).VolumeMounts {
 		mounts = append(mounts, serverMount{
 			VolumeMount: *m.DeepCopy(),
 			field:       fmt.Sprintf("spec.workload.overrides.volumeMounts[%d]", i),

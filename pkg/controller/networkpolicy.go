@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 const (
@@ -31,9 +32,9 @@ const (
 func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string, s listening) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
-		ObjectMeta: childObjectMeta(l, networkPolicyName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.NetworkPolicyName(l)),
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(l)},
+			PodSelector: metav1.LabelSelector{MatchLabels: llsd.SelectorLabels(l)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{
@@ -77,7 +78,7 @@ func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace st
 	if everyNamespace {
 		return peers
 	}
-	if net := networking(l); net.Expose != nil || net.AllowedFrom != nil {
+	if net := llsd.Networking(l); net.Expose != nil || net.AllowedFrom != nil {
 		peers = append(peers, networkingv1.NetworkPolicyPeer{
 			NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{labelPolicyGroup: policyGroupIngress},
@@ -92,7 +93,7 @@ func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace st
 // alone (everyNamespace).
 func sourcePeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) (peers []networkingv1.NetworkPolicyPeer, everyNamespace bool) {
 	var allowed v1alpha2.AllowedFromSpec
-	if net := networking(l); net.AllowedFrom != nil {
+	if net := llsd.Networking(l); net.AllowedFrom != nil {
 		allowed = *net.AllowedFrom
 	}
 	for _, ns := range allowed.Namespaces {

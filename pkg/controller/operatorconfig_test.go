@@ -15,6 +15,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 const (
@@ -448,7 +449,7 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{"image-overrides": "starter: " + overrideImage + "\n"}))
 			f.converge("app")
-			require.Equal(t, overrideImage, f.deployment("app").Annotations[annotationImage])
+			require.Equal(t, overrideImage, f.deployment("app").Annotations[llsd.AnnotationImage])
 			if cm == nil {
 				require.NoError(t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
 				f.refreshCaches()
@@ -463,7 +464,7 @@ func TestKeptImageIsTheControllersChoice(t *testing.T) {
 
 			// A hand edit of the annotation itself is not adopted either.
 			f.updateDeployment("app", "kubectl-annotate", func(d *appsv1.Deployment) {
-				d.Annotations[annotationImage] = "example.com/hand-annotated:1"
+				d.Annotations[llsd.AnnotationImage] = "example.com/hand-annotated:1"
 			})
 			f.converge("app")
 			assert.NotEqual(t, "example.com/hand-annotated:1", f.image("app"))
@@ -545,7 +546,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 				require.Equal(t, latest, f.image("app"))
 				if !annotated {
 					// Releases before the annotation recorded the image in the pod template alone.
-					f.updateDeployment("app", "an-earlier-release", func(d *appsv1.Deployment) { delete(d.Annotations, annotationImage) })
+					f.updateDeployment("app", "an-earlier-release", func(d *appsv1.Deployment) { delete(d.Annotations, llsd.AnnotationImage) })
 				}
 				if tc.configMap == nil {
 					require.NoError(t, f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Delete(f.ctx, OperatorConfigMapName, metav1.DeleteOptions{}))
@@ -568,7 +569,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 					}
 					assert.Equal(t, want, writes, "one write of the Deployment")
 				}
-				assert.Equal(t, tc.want, d.Annotations[annotationImage])
+				assert.Equal(t, tc.want, d.Annotations[llsd.AnnotationImage])
 				f.converge("app")
 				assert.Empty(t, describe(f.sync("app")), "once")
 				f.restartController()

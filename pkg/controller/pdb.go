@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // defaultMaxUnavailable is the PDB budget when the user sets none, as upstream.
@@ -15,14 +16,14 @@ const defaultMaxUnavailable = int32(1)
 // wantsPDB tells whether the server pods get a PodDisruptionBudget: when the user asks for
 // one, or when there is more than one replica.
 func wantsPDB(l *v1alpha2.LlamaStackDistribution) bool {
-	return l.Spec.Workload.PodDisruptionBudget != nil || specReplicas(l) > 1
+	return l.Spec.Workload.PodDisruptionBudget != nil || llsd.SpecReplicas(l) > 1
 }
 
 // newPDB builds the PodDisruptionBudget of the server pods. The user's minAvailable and
 // maxUnavailable are copied as given; with neither, at most one pod may be disrupted.
 func newPDB(l *v1alpha2.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
 	spec := policyv1.PodDisruptionBudgetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(l)},
+		Selector: &metav1.LabelSelector{MatchLabels: llsd.SelectorLabels(l)},
 	}
 	if u := l.Spec.Workload.PodDisruptionBudget; u != nil {
 		spec.MinAvailable = copyIntOrString(u.MinAvailable)
@@ -34,7 +35,7 @@ func newPDB(l *v1alpha2.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
 
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
-		ObjectMeta: childObjectMeta(l, pdbName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.PDBName(l)),
 		Spec:       spec,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
@@ -226,7 +227,7 @@ func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *apps
 		return nil
 	}
 	owned, current := c.deploymentReplicaSets(l, dep)
-	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{labelInstance: l.Name}))
+	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
 	if err != nil {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
@@ -160,7 +161,7 @@ func TestTransformPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "app-5d8c-x2x", Namespace: testNamespace, UID: "pod-uid", ResourceVersion: "42",
 			CreationTimestamp: created, DeletionTimestamp: &deleted, GenerateName: "app-5d8c-",
-			Labels:      map[string]string{labelApp: labelAppValue, labelInstance: "app", "pod-template-hash": "5d8c"},
+			Labels:      map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: "app", "pod-template-hash": "5d8c"},
 			Annotations: map[string]string{"configmap.hash/user-config": "abc"},
 			OwnerReferences: []metav1.OwnerReference{
 				{APIVersion: "v1", Kind: "Node", Name: "other", UID: "n"},
@@ -187,7 +188,7 @@ func TestTransformPod(t *testing.T) {
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "app-5d8c-x2x", Namespace: testNamespace, ResourceVersion: "42", CreationTimestamp: created, DeletionTimestamp: &deleted,
-			Labels:          map[string]string{labelInstance: "app"},
+			Labels:          map[string]string{llsd.LabelInstance: "app"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8c", UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Status: corev1.PodStatus{
@@ -249,7 +250,7 @@ func (f *podFixture) replicaSet(name, revision string, owner types.UID) {
 	f.t.Helper()
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: testNamespace, UID: types.UID(name + "-uid"),
-		Labels:      map[string]string{labelApp: labelAppValue, labelInstance: "app"},
+		Labels:      map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: "app"},
 		Annotations: map[string]string{revisionAnnotation: revision},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", UID: owner,
 			Controller: ptr.To(true)}},
@@ -265,7 +266,7 @@ func (f *podFixture) pod(name, rs string, age time.Duration, mods ...func(*corev
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace,
 			CreationTimestamp: metav1.NewTime(time.Now().Add(-age).Truncate(time.Second)),
-			Labels:            map[string]string{labelApp: labelAppValue, labelInstance: "app"},
+			Labels:            map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: "app"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID(rs + "-uid"),
 				Controller: ptr.To(true)}},
 		},
@@ -464,7 +465,7 @@ func TestPodHandler(t *testing.T) {
 	f.queued()
 	mk := func(name, instance string, mods ...func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, ResourceVersion: "1",
-			Labels: map[string]string{labelApp: labelAppValue, labelInstance: instance}}}
+			Labels: map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: instance}}}
 		for _, m := range mods {
 			m(p)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The problem and error types: user errors (reported in conditions and Events, not
@@ -38,7 +39,7 @@ func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha2.LlamaStackDist
 	ref := metav1.GetControllerOfNoCopy(obj)
 	return &notOwnedError{
 		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
-		orphaned: ref != nil && ref.Kind == controllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
+		orphaned: ref != nil && ref.Kind == llsd.ControllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // newPVC builds the claim holding the server's data: storage.size or 10Gi, the storage
@@ -22,7 +23,7 @@ import (
 func newPVC(l *v1alpha2.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "PersistentVolumeClaim"},
-		ObjectMeta: childObjectMeta(l, pvcName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.PVCName(l)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: storageAccessModes(l),
 			Resources: corev1.VolumeResourceRequirements{
@@ -54,7 +55,7 @@ func sharedReadWriteOnce(l *v1alpha2.LlamaStackDistribution, pvc *corev1.Persist
 	}
 	single := slices.Contains(modes, corev1.ReadWriteOnce) || slices.Contains(modes, corev1.ReadWriteOncePod)
 	return single && !slices.Contains(modes, corev1.ReadWriteMany) &&
-		(specReplicas(l) > 1 || l.Spec.Workload.Autoscaling != nil)
+		(llsd.SpecReplicas(l) > 1 || l.Spec.Workload.Autoscaling != nil)
 }
 
 // storageSync is the StorageInSync condition found by ensurePVC.
@@ -73,7 +74,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 	state := ok
 	refused, existed := false, false
 	pvc, err := c.pvcs.ensureWith(ctx, l, ensureOptions[*corev1.PersistentVolumeClaim]{
-		name: pvcName(l),
+		name: llsd.PVCName(l),
 		build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
 			desired := newPVC(l)
 			if !found {
@@ -111,7 +112,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 		}
 		want := storageSize(l)
 		return pvc, storageSync{reason: v1alpha2.ReasonResizeRefused, message: fmt.Sprintf(
-			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", pvcName(l), want.String(), hint, why)}, nil
+			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", llsd.PVCName(l), want.String(), hint, why)}, nil
 	}
 	if err != nil {
 		return pvc, ok, err
@@ -182,5 +183,5 @@ func storageSize(l *v1alpha2.LlamaStackDistribution) resource.Quantity {
 	if s := l.Spec.Workload.Storage; s != nil && s.Size != nil {
 		return s.Size.DeepCopy()
 	}
-	return resource.MustParse(defaultStorageSize)
+	return resource.MustParse(llsd.DefaultStorageSize)
 }

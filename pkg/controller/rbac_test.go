@@ -37,6 +37,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 )
 
@@ -177,7 +178,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	statusUpdatesOnlyStatus(client)
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
-		configMap("shared", "run", map[string]string{userConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
+		configMap("shared", "run", map[string]string{llsd.UserConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
 	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute and a

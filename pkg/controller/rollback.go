@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Automatic rollback (spec.workload.rollback). The inputs of a rollout are the pod
@@ -76,7 +77,7 @@ func rollbackEnabled(l *v1alpha2.LlamaStackDistribution) bool {
 // they are not what the user asked for.
 var rotating = []struct{ annotation, volume string }{
 	{annotationTLSHash, volumeServerTLS},
-	{annotationCABundleHash, volumeCABundle},
+	{llsd.AnnotationCABundleHash, llsd.VolumeCABundle},
 }
 
 // inputsHash is the hash of a pod template the controller makes, without the content
@@ -191,7 +192,7 @@ func (c *Controller) failedRollout(l *v1alpha2.LlamaStackDistribution, dep *apps
 	if current == nil || dep.Status.ObservedGeneration < dep.Generation || c.pods == nil {
 		return nil
 	}
-	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{labelInstance: l.Name}))
+	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
 	if err != nil {
 		return nil
 	}
@@ -247,8 +248,8 @@ func sortOldestFirst(pods []*corev1.Pod) {
 // hash of its content the template carries.
 func configVolume(t *corev1.PodTemplateSpec) (name, hash string) {
 	for _, v := range t.Spec.Volumes {
-		if v.Name == volumeUserConfig && v.ConfigMap != nil {
-			return v.ConfigMap.Name, t.Annotations[annotationUserConfigHash]
+		if v.Name == llsd.VolumeUserConfig && v.ConfigMap != nil {
+			return v.ConfigMap.Name, t.Annotations[llsd.AnnotationUserConfigHash]
 		}
 	}
 	return "", ""

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // rollbackFixture plays the Deployment controller and the kubelet around the
@@ -37,7 +38,7 @@ func newRollbackFixture(t *testing.T, objs ...runtime.Object) *rollbackFixture {
 	f := &rollbackFixture{fixture: newFixture(t, objs...)}
 	f.converge("app")
 	if l := f.llsd("app"); l.Spec.Workload.Storage != nil {
-		f.setPVCPhase(pvcName(l), corev1.ClaimBound)
+		f.setPVCPhase(llsd.PVCName(l), corev1.ClaimBound)
 	}
 	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.UID = "dep-uid" })
 	f.rollOut()
@@ -431,7 +432,7 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 	}{{1, 2, false}, {2, rollbackAfterRestarts, true}, {rollbackAfterRestarts, rollbackAfterRestarts + 1, false}} {
 		o, n := pod(tc.from), pod(tc.to)
 		for _, p := range []*corev1.Pod{o, n} {
-			p.Namespace, p.Name, p.Labels = testNamespace, "app-1-x", map[string]string{labelInstance: "app"}
+			p.Namespace, p.Name, p.Labels = testNamespace, "app-1-x", map[string]string{llsd.LabelInstance: "app"}
 		}
 		h.OnUpdate(o, n)
 		if tc.queued {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The OpenShift Route of networking.expose type Route: route.openshift.io/v1, an
@@ -26,14 +27,14 @@ const routeKind = "Route"
 
 // wantsRoute tells whether the server is exposed through an OpenShift Route.
 func wantsRoute(l *v1alpha2.LlamaStackDistribution) bool {
-	e := networking(l).Expose
+	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && e.Type == v1alpha2.ExposeRoute
 }
 
 // routeTermination is where the Route's TLS ends: as asked, else Reencrypt for a
 // server that serves TLS and Edge for one that does not.
 func routeTermination(l *v1alpha2.LlamaStackDistribution, https bool) v1alpha2.RouteTermination {
-	if r := networking(l).Expose.Route; r != nil && r.Termination != "" {
+	if r := llsd.Networking(l).Expose.Route; r != nil && r.Termination != "" {
 		return r.Termination
 	}
 	if https {
@@ -48,8 +49,8 @@ func routeTermination(l *v1alpha2.LlamaStackDistribution, https bool) v1alpha2.R
 // server's TLS Secret (in.serverCA) when it has one, else the router's default (the
 // cluster's service CA). Plain HTTP is redirected unless the CR says otherwise.
 func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
-	e := networking(l).Expose
-	meta := childObjectMeta(l, routeName(l))
+	e := llsd.Networking(l).Expose
+	meta := llsd.ChildObjectMeta(l, llsd.RouteName(l))
 	termination := routeTermination(l, in.listening.https)
 	tls := map[string]any{
 		"termination":                   strings.ToLower(string(termination)),
@@ -66,7 +67,7 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 		portName = servicePortNameTLS
 	}
 	spec := map[string]any{
-		"to":   map[string]any{"kind": "Service", "name": serviceName(l), "weight": int64(100)},
+		"to":   map[string]any{"kind": "Service", "name": llsd.ServiceName(l), "weight": int64(100)},
 		"port": map[string]any{"targetPort": portName},
 		"tls":  tls,
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // exposedAsRoute exposes a CR through an OpenShift Route for hostname ("" lets the
@@ -99,7 +100,7 @@ func TestNewRoute(t *testing.T) {
 			assert.Equal(t, "route.openshift.io/v1", route.GetAPIVersion())
 			assert.Equal(t, "Route", route.GetKind())
 			assert.Equal(t, "app-route", route.GetName())
-			assert.Equal(t, childLabels(l), route.GetLabels())
+			assert.Equal(t, llsd.ChildLabels(l), route.GetLabels())
 			assertControlledChild(t, route, l)
 			assert.Equal(t, tc.wantSpec, route.Object["spec"])
 		})
@@ -256,7 +257,7 @@ func TestRouteOfSomeoneElse(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "route.openshift.io/v1", "kind": "Route",
 		"metadata": map[string]any{"name": "app-route", "namespace": testNamespace,
-			"labels": map[string]any{labelManagedBy: ManagedByValue}},
+			"labels": map[string]any{llsd.LabelManagedBy: ManagedByValue}},
 		"spec": map[string]any{"to": map[string]any{"kind": "Service", "name": "other"}},
 	}}
 	f := newFixture(t, newLLSD("app", exposedAsRoute("", nil)))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -55,7 +56,7 @@ func TestRun(t *testing.T) {
 			return ""
 		}
 		require.NoError(t, err)
-		return d.Spec.Template.Annotations[annotationUserConfigHash]
+		return d.Spec.Template.Annotations[llsd.AnnotationUserConfigHash]
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()

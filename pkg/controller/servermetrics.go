@@ -8,6 +8,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The server's own Prometheus metrics. OGX servers serve them on a port of their own
@@ -39,7 +40,7 @@ func serverServesMetrics(version string) bool {
 // on: the version has it and the API does not already listen on its port (a server
 // asked to serve both on one port would fail to bind the second).
 func metricsOn(l *v1alpha2.LlamaStackDistribution, version string) bool {
-	return serverServesMetrics(version) && port(l) != serverMetricsPort
+	return serverServesMetrics(version) && llsd.Port(l) != serverMetricsPort
 }
 
 // metricsEnv turns the server's metrics endpoint on.

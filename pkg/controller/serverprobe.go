@@ -9,13 +9,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
 // probeService is how the prober reaches l's server: its Service, at the port the CR
 // asks for (the Service's, whatever port the pods listen on).
 func probeService(l *v1alpha2.LlamaStackDistribution) probe.Service {
-	return probe.Service{Namespace: l.Namespace, Name: serviceName(l), Port: port(l)}
+	return probe.Service{Namespace: l.Namespace, Name: llsd.ServiceName(l), Port: llsd.Port(l)}
 }
 
 // probeTLS is how the controller reaches the server of d: nil when d's pods serve plain
@@ -30,8 +31,8 @@ func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 	if last := c.tlsSecrets.last(key); last != nil {
 		t.RootCAs = append(t.RootCAs, last.ca...)
 	}
-	if hash := d.Spec.Template.Annotations[annotationCABundleHash]; hash != "" {
-		name := caBundleConfigMapName(l)
+	if hash := d.Spec.Template.Annotations[llsd.AnnotationCABundleHash]; hash != "" {
+		name := llsd.CABundleConfigMapName(l)
 		content, _, found, err := c.caTrust.live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, caBundleKey, hash)
 		if err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle for the server probe", "configMap", klog.KRef(l.Namespace, name), "err", err)

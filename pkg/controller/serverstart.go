@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // How the server container starts, by server line. llama-stack (up to 0.7) and OGX
@@ -93,10 +94,10 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 	line := lineOf(in.serverVersion)
 	mount := storageMountPath(l)
 	workers := strconv.Itoa(int(serverWorkers(l)))
-	port := strconv.Itoa(int(port(l)))
+	port := strconv.Itoa(int(llsd.Port(l)))
 	env := []corev1.EnvVar{{Name: envHFHome, Value: mount}}
 	if in.caBundleHash != "" {
-		env = append(env, corev1.EnvVar{Name: envSSLCertFile, Value: caBundleFile})
+		env = append(env, corev1.EnvVar{Name: llsd.EnvSSLCertFile, Value: caBundleFile})
 	}
 	if line != lineOGX {
 		env = append(env,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The server's own TLS (spec.networking.tls.enabled with secretName). The Secret is
@@ -66,18 +67,12 @@ const (
 // serverTLSFiles are the paths the server container reads its certificate and key from.
 var serverTLSFiles = configgen.TLSFiles{CertFile: serverCertFile, KeyFile: serverKeyFile}
 
-// tlsEnabled tells whether the CR asks its server to serve HTTPS.
-func tlsEnabled(l *v1alpha2.LlamaStackDistribution) bool {
-	t := networking(l).TLS
-	return t != nil && t.Enabled && t.SecretName != ""
-}
-
 // tlsSecretName is the Secret with the server's certificate; "" without TLS.
 func tlsSecretName(l *v1alpha2.LlamaStackDistribution) string {
-	if !tlsEnabled(l) {
+	if !llsd.TLSEnabled(l) {
 		return ""
 	}
-	return networking(l).TLS.SecretName
+	return llsd.Networking(l).TLS.SecretName
 }
 
 // serverTLS is what a sync knows of the server's certificate.

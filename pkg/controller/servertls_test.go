@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
@@ -187,7 +188,7 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 	var cfg struct {
 		Server map[string]any `json:"server"`
 	}
-	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[userConfigKey]), &cfg))
+	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llsd.UserConfigKey]), &cfg))
 	assert.Equal(t, serverCertFile, cfg.Server["tls_certfile"])
 	assert.Equal(t, serverKeyFile, cfg.Server["tls_keyfile"])
 	assert.NotContains(t, cfg.Server, "insecure", "a server with a certificate is not told to run without")
@@ -251,7 +252,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	named := plain + "server:\n  tls_certfile: " + serverCertFile + "\n  tls_keyfile: " + serverKeyFile + "\n"
 
 	f := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
-		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil))
+		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: plain}, nil))
 	f.converge("app")
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
 	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
@@ -259,14 +260,14 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	assert.Contains(t, c.Message, "server.tls_certfile: "+serverCertFile)
 	assert.Empty(t, f.sync("app"), "the file is not read again while it is unchanged")
 
-	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{userConfigKey: named}, nil))
+	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: named}, nil))
 	f.converge("app")
 	assert.True(t, servesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.
 	f2 := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
-		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{userConfigKey: plain}, nil),
+		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: plain}, nil),
 		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
 	f2.converge("app")
 	ctr := serverContainerOf(t, f2.deployment("app"))

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // servicePortName names the one port of the server Service; servicePortNameTLS when
@@ -23,7 +24,7 @@ const (
 // For a server version that serves metrics (servermetrics.go) it has a second port,
 // named metrics.
 func newService(l *v1alpha2.LlamaStackDistribution, s listening) *corev1.Service {
-	sp := corev1.ServicePort{Name: servicePortName, Port: port(l), TargetPort: intstr.FromInt32(s.port), Protocol: corev1.ProtocolTCP}
+	sp := corev1.ServicePort{Name: servicePortName, Port: llsd.Port(l), TargetPort: intstr.FromInt32(s.port), Protocol: corev1.ProtocolTCP}
 	if s.https {
 		sp.Name, sp.AppProtocol = servicePortNameTLS, ptr.To("https")
 	}
@@ -33,10 +34,10 @@ func newService(l *v1alpha2.LlamaStackDistribution, s listening) *corev1.Service
 	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"},
-		ObjectMeta: childObjectMeta(l, serviceName(l)),
+		ObjectMeta: llsd.ChildObjectMeta(l, llsd.ServiceName(l)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selectorLabels(l),
+			Selector: llsd.SelectorLabels(l),
 			Ports:    ports,
 		},
 	}
@@ -49,5 +50,5 @@ func serviceURL(l *v1alpha2.LlamaStackDistribution, https bool) string {
 	if https {
 		scheme = "https"
 	}
-	return fmt.Sprintf("%s://%s.%s.svc.cluster.local:%d", scheme, serviceName(l), l.Namespace, port(l))
+	return fmt.Sprintf("%s://%s.%s.svc.cluster.local:%d", scheme, llsd.ServiceName(l), l.Namespace, llsd.Port(l))
 }

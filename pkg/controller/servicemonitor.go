@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The ServiceMonitor of a server that serves its metrics (servermetrics.go): the
@@ -33,12 +34,12 @@ func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (wa
 // controller's), over plain HTTP at the Prometheus default interval (the metrics endpoint does not serve
 // TLS, whatever the API does).
 func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstructured {
-	selector := anyMap(selectorLabels(l))
-	selector[labelManagedBy] = ManagedByValue
+	selector := anyMap(llsd.SelectorLabels(l))
+	selector[llsd.LabelManagedBy] = ManagedByValue
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": serviceMonitorResource.GroupVersion().String(),
 		"kind":       serviceMonitorKind,
-		"metadata":   objectMetaMap(childObjectMeta(l, serviceMonitorName(l))),
+		"metadata":   objectMetaMap(llsd.ChildObjectMeta(l, llsd.ServiceMonitorName(l))),
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": selector},
 			"endpoints": []any{map[string]any{

@@ -15,6 +15,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The ServiceMonitor selects the CR's Service alone and scrapes its metrics port.
@@ -25,7 +26,7 @@ func TestNewServiceMonitor(t *testing.T) {
 	assert.Equal(t, "ServiceMonitor", sm.GetKind())
 	assert.Equal(t, "app-service-monitor", sm.GetName())
 	assert.Equal(t, testNamespace, sm.GetNamespace())
-	assert.Equal(t, childLabels(l), sm.GetLabels())
+	assert.Equal(t, llsd.ChildLabels(l), sm.GetLabels())
 	assertControlledChild(t, sm, l)
 
 	matchLabels, found, err := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
@@ -196,7 +197,7 @@ func TestServiceMonitorOfSomeoneElse(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
 		"metadata": map[string]any{"name": "app-service-monitor", "namespace": testNamespace,
-			"labels": map[string]any{labelManagedBy: ManagedByValue}},
+			"labels": map[string]any{llsd.LabelManagedBy: ManagedByValue}},
 		"spec": map[string]any{"endpoints": []any{map[string]any{"port": "web"}}},
 	}}
 	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff}))

@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
@@ -62,7 +63,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 	st := *l.Status.DeepCopy()
 	st.ObservedGeneration = l.Generation
 	st.Version = versionStatus(st.Version, c.operatorVersion, obs.probe, now)
-	st.DistributionConfig.ActiveDistribution = distributionLabel(l)
+	st.DistributionConfig.ActiveDistribution = llsd.DistributionLabel(l)
 	st.DistributionConfig.AvailableDistributions = maps.Clone(c.distributions)
 	maps.DeleteFunc(st.DistributionConfig.AvailableDistributions, func(_, image string) bool { return image == "" })
 
@@ -104,7 +105,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 		st.AvailableReplicas = obs.deployment.Status.AvailableReplicas
 		st.Replicas = obs.deployment.Status.Replicas
 	}
-	st.Selector = labels.SelectorFromSet(selectorLabels(l)).String()
+	st.Selector = labels.SelectorFromSet(llsd.SelectorLabels(l)).String()
 
 	set(v1alpha2.ConditionServiceReady, serviceReadyCondition(l, obs))
 	if obs.service != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 func TestStatusObservedGeneration(t *testing.T) {
@@ -437,7 +438,7 @@ func TestReadyGaugeOnEveryPath(t *testing.T) {
 	f.kubeclient.PrependReactor("get", "deployments", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("try later")
 	})
-	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, labelManagedBy) })
+	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, llsd.LabelManagedBy) })
 	require.Error(t, f.c.syncHandler(f.ctx, key("app")))
 	assert.Equal(t, 1.0, gauge(t, name, labels), "a failed sync left the gauge unset")
 

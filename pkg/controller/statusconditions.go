@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // Each condition of the CR's status is the answer of one function here, pure, from
@@ -124,7 +125,7 @@ func healthCheckCondition(probing bool, l *v1alpha2.LlamaStackDistribution, obs 
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available"), clearProviders
 	case obs.service == nil:
 		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
-			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", serviceName(l))), clearProviders
+			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", llsd.ServiceName(l))), clearProviders
 	case obs.probe == nil && previous != nil && previous.Reason != v1alpha2.ReasonServerNotAvailable &&
 		previous.Reason != v1alpha2.ReasonHealthCheckPending:
 		// No answer yet in this process (a restart): keep the last one reported.
@@ -149,9 +150,9 @@ func serviceReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) con
 	case len(obs.problems) > 0:
 		// Not attempted: a problem stops the children where they are.
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", serviceName(l), obs.problems[0].reason))
+			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", llsd.ServiceName(l), obs.problems[0].reason))
 	}
-	return setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, fmt.Sprintf("Service %s is not created yet", serviceName(l)))
+	return setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, fmt.Sprintf("Service %s is not created yet", llsd.ServiceName(l)))
 }
 
 // storageInSyncCondition is StorageInSync: whether the claim is what the CR asks for
@@ -184,9 +185,9 @@ func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) con
 		return dropped
 	case p == nil && len(obs.problems) > 0:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", pvcName(l), obs.problems[0].reason))
+			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", llsd.PVCName(l), obs.problems[0].reason))
 	case p == nil:
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf("PersistentVolumeClaim %s is not created yet", pvcName(l)))
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf("PersistentVolumeClaim %s is not created yet", llsd.PVCName(l)))
 	case p.DeletionTimestamp != nil:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf(
 			"PersistentVolumeClaim %s is being deleted: it goes once no pod mounts it, then a new one is made", p.Name))
@@ -279,7 +280,7 @@ func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, p
 	if l.Spec.Workload.Autoscaling != nil {
 		want = min(want, hpaMinReplicas(l))
 	} else {
-		want = min(want, specReplicas(l))
+		want = min(want, llsd.SpecReplicas(l))
 	}
 	have := d.Status.AvailableReplicas
 	if have >= want {
@@ -318,7 +319,7 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 // autoscaling. It is Ready once the Deployment exists (and the Service, and storage if
 // asked): there is nothing to wait for, and no server to probe.
 func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {
-	return l.Spec.Workload.Autoscaling == nil && specReplicas(l) == 0
+	return l.Spec.Workload.Autoscaling == nil && llsd.SpecReplicas(l) == 0
 }
 
 const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
@@ -185,7 +186,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 // nothing.
 func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed) {
 	obs.deployment = c.controlledDeployment(l)
-	obs.pvc, _ = c.pvcs.cached(l.Namespace, pvcName(l))
+	obs.pvc, _ = c.pvcs.cached(l.Namespace, llsd.PVCName(l))
 	known := childInputs{cfg: rev.cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
 	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
 		child.observe(l, known, obs)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The first sync of a minimal CR applies its Deployment and Service, exactly as their
@@ -87,7 +88,7 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newLLSDv1("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{userConfigKey: startingUserConfig}, nil))
+			f := newFixture(t, newLLSDv1("demo", tc.edit), configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: startingUserConfig}, nil))
 			assert.NotContains(t, describe(f.sync("demo")), "patch deployments demo")
 			l := f.llsd("demo")
 			assert.Equal(t, v1alpha2.PhaseFailed, l.Status.Phase)

@@ -81,7 +81,7 @@ func extractUnstructured(obj *unstructured.Unstructured, manager string) (*unstr
 	return out, nil
 }
 
-// objectMetaMap is the unstructured form of a child's metadata (childObjectMeta):
+// objectMetaMap is the unstructured form of a child's metadata (llsd.ChildObjectMeta):
 // name, namespace, labels and the controller reference.
 func objectMetaMap(meta metav1.ObjectMeta) map[string]any {
 	ref := meta.OwnerReferences[0]

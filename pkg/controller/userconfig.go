@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // userConfig is spec.overrideConfig (v1alpha1 userConfig) resolved against the cluster.
@@ -41,15 +42,15 @@ func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*use
 	if problem != nil {
 		return nil, problem
 	}
-	if _, ok := cm.Data[userConfigKey]; !ok {
-		if _, ok := cm.BinaryData[userConfigKey]; !ok {
+	if _, ok := cm.Data[llsd.UserConfigKey]; !ok {
+		if _, ok := cm.BinaryData[llsd.UserConfigKey]; !ok {
 			return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
-				"ConfigMap %s/%s referenced by "+userConfigField+" has no key %s", ns, name, userConfigKey)}
+				"ConfigMap %s/%s referenced by "+userConfigField+" has no key %s", ns, name, llsd.UserConfigKey)}
 		}
 	}
 	out := &userConfig{mountName: name, hash: configMapHash(cm)}
 	if ns != l.Namespace {
-		out.mountName = userConfigCopyName(l)
+		out.mountName = llsd.UserConfigCopyName(l)
 		out.source = cm
 	}
 	return out, nil
@@ -89,16 +90,16 @@ func allowsNamespace(cm *corev1.ConfigMap, ns string) bool {
 
 // newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
 func newUserConfigCopy(l *v1alpha2.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
-	lbls := childLabels(l)
-	lbls[labelComponent] = "user-config"
+	lbls := llsd.ChildLabels(l)
+	lbls[llsd.LabelComponent] = "user-config"
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            userConfigCopyName(l),
+			Name:            llsd.UserConfigCopyName(l),
 			Namespace:       l.Namespace,
 			Labels:          lbls,
-			Annotations:     map[string]string{annotationSourceHash: hashData(source.Data, source.BinaryData)},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+			Annotations:     map[string]string{llsd.AnnotationSourceHash: hashData(source.Data, source.BinaryData)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
 		},
 		Data:       maps.Clone(source.Data),
 		BinaryData: maps.Clone(source.BinaryData),
@@ -117,10 +118,10 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.Llama
 	}
 	var problem *userError
 	_, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
-		name: userConfigCopyName(l),
+		name: llsd.UserConfigCopyName(l),
 		// The copy holds the source's content (an edit of the copy is repaired).
 		upToDate: func(cur *corev1.ConfigMap) bool {
-			return cur.Annotations[annotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash
+			return cur.Annotations[llsd.AnnotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash
 		},
 		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
 			src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
@@ -133,7 +134,7 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.Llama
 				return nil, nil
 			}
 			desired := newUserConfigCopy(l, src)
-			uc.hash = desired.Annotations[annotationSourceHash]
+			uc.hash = desired.Annotations[llsd.AnnotationSourceHash]
 			return desired, nil
 		},
 	})

@@ -1,4 +1,4 @@
-package controller
+package llsd
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -6,14 +6,14 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// childObjectMeta is the metadata every child carries: its name, the CR's namespace, the
+// ChildObjectMeta is the metadata every child carries: its name, the CR's namespace, the
 // child labels and a controller reference to the CR. A child adds annotations of its own
 // where it needs them (the Deployment: its distribution, image and rollback record).
-func childObjectMeta(l *v1alpha2.LlamaStackDistribution, name string) metav1.ObjectMeta {
+func ChildObjectMeta(l *v1alpha2.LlamaStackDistribution, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       l.Namespace,
-		Labels:          childLabels(l),
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, controllerKind)},
+		Labels:          ChildLabels(l),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, ControllerKind)},
 	}
 }
