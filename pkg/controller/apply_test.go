@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,12 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
-	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
 	core "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // Tests of apply.go: first its functions, on the Service kind over the fixture's fakes;
@@ -36,7 +33,7 @@ var servicesResource = corev1.SchemeGroupVersion.WithResource("services")
 // (as its Create would) and in the caches.
 func ownedService(f *fixture, l *v1alpha1.LlamaStackDistribution) *corev1.Service {
 	f.t.Helper()
-	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, newService(hub(l), askedListening(hub(l), "")), metav1.CreateOptions{})
+	svc, err := f.kubeclient.CoreV1().Services(l.Namespace).Create(f.ctx, children.NewService(hub(l), children.AskedListening(hub(l), "")), metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	f.refreshCaches()
 	return svc
@@ -79,7 +76,7 @@ func TestCurrent(t *testing.T) {
 			tc.setup(f, l)
 			f.kubeclient.ClearActions()
 
-			obj, found, err := f.c.services.current(f.ctx, testNamespace, "app-service")
+			obj, found, err := f.c.services.Current(f.ctx, testNamespace, "app-service")
 
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
@@ -97,7 +94,7 @@ func TestCurrent(t *testing.T) {
 
 func TestEnsureObject(t *testing.T) {
 	portChanged := func(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
-		svc := newService(l, askedListening(l, ""))
+		svc := children.NewService(l, children.AskedListening(l, ""))
 		svc.Spec.Ports[0].Port = 9000
 		return svc
 	}
@@ -119,7 +116,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and unchanged: nothing sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
+				_, err := f.c.services.Ensure(f.ctx, hub(l), children.NewService(hub(l), children.AskedListening(hub(l), "")))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -128,7 +125,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed: applied": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
+				_, err := f.c.services.Ensure(f.ctx, hub(l), children.NewService(hub(l), children.AskedListening(hub(l), "")))
 				require.NoError(t, err)
 				f.refreshCaches()
 				f.events()
@@ -139,7 +136,7 @@ func TestEnsureObject(t *testing.T) {
 		},
 		"ours and changed, with precondition: the cached resourceVersion is sent": {
 			setup: func(f *fixture, l *v1alpha1.LlamaStackDistribution) {
-				_, err := f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
+				_, err := f.c.services.Ensure(f.ctx, hub(l), children.NewService(hub(l), children.AskedListening(hub(l), "")))
 				require.NoError(t, err)
 				// The fake API assigns no resourceVersions: give the object one.
 				obj, err := f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
@@ -177,21 +174,21 @@ func TestEnsureObject(t *testing.T) {
 			f := newFixture(t, l)
 			tc.setup(f, l)
 			cachedRV := ""
-			if cached, err := f.c.services.cached(testNamespace, "app-service"); err == nil {
+			if cached, err := f.c.services.Cached(testNamespace, "app-service"); err == nil {
 				cachedRV = cached.ResourceVersion
 			}
 			f.kubeclient.ClearActions()
 
 			desired := tc.desired(hub(l))
-			got, err := f.c.services.ensureWith(f.ctx, hub(l), ensureOptions[*corev1.Service]{name: desired.GetName(), build: fixed[*corev1.Service](desired), precondition: tc.precondition})
+			got, err := f.c.services.EnsureWith(f.ctx, hub(l), children.EnsureOptions[*corev1.Service]{Name: desired.GetName(), Build: children.Fixed[*corev1.Service](desired), Precondition: tc.precondition})
 
 			actions := f.kubeclient.Actions()
 			assert.Equal(t, tc.wantWrites, writesTo(actions, "services", "app-service"))
 			assert.Equal(t, tc.wantEvents, f.events())
 			if tc.wantNotOwned {
-				var notOwned *notOwnedError
+				var notOwned *children.NotOwnedError
 				require.ErrorAs(t, err, &notOwned)
-				assert.True(t, notOwned.orphaned, "controlled by an earlier CR of the same name")
+				assert.True(t, notOwned.Orphaned, "controlled by an earlier CR of the same name")
 				assert.Equal(t, "Service demo/app-service belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it", err.Error())
 				require.NotNil(t, got, "the object in the way is returned")
 				assert.Equal(t, types.UID("uid-of-an-earlier-app"), metav1.GetControllerOf(got).UID)
@@ -225,7 +222,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	l := newLLSDv1("app")
 	f := newFixture(t, l)
 	svcs := f.kubeclient.CoreV1().Services(testNamespace)
-	_, err := svcs.Create(f.ctx, newService(hub(l), askedListening(hub(l), "")), metav1.CreateOptions{FieldManager: "manager"})
+	_, err := svcs.Create(f.ctx, children.NewService(hub(l), children.AskedListening(hub(l), "")), metav1.CreateOptions{FieldManager: "manager"})
 	require.NoError(t, err)
 	ac := coreac.Service("app-service", testNamespace).WithLabels(map[string]string{"upstream": "yes"})
 	_, err = svcs.Apply(f.ctx, ac, metav1.ApplyOptions{FieldManager: "app", Force: true})
@@ -233,7 +230,7 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	f.refreshCaches()
 	f.kubeclient.ClearActions()
 
-	_, err = f.c.services.ensure(f.ctx, hub(l), newService(hub(l), askedListening(hub(l), "")))
+	_, err = f.c.services.Ensure(f.ctx, hub(l), children.NewService(hub(l), children.AskedListening(hub(l), "")))
 	require.NoError(t, err)
 
 	var patchTypes []types.PatchType
@@ -245,8 +242,8 @@ func TestEnsureTakesOverAnUpstreamChild(t *testing.T) {
 	assert.True(t, hasEvent(events, "Normal TookOver Took over Service app-service from field managers app"), "events: %v", events)
 	svc, err := svcs.Get(f.ctx, "app-service", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.True(t, hasManager(svc, FieldManager))
-	assert.False(t, hasManager(svc, "app"), "upstream's apply manager is gone: %+v", svc.ManagedFields)
+	assert.True(t, children.HasManager(svc, FieldManager))
+	assert.False(t, children.HasManager(svc, "app"), "upstream's apply manager is gone: %+v", svc.ManagedFields)
 	assert.NotContains(t, svc.Labels, "upstream", "what only upstream set is removed by our apply")
 }
 
@@ -306,12 +303,12 @@ func TestDeleteIfOwned(t *testing.T) {
 			f := newFixture(t, l)
 			tc.setup(f, l)
 			var cachedUID types.UID
-			if cached, err := f.c.services.cached(testNamespace, "app-service"); err == nil {
+			if cached, err := f.c.services.Cached(testNamespace, "app-service"); err == nil {
 				cachedUID = cached.UID
 			}
 			f.kubeclient.ClearActions()
 
-			err := f.c.services.deleteIfOwned(f.ctx, hub(l), "app-service")
+			err := f.c.services.DeleteIfOwned(f.ctx, hub(l), "app-service")
 
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
@@ -335,204 +332,6 @@ func TestDeleteIfOwned(t *testing.T) {
 			assert.Equal(t, tc.wantEvents, f.events())
 			_, err = f.kubeclient.Tracker().Get(servicesResource, testNamespace, "app-service")
 			assert.Equal(t, tc.wantStored, err == nil, "stored: %v", err)
-		})
-	}
-}
-
-// takeOverPatch gives our manager what upstream's two managers own (its apply manager,
-// named after the CR, and the manager that created the object) and nothing of anyone
-// else's.
-func TestTakeOverPatch(t *testing.T) {
-	created := metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	later := metav1.NewTime(created.Add(time.Minute))
-	fields := func(path string) *metav1.FieldsV1 {
-		return &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:` + path + `":{}}}`)}
-	}
-	entry := func(manager string, op metav1.ManagedFieldsOperationType, at metav1.Time, path, sub string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: fields(path), Subresource: sub}
-	}
-	obj := &metav1.ObjectMeta{
-		Name: "demo", ResourceVersion: "42", CreationTimestamp: created,
-		ManagedFields: []metav1.ManagedFieldsEntry{
-			entry("manager", metav1.ManagedFieldsOperationUpdate, created, "template", ""),
-			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, created, "revisionHistoryLimit", ""),
-			entry("demo", metav1.ManagedFieldsOperationApply, created, "replicas", ""),
-			entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, later, "paused", ""),
-			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, later, "status", "status"),
-		},
-	}
-	patch, from, err := takeOverPatch(obj, "demo")
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"demo", "manager"}, from)
-	var ops []struct {
-		Op    string          `json:"op"`
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	}
-	require.NoError(t, json.Unmarshal(patch, &ops))
-	require.Len(t, ops, 2)
-	assert.Equal(t, "/metadata/resourceVersion", ops[1].Path)
-	assert.JSONEq(t, `"42"`, string(ops[1].Value), "the patch fails if the object changed meanwhile")
-	var entries []metav1.ManagedFieldsEntry
-	require.NoError(t, json.Unmarshal(ops[0].Value, &entries))
-	owners := map[string]string{}
-	for _, e := range entries {
-		owners[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = string(e.FieldsV1.Raw)
-	}
-	assert.Len(t, owners, 4, "upstream's two entries became one of ours: %v", owners)
-	ours := owners[FieldManager+"/Apply/"]
-	assert.Contains(t, ours, `"f:replicas"`)
-	assert.Contains(t, ours, `"f:template"`)
-	assert.NotContains(t, ours, "revisionHistoryLimit", "Kubernetes' own fields stay theirs")
-	assert.NotContains(t, ours, "paused", "a user's later edit stays theirs")
-	assert.Contains(t, owners, "kubectl-edit/Update/")
-	assert.Contains(t, owners, "kube-controller-manager/Update/status")
-
-	// Once ours, or with nothing of upstream's, there is nothing to do.
-	obj.ManagedFields = []metav1.ManagedFieldsEntry{entry(FieldManager, metav1.ManagedFieldsOperationApply, created, "replicas", "")}
-	patch, _, err = takeOverPatch(obj, "demo")
-	require.NoError(t, err)
-	assert.Nil(t, patch)
-}
-
-// Which managers takeOverPatch takes fields from, and when it finds none.
-func TestTakeOverPatchManagers(t *testing.T) {
-	created := metav1.NewTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	later := metav1.NewTime(created.Add(time.Minute))
-	entry := func(manager string, op metav1.ManagedFieldsOperationType, at metav1.Time, sub string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", Time: &at,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:x":{}}}`)}, Subresource: sub}
-	}
-	apply, update := metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate
-	tests := map[string]struct {
-		entries  []metav1.ManagedFieldsEntry
-		wantFrom []string // nil: no patch
-	}{
-		"no managed fields": {},
-		"only ours": {
-			entries: []metav1.ManagedFieldsEntry{entry(FieldManager, apply, created, "")},
-		},
-		"no upstream manager: a user's later edit": {
-			entries: []metav1.ManagedFieldsEntry{entry("kubectl-edit", update, later, "")},
-		},
-		"no upstream manager: Kubernetes components at creation": {
-			entries: []metav1.ManagedFieldsEntry{
-				entry("kube-controller-manager", update, created, ""),
-				entry("system:serviceaccount:kube-system:generic-garbage-collector", update, created, ""),
-			},
-		},
-		"no upstream manager: an apply by another name than the CR's": {
-			entries: []metav1.ManagedFieldsEntry{entry("other-cr", apply, created, "")},
-		},
-		"no upstream manager: the CR's name on a subresource": {
-			entries: []metav1.ManagedFieldsEntry{entry("demo", apply, created, "status")},
-		},
-		"the CR's apply manager alone": {
-			entries:  []metav1.ManagedFieldsEntry{entry("demo", apply, later, "")},
-			wantFrom: []string{"demo"},
-		},
-		"the creator alone": {
-			entries:  []metav1.ManagedFieldsEntry{entry("manager", update, created, ""), entry("kubectl-edit", update, later, "")},
-			wantFrom: []string{"manager"},
-		},
-		"only the first creator": {
-			entries:  []metav1.ManagedFieldsEntry{entry("manager", update, created, ""), entry("helm", update, created, "")},
-			wantFrom: []string{"manager"},
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			obj := &metav1.ObjectMeta{Name: "demo-service", ResourceVersion: "7", CreationTimestamp: created, ManagedFields: tc.entries}
-			before := obj.DeepCopy()
-
-			patch, from, err := takeOverPatch(obj, "demo")
-
-			require.NoError(t, err)
-			assert.Equal(t, tc.wantFrom, from)
-			assert.Equal(t, tc.wantFrom == nil, patch == nil, "patch: %s", patch)
-			assert.Equal(t, before, obj, "the object is not changed")
-		})
-	}
-}
-
-func TestHasManager(t *testing.T) {
-	obj := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: FieldManager}}}
-	assert.True(t, hasManager(obj, FieldManager))
-	assert.True(t, hasManager(obj, "kubectl"))
-	assert.False(t, hasManager(obj, "helm"))
-	assert.False(t, hasManager(&metav1.ObjectMeta{}, FieldManager))
-}
-
-func TestToApplyConfiguration(t *testing.T) {
-	l := newLLSDv1("app")
-	withStatus := newService(hub(l), askedListening(hub(l), ""))
-	withStatus.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
-	noKind := newService(hub(l), askedListening(hub(l), ""))
-	noKind.TypeMeta = metav1.TypeMeta{}
-	cm := configMap(testNamespace, "c", map[string]string{"k": "v"}, nil)
-	cm.CreationTimestamp = metav1.Time{}
-
-	t.Run("without apiVersion and kind", func(t *testing.T) {
-		_, err := toApplyConfiguration[coreac.ServiceApplyConfiguration](noKind)
-		require.EqualError(t, err, "object *v1.Service has no apiVersion/kind")
-	})
-	tests := map[string]struct {
-		obj  any
-		to   func(any) (any, error)
-		want any
-	}{
-		"status, null creationTimestamp and empty fields dropped": {
-			obj: withStatus,
-			to:  func(o any) (any, error) { return toApplyConfiguration[coreac.ServiceApplyConfiguration](o) },
-			want: coreac.Service("app-service", testNamespace).
-				WithLabels(newService(hub(l), askedListening(hub(l), "")).Labels).
-				WithOwnerReferences(metaac.OwnerReference().WithAPIVersion("llamastack.io/v1alpha1").
-					WithKind("LlamaStackDistribution").WithName("app").WithUID("uid-app").
-					WithController(true).WithBlockOwnerDeletion(true)).
-				WithSpec(coreac.ServiceSpec().WithType(corev1.ServiceTypeClusterIP).
-					WithSelector(newService(hub(l), askedListening(hub(l), "")).Spec.Selector).
-					WithPorts(coreac.ServicePort().WithName("http").WithPort(8321).WithProtocol(corev1.ProtocolTCP).
-						WithTargetPort(newService(hub(l), askedListening(hub(l), "")).Spec.Ports[0].TargetPort))),
-		},
-		"a ConfigMap's data": {
-			obj:  cm,
-			to:   func(o any) (any, error) { return toApplyConfiguration[coreac.ConfigMapApplyConfiguration](o) },
-			want: coreac.ConfigMap("c", testNamespace).WithData(map[string]string{"k": "v"}),
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := tc.to(tc.obj)
-			require.NoError(t, err)
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("toApplyConfiguration() mismatch (-want +got):\n%s", d)
-			}
-		})
-	}
-}
-
-func TestPruneNulls(t *testing.T) {
-	tests := map[string]struct {
-		in, want string
-	}{
-		"top-level null":                 {in: `{"a":null,"b":1}`, want: `{"b":1}`},
-		"nested null":                    {in: `{"m":{"x":null,"y":"v"}}`, want: `{"m":{"y":"v"}}`},
-		"map left empty stays":           {in: `{"m":{"x":null}}`, want: `{"m":{}}`},
-		"maps in a list":                 {in: `{"l":[{"x":null,"y":1},{"z":null}]}`, want: `{"l":[{"y":1},{}]}`},
-		"null list elements stay":        {in: `{"l":[null,1]}`, want: `{"l":[null,1]}`},
-		"lists in lists":                 {in: `[[{"x":null}]]`, want: `[[{}]]`},
-		"empty values are not null":      {in: `{"s":"","n":0,"f":false,"m":{},"l":[]}`, want: `{"s":"","n":0,"f":false,"m":{},"l":[]}`},
-		"creationTimestamp as a builder": {in: `{"metadata":{"name":"a","creationTimestamp":null}}`, want: `{"metadata":{"name":"a"}}`},
-		"a scalar":                       {in: `"x"`, want: `"x"`},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var v any
-			require.NoError(t, json.Unmarshal([]byte(tc.in), &v))
-			pruneNulls(v)
-			got, err := json.Marshal(v)
-			require.NoError(t, err)
-			assert.JSONEq(t, tc.want, string(got))
 		})
 	}
 }
@@ -660,38 +459,7 @@ func TestFieldsOwnedByOthersSurvive(t *testing.T) {
 	assert.Equal(t, selector, f.deployment("app").Spec.Selector)
 }
 
-// An object in the way is told apart: someone else's (delete or rename it), or left by
-// an earlier CR of the same name (the garbage collector deletes it).
-func TestNewNotOwnedError(t *testing.T) {
-	l := newLLSDv1("app")
-	ref := func(kind, name, uid string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: "llamastack.io/v1alpha1", Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
-	}
-	tests := map[string]struct {
-		owners   []metav1.OwnerReference
-		orphaned bool
-	}{
-		"no owner":                       {nil, false},
-		"another CR":                     {ref("LlamaStackDistribution", "other", "uid-other"), false},
-		"another kind of the same name":  {ref("Something", "app", "uid-x"), false},
-		"an earlier CR of the same name": {ref("LlamaStackDistribution", "app", "uid-of-an-earlier-app"), true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "app-service", OwnerReferences: tc.owners}}
-			err := newNotOwnedError("Service", obj, hub(l))
-			assert.Equal(t, tc.orphaned, err.orphaned)
-			if tc.orphaned {
-				assert.Contains(t, err.Error(), "garbage collector")
-			} else {
-				assert.Contains(t, err.Error(), "delete or rename it")
-			}
-			assert.Contains(t, err.Error(), "Service demo/app-service")
-		})
-	}
-}
-
 // plainService is the Service of a server without a metrics port.
 func plainService(l *v1alpha2.LlamaStackDistribution) *corev1.Service {
-	return newService(l, askedListening(l, ""))
+	return children.NewService(l, children.AskedListening(l, ""))
 }

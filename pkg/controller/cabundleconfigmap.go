@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -135,12 +136,12 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 	var problem *userError
 	var desired *corev1.ConfigMap
-	cur, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
-		name: llsd.CABundleConfigMapName(l),
-		upToDate: func(cur *corev1.ConfigMap) bool {
+	cur, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
+		Name: llsd.CABundleConfigMapName(l),
+		UpToDate: func(cur *corev1.ConfigMap) bool {
 			return cur.Annotations[llsd.AnnotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]
 		},
-		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
+		Build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
 			sources := make([]caSource, 0, len(refs))
 			for _, r := range refs {
 				src, err := c.kubeclient.CoreV1().ConfigMaps(r.cm.Namespace).Get(ctx, r.cm.Name, metav1.GetOptions{})

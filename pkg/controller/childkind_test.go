@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // TestChildKindWiring checks that each kind's functions reach that kind's resource
@@ -42,30 +44,30 @@ func TestChildKindWiring(t *testing.T) {
 
 // wiringCheck calls every function of k for an object that does not exist and checks
 // the actions they send.
-func wiringCheck[T metav1.Object, AC any](f *fixture, k *childKind[T, AC]) func(t *testing.T, resource string, wantPatch, wantDelete bool) {
+func wiringCheck[T metav1.Object, AC any](f *fixture, k *children.Kind[T, AC]) func(t *testing.T, resource string, wantPatch, wantDelete bool) {
 	return func(t *testing.T, resource string, wantPatch, wantDelete bool) {
 		ctx := f.ctx
-		require.NotEmpty(t, k.kind)
-		require.NotNil(t, k.extract)
-		_, err := k.cached(testNamespace, "missing")
+		require.NotEmpty(t, k.Name)
+		require.NotNil(t, k.Extract)
+		_, err := k.Cached(testNamespace, "missing")
 		require.True(t, apierrors.IsNotFound(err), "cached: %v", err)
 
 		f.kubeclient.ClearActions()
-		_, err = k.live(ctx, testNamespace, "missing")
+		_, err = k.Live(ctx, testNamespace, "missing")
 		require.True(t, apierrors.IsNotFound(err), "live: %v", err)
 		if wantPatch {
-			require.NotNil(t, k.patch)
-			_, err = k.patch(ctx, testNamespace, "missing", []byte(`[]`), metav1.PatchOptions{FieldManager: FieldManager})
+			require.NotNil(t, k.Patch)
+			_, err = k.Patch(ctx, testNamespace, "missing", []byte(`[]`), metav1.PatchOptions{FieldManager: FieldManager})
 			require.True(t, apierrors.IsNotFound(err), "patch: %v", err)
 		} else {
-			require.Nil(t, k.patch)
+			require.Nil(t, k.Patch)
 		}
 		if wantDelete {
-			require.NotNil(t, k.delete)
-			err = k.delete(ctx, testNamespace, "missing", metav1.DeleteOptions{})
+			require.NotNil(t, k.Delete)
+			err = k.Delete(ctx, testNamespace, "missing", metav1.DeleteOptions{})
 			require.True(t, apierrors.IsNotFound(err), "delete: %v", err)
 		} else {
-			require.Nil(t, k.delete)
+			require.Nil(t, k.Delete)
 		}
 
 		want := []string{"get"}
@@ -94,7 +96,7 @@ func TestFromIndexer(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	require.NoError(t, indexer.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "app-service"}}))
 	require.NoError(t, indexer.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "odd"}}))
-	get := fromIndexer[*corev1.Service](indexer, corev1.Resource("services"))
+	get := children.FromIndexer[*corev1.Service](indexer, corev1.Resource("services"))
 
 	svc, err := get(testNamespace, "app-service")
 	require.NoError(t, err)

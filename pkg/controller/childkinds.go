@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,11 +10,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
 	autoscalingac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	coreac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -23,13 +20,13 @@ import (
 	policyac "k8s.io/client-go/applyconfigurations/policy/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 	gatewayv1client "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -39,30 +36,30 @@ import (
 // bindChildKinds binds every owned kind, one line each, to the informer the factory
 // makes for it (the caller starts the factory), and returns them. The
 // managed ConfigMaps are read from the ConfigMap cache, which is not the factory's.
-func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]boundKind, error) {
+func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]children.Bound, error) {
 	k := c.kubeclient
-	b := kindBinder{factory: f, recorder: c.recorder}
-	c.deployments = bindKind(&b, appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment",
+	b := children.Binder{Factory: f, Recorder: c.recorder}
+	c.deployments = children.Bind(&b, appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment",
 		k.AppsV1().Deployments, appsac.ExtractDeployment, 0)
-	c.services = bindKind(&b, corev1.SchemeGroupVersion.WithResource("services"), "Service",
+	c.services = children.Bind(&b, corev1.SchemeGroupVersion.WithResource("services"), "Service",
 		k.CoreV1().Services, coreac.ExtractService, 0)
 	// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
 	// Nor takes over its fields from a previous manager: its spec is all but immutable,
 	// and dropping a field from it would be refused.
-	c.pvcs = bindKind(&b, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim",
-		k.CoreV1().PersistentVolumeClaims, coreac.ExtractPersistentVolumeClaim, neverDelete|neverTakeOver)
-	c.hpas = bindKind(&b, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), "HorizontalPodAutoscaler",
+	c.pvcs = children.Bind(&b, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim",
+		k.CoreV1().PersistentVolumeClaims, coreac.ExtractPersistentVolumeClaim, children.NeverDelete|children.NeverTakeOver)
+	c.hpas = children.Bind(&b, autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), "HorizontalPodAutoscaler",
 		k.AutoscalingV2().HorizontalPodAutoscalers, autoscalingac.ExtractHorizontalPodAutoscaler, 0)
-	c.pdbs = bindKind(&b, policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "PodDisruptionBudget",
+	c.pdbs = children.Bind(&b, policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "PodDisruptionBudget",
 		k.PolicyV1().PodDisruptionBudgets, policyac.ExtractPodDisruptionBudget, 0)
-	c.ingresses = bindKind(&b, networkingv1.SchemeGroupVersion.WithResource("ingresses"), "Ingress",
+	c.ingresses = children.Bind(&b, networkingv1.SchemeGroupVersion.WithResource("ingresses"), "Ingress",
 		k.NetworkingV1().Ingresses, networkingac.ExtractIngress, 0)
-	c.networkPolicies = bindKind(&b, networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "NetworkPolicy",
+	c.networkPolicies = children.Bind(&b, networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "NetworkPolicy",
 		k.NetworkingV1().NetworkPolicies, networkingac.ExtractNetworkPolicy, 0)
 	// The managed ConfigMaps are compared by content hash and written whole (see
 	// userconfig.go, cabundleconfigmap.go), never through ensure: nothing to take over.
-	c.configMapCopies = newChildKind(c.recorder, "ConfigMap", c.cachedConfigMap,
-		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, neverTakeOver)
+	c.configMapCopies = children.NewKind(c.recorder, "ConfigMap", c.cachedConfigMap,
+		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, children.NeverTakeOver)
 
 	// The children a CR has while it asks for them, in the order they are made: the
 	// Service, and a NetworkPolicy in place before the pods start; the others follow
@@ -71,7 +68,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 		asked[*corev1.Service, coreac.ServiceApplyConfiguration]{kind: c.services, name: llsd.ServiceName,
 			wanted: always(func(*v1alpha2.LlamaStackDistribution) bool { return true }),
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *corev1.Service {
-				return newService(l, in.listening)
+				return children.NewService(l, in.listening)
 			},
 			seen: func(obs *observed, svc *corev1.Service) { obs.service = svc }},
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: llsd.NetworkPolicyName,
@@ -79,19 +76,19 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]bo
 				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
 			},
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
-				return newNetworkPolicy(l, c.operatorNamespace, in.listening)
+				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
 			}},
 	}
 	c.afterServer = []askedChild{
 		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: llsd.HPAName,
-			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(newHPA)},
+			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(children.NewHPA)},
 		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: llsd.PDBName,
-			wanted: always(wantsPDB), build: fromCR(newPDB)},
+			wanted: always(children.WantsPDB), build: fromCR(children.NewPDB)},
 		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: llsd.IngressName,
-			wanted: always(wantsIngress), build: fromCR(newIngress),
+			wanted: always(children.WantsIngress), build: fromCR(children.NewIngress),
 			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
 	}
-	return b.kinds, b.err
+	return b.Kinds, b.Err
 }
 
 // bindOptionalKinds binds the kinds whose API the cluster may not serve
@@ -125,11 +122,11 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		}
 		return g
 	}
-	c.httpRoutes = newChildKind(c.recorder, "HTTPRoute", fromOptionalCache[*gatewayv1.HTTPRoute](routes),
+	c.httpRoutes = children.NewKind(c.recorder, "HTTPRoute", fromOptionalCache[*gatewayv1.HTTPRoute](routes),
 		func(ns string) gatewayv1client.HTTPRouteInterface {
 			return cfg.GatewayClient.GatewayV1().HTTPRoutes(ns)
 		},
-		gatewayac.ExtractHTTPRoute, neverTakeOver)
+		gatewayac.ExtractHTTPRoute, children.NeverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: llsd.HTTPRouteName,
 			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
@@ -170,21 +167,21 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 // of its API.
 func (c *Controller) bindUnstructured(cfg Config, kindName string, resource schema.GroupVersionResource,
 	crds apiextensionsclient.Interface, asks func(*v1alpha2.LlamaStackDistribution) bool,
-	kind **childKind[*unstructured.Unstructured, unstructured.Unstructured]) (*optionalKind, error) {
+	kind **children.Kind[*unstructured.Unstructured, unstructured.Unstructured]) (*optionalKind, error) {
 	optional, err := newOptionalKind(kindName, resource, crds,
 		func() cache.SharedIndexInformer {
-			return newUnstructuredInformer(cfg.DynamicClient, resource, c.watchNamespace)
+			return children.NewUnstructuredInformer(cfg.DynamicClient, resource, c.watchNamespace)
 		},
 		c.ownedHandler(), c.enqueueAsking(asks))
 	if err != nil {
 		return nil, fmt.Errorf("watching the %s CRD: %w", kindName, err)
 	}
 	c.optionalKinds = append(c.optionalKinds, optional)
-	*kind = newChildKind(c.recorder, kindName, fromOptionalCache[*unstructured.Unstructured](optional),
-		func(ns string) unstructuredClient {
-			return unstructuredClient{resource: cfg.DynamicClient.Resource(resource).Namespace(ns)}
+	*kind = children.NewKind(c.recorder, kindName, fromOptionalCache[*unstructured.Unstructured](optional),
+		func(ns string) children.UnstructuredClient {
+			return children.UnstructuredClient{Resource: cfg.DynamicClient.Resource(resource).Namespace(ns)}
 		},
-		extractUnstructured, neverTakeOver)
+		children.ExtractUnstructured, children.NeverTakeOver)
 	return optional, nil
 }
 
@@ -194,7 +191,7 @@ type childInputs struct {
 	// cfg is the operator ConfigMap as the sync read it.
 	cfg operatorConfig
 	// listening is what the pods of the Deployment, as applied, answer on.
-	listening listening
+	listening children.Listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
 	serverCA []byte
 }
@@ -210,7 +207,7 @@ type askedChild interface {
 
 // asked is an askedChild of one kind.
 type asked[T metav1.Object, AC any] struct {
-	kind *childKind[T, AC]
+	kind *children.Kind[T, AC]
 	name func(*v1alpha2.LlamaStackDistribution) string
 	// wanted tells whether the CR asks for it; while known is false (the operator
 	// ConfigMap does not say) it is neither made nor deleted.
@@ -247,9 +244,9 @@ func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 	case !known:
 		return nil
 	case !want:
-		return a.kind.deleteIfOwned(ctx, l, a.name(l))
+		return a.kind.DeleteIfOwned(ctx, l, a.name(l))
 	}
-	obj, err := a.kind.ensure(ctx, l, a.build(l, in))
+	obj, err := a.kind.Ensure(ctx, l, a.build(l, in))
 	if err == nil && a.seen != nil {
 		a.seen(obs, obj)
 	}
@@ -261,7 +258,7 @@ func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs
 		return
 	}
 	// An object of someone else's under the child's name is not the CR's child.
-	if obj, err := a.kind.cached(l.Namespace, a.name(l)); err == nil && isControlledBy(obj, l) {
+	if obj, err := a.kind.Cached(l.Namespace, a.name(l)); err == nil && llsd.IsControlledBy(obj, l) {
 		a.seen(obs, obj)
 	}
 }
@@ -274,105 +271,4 @@ func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.Ll
 // fromCR is a build function for a child made from the CR alone.
 func fromCR[T any](build func(*v1alpha2.LlamaStackDistribution) T) func(*v1alpha2.LlamaStackDistribution, childInputs) T {
 	return func(l *v1alpha2.LlamaStackDistribution, _ childInputs) T { return build(l) }
-}
-
-// kindBinder collects the kinds bound by bindKind.
-type kindBinder struct {
-	factory  kubeinformers.SharedInformerFactory
-	recorder record.EventRecorder
-	kinds    []boundKind
-	err      error
-}
-
-// boundKind is one kind of the table: its resource, kind and informer.
-type boundKind struct {
-	resource schema.GroupVersionResource
-	kind     string
-	informer cache.SharedIndexInformer
-}
-
-// bindKind binds one kind to the factory's informer for its resource.
-func bindKind[T metav1.Object, AC any, C typedClient[T, AC]](
-	b *kindBinder, gvr schema.GroupVersionResource, kind string, client func(namespace string) C,
-	extract func(obj T, fieldManager string) (*AC, error), flags childKindFlags,
-) *childKind[T, AC] {
-	generic, err := b.factory.ForResource(gvr)
-	if err != nil {
-		b.err = errors.Join(b.err, fmt.Errorf("watching %s: %w", kind, err))
-		return nil
-	}
-	informer := generic.Informer()
-	b.kinds = append(b.kinds, boundKind{resource: gvr, kind: kind, informer: informer})
-	return newChildKind(b.recorder, kind, fromIndexer[T](informer.GetIndexer(), gvr.GroupResource()), client, extract, flags)
-}
-
-// fromIndexer reads one kind's objects from its informer's cache, as its lister does.
-func fromIndexer[T any](indexer cache.Indexer, resource schema.GroupResource) func(namespace, name string) (T, error) {
-	return func(ns, n string) (T, error) {
-		var zero T
-		obj, exists, err := indexer.GetByKey(ns + "/" + n)
-		if err != nil {
-			return zero, err
-		}
-		if !exists {
-			return zero, apierrors.NewNotFound(resource, n)
-		}
-		t, ok := obj.(T)
-		if !ok {
-			return zero, fmt.Errorf("the %s cache holds a %T", resource, obj)
-		}
-		return t, nil
-	}
-}
-
-// childKindFlags leave out what the controller never does to a kind.
-type childKindFlags uint8
-
-const (
-	// neverDelete leaves childKind.delete nil.
-	neverDelete childKindFlags = 1 << iota
-	// neverTakeOver leaves childKind.patch nil: objects are never taken over from
-	// another manager.
-	neverTakeOver
-)
-
-// typedClient is the part of a client-go typed client for one kind, in one namespace,
-// that childKind calls. Every generated client has these methods with these shapes.
-type typedClient[T any, AC any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-	Apply(ctx context.Context, ac *AC, opts metav1.ApplyOptions) (T, error)
-	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
-	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
-}
-
-// newChildKind binds one kind: cached reads the informer cache, client gives the typed
-// client of a namespace (such as kubeClient.AppsV1().Deployments), and extract is the
-// kind's Extract<Kind> function.
-func newChildKind[T metav1.Object, AC any, C typedClient[T, AC]](
-	recorder record.EventRecorder, kind string, cached func(namespace, name string) (T, error), client func(namespace string) C,
-	extract func(obj T, fieldManager string) (*AC, error), flags childKindFlags,
-) *childKind[T, AC] {
-	k := &childKind[T, AC]{
-		recorder: recorder,
-		kind:     kind,
-		cached:   cached,
-		live: func(ctx context.Context, ns, n string) (T, error) {
-			return client(ns).Get(ctx, n, metav1.GetOptions{})
-		},
-		extract: extract,
-		apply: func(ctx context.Context, ns string, ac *AC, o metav1.ApplyOptions) (T, error) {
-			return client(ns).Apply(ctx, ac, o)
-		},
-	}
-	if flags&neverTakeOver == 0 {
-		k.patch = func(ctx context.Context, ns, n string, data []byte, o metav1.PatchOptions) (T, error) {
-			return client(ns).Patch(ctx, n, types.JSONPatchType, data, o)
-		}
-	}
-	if flags&neverDelete == 0 {
-		k.delete = func(ctx context.Context, ns, n string, o metav1.DeleteOptions) error {
-			return client(ns).Delete(ctx, n, o)
-		}
-	}
-	return k
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // The children's life through whole syncs: made, changed, deleted when no longer wanted,
@@ -58,14 +59,14 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 	l := hub(newLLSDv1("app", allChildren))
 	f := newFixture(t, append(allChildrenObjects(), l)...)
 	checkWrites(t, f.sync("app"), []expectedWrite{
-		{"patch", "persistentvolumeclaims", "app-pvc", newPVC(l)},
-		{"patch", "services", "app-service", newService(l, askedListening(l, starterVersion()))},
-		{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))},
+		{"patch", "persistentvolumeclaims", "app-pvc", children.NewPVC(l)},
+		{"patch", "services", "app-service", children.NewService(l, children.AskedListening(l, starterVersion()))},
+		{"patch", "networkpolicies", "app-network-policy", children.NewNetworkPolicy(l, testOperatorNamespace, children.AskedListening(l, starterVersion()))},
 		{"patch", "configmaps", "app-user-config", nil},
 		{"patch", "deployments", "app", nil},
-		{"patch", "horizontalpodautoscalers", "app-hpa", newHPA(l)},
-		{"patch", "poddisruptionbudgets", "app-pdb", newPDB(l)},
-		{"patch", "ingresses", "app-ingress", newIngress(l)},
+		{"patch", "horizontalpodautoscalers", "app-hpa", children.NewHPA(l)},
+		{"patch", "poddisruptionbudgets", "app-pdb", children.NewPDB(l)},
+		{"patch", "ingresses", "app-ingress", children.NewIngress(l)},
 		{"update", "llamastackdistributions/status", "app", nil},
 	})
 }
@@ -115,15 +116,15 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 		"port change patches the Service and the Deployment": {
 			edit: func(l *cr) { networking(l).Port = 9000 },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "services", "app-service", newService(l, askedListening(l, starterVersion()))}, {"patch", "deployments", "app", nil},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
+				return []expectedWrite{{"patch", "services", "app-service", children.NewService(l, children.AskedListening(l, starterVersion()))}, {"patch", "deployments", "app", nil},
+					{"patch", "networkpolicies", "app-network-policy", children.NewNetworkPolicy(l, testOperatorNamespace, children.AskedListening(l, starterVersion()))}}
 			},
 		},
 		"maxReplicas change patches the HPA": {
 			initial: func(l *cr) { l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MaxReplicas: 5} },
 			edit:    func(l *cr) { l.Spec.Workload.Autoscaling.MaxReplicas = 7 },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "horizontalpodautoscalers", "app-hpa", newHPA(l)}}
+				return []expectedWrite{{"patch", "horizontalpodautoscalers", "app-hpa", children.NewHPA(l)}}
 			},
 		},
 		"maxUnavailable change patches the PDB": {
@@ -132,20 +133,20 @@ func TestChildIsUpdatedOnSpecChange(t *testing.T) {
 			},
 			edit: func(l *cr) { l.Spec.Workload.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(2)) },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "poddisruptionbudgets", "app-pdb", newPDB(l)}}
+				return []expectedWrite{{"patch", "poddisruptionbudgets", "app-pdb", children.NewPDB(l)}}
 			},
 		},
 		"expose turned on creates the Ingress and admits the ingress controllers": {
 			edit: func(l *cr) { networking(l).Expose = &v1alpha2.ExposeSpec{} },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "ingresses", "app-ingress", newIngress(l)},
-					{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
+				return []expectedWrite{{"patch", "ingresses", "app-ingress", children.NewIngress(l)},
+					{"patch", "networkpolicies", "app-network-policy", children.NewNetworkPolicy(l, testOperatorNamespace, children.AskedListening(l, starterVersion()))}}
 			},
 		},
 		"allowedFrom change patches the NetworkPolicy": {
 			edit: func(l *cr) { networking(l).AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: []string{"monitoring"}} },
 			writes: func(l *cr) []expectedWrite {
-				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", newNetworkPolicy(l, testOperatorNamespace, askedListening(l, starterVersion()))}}
+				return []expectedWrite{{"patch", "networkpolicies", "app-network-policy", children.NewNetworkPolicy(l, testOperatorNamespace, children.AskedListening(l, starterVersion()))}}
 			},
 		},
 	}

@@ -39,7 +39,7 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 		if cm.needed || mountsConfigMap(dep, cm.name) {
 			continue
 		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, cm.name))
+		errs = append(errs, c.configMapCopies.DeleteIfOwned(ctx, l, cm.name))
 	}
 	return errors.Join(errs...)
 }
@@ -103,7 +103,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 			klog.FromContext(ctx).V(4).Info("Keeping generated ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
 			continue
 		}
-		errs = append(errs, c.configMapCopies.deleteIfOwned(ctx, l, name))
+		errs = append(errs, c.configMapCopies.DeleteIfOwned(ctx, l, name))
 	}
 	return errors.Join(errs...)
 }

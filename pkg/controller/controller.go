@@ -40,6 +40,7 @@ import (
 	gatewayac "sigs.k8s.io/gateway-api/applyconfiguration/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
@@ -57,7 +58,7 @@ type Config struct {
 	// LLSDInformers watches LlamaStackDistributions.
 	LLSDInformers informers.SharedInformerFactory
 	// ChildInformers watches the owned kinds; it should select on
-	// app.kubernetes.io/managed-by=llama-stack-operator and use TransformStripManagedFields.
+	// app.kubernetes.io/managed-by=llama-stack-operator and use children.TransformStripManagedFields.
 	ChildInformers kubeinformers.SharedInformerFactory
 	// ConfigMapInformers watches the ConfigMaps CRs may reference; it should use
 	// TransformConfigMap so that the cache keeps only what the controller reads of each.
@@ -121,22 +122,22 @@ type Controller struct {
 	replicaSets    appslisters.ReplicaSetLister
 	pods           corelisters.PodLister
 
-	deployments     *childKind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
-	services        *childKind[*corev1.Service, coreac.ServiceApplyConfiguration]
-	pvcs            *childKind[*corev1.PersistentVolumeClaim, coreac.PersistentVolumeClaimApplyConfiguration]
-	hpas            *childKind[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]
-	pdbs            *childKind[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]
-	ingresses       *childKind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]
-	networkPolicies *childKind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
-	configMapCopies *childKind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
-	httpRoutes      *childKind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
-	serviceMonitors *childKind[*unstructured.Unstructured, unstructured.Unstructured]
-	routes          *childKind[*unstructured.Unstructured, unstructured.Unstructured]
+	deployments     *children.Kind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
+	services        *children.Kind[*corev1.Service, coreac.ServiceApplyConfiguration]
+	pvcs            *children.Kind[*corev1.PersistentVolumeClaim, coreac.PersistentVolumeClaimApplyConfiguration]
+	hpas            *children.Kind[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]
+	pdbs            *children.Kind[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]
+	ingresses       *children.Kind[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]
+	networkPolicies *children.Kind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
+	configMapCopies *children.Kind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
+	httpRoutes      *children.Kind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
+	serviceMonitors *children.Kind[*unstructured.Unstructured, unstructured.Unstructured]
+	routes          *children.Kind[*unstructured.Unstructured, unstructured.Unstructured]
 	// optionalKinds are the kinds whose API the cluster may not serve, each watched
 	// while it does (optionalkinds.go).
 	optionalKinds []*optionalKind
 	// childKinds are the kinds bound to the child informers (childkinds.go).
-	childKinds []boundKind
+	childKinds []children.Bound
 	// beforeServer and afterServer are the children a CR has while it asks for them,
 	// made before and after its Deployment (childkinds.go).
 	beforeServer, afterServer []askedChild
@@ -258,7 +259,7 @@ type watched struct {
 
 // watch adds the indexes and event handlers of w and of the children's informers, and
 // records what the workers wait for before they start.
-func (c *Controller) watch(ctx context.Context, w watched, children []boundKind) error {
+func (c *Controller) watch(ctx context.Context, w watched, children []children.Bound) error {
 	if err := w.llsd.AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
 		return fmt.Errorf("adding the ConfigMap index: %w", err)
 	}
@@ -285,7 +286,7 @@ func (c *Controller) watch(ctx context.Context, w watched, children []boundKind)
 		{w.pods, c.podHandler()},
 	}
 	for _, child := range children {
-		handlers = append(handlers, informerHandler{child.informer, c.ownedHandler()})
+		handlers = append(handlers, informerHandler{child.Informer, c.ownedHandler()})
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -242,8 +243,8 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 	p := llsd.Port(l)
 
 	ports := []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}}
-	if metricsOn(l, in.serverVersion) {
-		ports = append(ports, metricsContainerPort())
+	if children.MetricsOn(l, in.serverVersion) {
+		ports = append(ports, children.MetricsContainerPort())
 	}
 	c := corev1.Container{
 		Name:            llsd.ContainerName(l),
@@ -518,8 +519,8 @@ func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *us
 // controlledDeployment is the CR's Deployment in the cache; nil when there is none, or
 // when the object of that name is not the CR's.
 func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *appsv1.Deployment {
-	d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l))
-	if err != nil || !isControlledBy(d, l) {
+	d, err := c.deployments.Cached(l.Namespace, llsd.DeploymentName(l))
+	if err != nil || !llsd.IsControlledBy(d, l) {
 		return nil
 	}
 	return d
@@ -528,7 +529,7 @@ func (c *Controller) controlledDeployment(l *v1alpha2.LlamaStackDistribution) *a
 // deploymentPlan is the Deployment a sync is about to apply, decided before any child
 // is written: the children in front of the pods follow what the pods will run.
 type deploymentPlan struct {
-	o ensureOptions[*appsv1.Deployment]
+	o children.EnsureOptions[*appsv1.Deployment]
 	// desired is the Deployment to apply; nil when there is nothing to apply (the
 	// object of that name is not the CR's, or is being deleted).
 	desired *appsv1.Deployment
@@ -547,37 +548,37 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	if uc != nil {
 		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
 	}
-	p := &deploymentPlan{o: ensureOptions[*appsv1.Deployment]{name: llsd.DeploymentName(l)}}
+	p := &deploymentPlan{o: children.EnsureOptions[*appsv1.Deployment]{Name: llsd.DeploymentName(l)}}
 	// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
 	// choosing replicas without the running count would scale it down. The write
 	// reuses this lookup rather than reading again.
-	looked, err := c.deployments.lookUp(ctx, l, p.o.name)
+	looked, err := c.deployments.LookUp(ctx, l, p.o.Name)
 	if err != nil {
 		return nil, err
 	}
-	cur, found := c.rolledBackSinceCached(l, looked.obj, looked.found), looked.found
-	p.o.looked = &childLookup[*appsv1.Deployment]{obj: cur, found: found}
+	cur, found := c.rolledBackSinceCached(l, looked.Obj, looked.Found), looked.Found
+	p.o.Looked = &children.Lookup[*appsv1.Deployment]{Obj: cur, Found: found}
 	if found {
 		p.cur = cur
-		if !isControlledBy(cur, l) || cur.DeletionTimestamp != nil {
+		if !llsd.IsControlledBy(cur, l) || cur.DeletionTimestamp != nil {
 			// The write refuses it, or waits for the next one.
-			p.o.build = func(context.Context, *appsv1.Deployment, bool) (metav1.Object, error) { return nil, nil }
+			p.o.Build = func(context.Context, *appsv1.Deployment, bool) (metav1.Object, error) { return nil, nil }
 			return p, nil
 		}
 	}
 	if l.Spec.Workload.Autoscaling == nil {
 		in.replicas = ptr.To(llsd.SpecReplicas(l))
 	} else if !found {
-		in.replicas = ptr.To(hpaMinReplicas(l))
+		in.replicas = ptr.To(children.HPAMinReplicas(l))
 	} else {
-		owned, err := c.deployments.extract(cur, FieldManager)
+		owned, err := c.deployments.Extract(cur, FieldManager)
 		if err != nil {
 			return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 		}
 		if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
 			in.replicas = ptr.To(*cur.Spec.Replicas)
 			// The count comes from the cache: a stale one must not undo the HPA's write.
-			p.o.precondition = true
+			p.o.Precondition = true
 		}
 	}
 	desired, err := c.desiredDeployment(l, in, cur, found)
@@ -587,14 +588,14 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	if desired, err = c.applyRollback(ctx, l, cur, found, desired, &p.rb); err != nil {
 		return nil, err
 	}
-	p.desired, p.o.build = desired, fixed[*appsv1.Deployment](desired)
+	p.desired, p.o.Build = desired, children.Fixed[*appsv1.Deployment](desired)
 	return p, nil
 }
 
 // applyDeployment applies the plan; a rollback it makes is told in a Warning Event,
 // counted, and remembered until the cache has it.
 func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, p *deploymentPlan) (*appsv1.Deployment, rollbackOutcome, error) {
-	dep, err := c.deployments.ensureWith(ctx, l, p.o)
+	dep, err := c.deployments.EnsureWith(ctx, l, p.o)
 	if err == nil && p.rb.rolledBack {
 		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(p.rb.status))
 		rollbacksTotal.Inc()
@@ -617,11 +618,11 @@ func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in de
 	// scaling up included: scaling never rolls pods.
 	in.legacySpread = true
 	legacy := newDeployment(l, in)
-	owned, err := c.deployments.extract(cur, FieldManager)
+	owned, err := c.deployments.Extract(cur, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
+	ac, err := children.ToApplyConfiguration[appsac.DeploymentApplyConfiguration](legacy)
 	if err != nil {
 		return nil, err
 	}

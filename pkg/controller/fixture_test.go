@@ -38,6 +38,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -50,6 +51,9 @@ import (
 // testNamespace holds the CRs of the fixture tests; testOperatorNamespace
 // (networkpolicy_test.go) is the operator namespace.
 const testNamespace = "demo"
+
+// testOperatorNamespace is the namespace the controller runs in, in the tests.
+const testOperatorNamespace = "llama-ops"
 
 // fixture is the sample-controller test fixture: fake clientsets, informer caches that
 // the test fills from the fakes' trackers (as the informers would), and the recorded
@@ -204,13 +208,13 @@ func (f *fixture) refreshCaches() {
 	}
 	managed := func(o metav1.Object) bool { return o.GetLabels()[llsd.LabelManagedBy] == ManagedByValue }
 	ctx, all, k := f.ctx, metav1.ListOptions{}, f.kubeclient
-	strip := TransformStripManagedFields
+	strip := children.TransformStripManagedFields
 	l, err := f.client.LlamastackV1alpha2().LlamaStackDistributions("").List(ctx, all)
 	fill(f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer().GetIndexer(), strip, nil, l, err)
 	for _, kind := range f.c.childKinds {
-		gvk := kind.resource.GroupVersion().WithKind(kind.kind)
-		list, err := k.Tracker().List(kind.resource, gvk, "")
-		fill(kind.informer.GetIndexer(), strip, managed, list, err)
+		gvk := kind.Resource.GroupVersion().WithKind(kind.Kind)
+		list, err := k.Tracker().List(kind.Resource, gvk, "")
+		fill(kind.Informer.GetIndexer(), strip, managed, list, err)
 	}
 	if routes := f.routeKind().cache(); routes != nil {
 		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
@@ -866,7 +870,7 @@ func checkWrites(t *testing.T, actions []core.Action, want []expectedWrite) {
 		require.Equal(t, types.ApplyPatchType, patch.GetPatchType())
 		var sent map[string]any
 		require.NoError(t, json.Unmarshal(patch.GetPatch(), &sent))
-		expected, err := toApplyConfiguration[map[string]any](w.object)
+		expected, err := children.ToApplyConfiguration[map[string]any](w.object)
 		require.NoError(t, err)
 		if diff := cmp.Diff(*expected, sent); diff != "" {
 			t.Errorf("%s: the object applied differs from the one expected (-want +got):\n%s", key(w.verb, w.resource, w.name), diff)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
@@ -98,24 +99,24 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	if spec.Server.Autoscaling == nil {
 		in.replicas = &l.Spec.Replicas
 	} else {
-		min := hpaMinReplicas(h)
+		min := children.HPAMinReplicas(h)
 		in.replicas = &min
 	}
 	obs.deployment = newDeployment(h, in)
-	obs.service = newService(h, askedListening(h, in.serverVersion))
-	res.children = append(res.children, obs.deployment, obs.service, newNetworkPolicy(h, fuzzOperatorNamespace, askedListening(h, in.serverVersion)))
+	obs.service = children.NewService(h, children.AskedListening(h, in.serverVersion))
+	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.serverVersion)))
 	if spec.Server.Storage != nil {
-		obs.pvc = newPVC(h)
+		obs.pvc = children.NewPVC(h)
 		res.children = append(res.children, obs.pvc)
 	}
 	if spec.Server.Autoscaling != nil {
-		res.children = append(res.children, newHPA(h))
+		res.children = append(res.children, children.NewHPA(h))
 	}
-	if wantsPDB(h) {
-		res.children = append(res.children, newPDB(h))
+	if children.WantsPDB(h) {
+		res.children = append(res.children, children.NewPDB(h))
 	}
-	if wantsIngress(h) {
-		obs.ingress = newIngress(h)
+	if children.WantsIngress(h) {
+		obs.ingress = children.NewIngress(h)
 		res.children = append(res.children, obs.ingress)
 	}
 	if len(configData)%2 == 1 {
@@ -169,8 +170,8 @@ func checkBuilders(t *testing.T, specJSON []byte, configData string, caBundle bo
 	}
 	for _, obj := range res.children {
 		o := obj.(metav1.Object)
-		if o.GetName() == "" || o.GetNamespace() != "ns" || !isControlledBy(o, res.hub) {
-			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), isControlledBy(o, res.hub))
+		if o.GetName() == "" || o.GetNamespace() != "ns" || !llsd.IsControlledBy(o, res.hub) {
+			t.Fatalf("%T: name %q namespace %q, controlled %v", obj, o.GetName(), o.GetNamespace(), llsd.IsControlledBy(o, res.hub))
 		}
 		if errs := childErrors(obj); len(errs) > 0 {
 			t.Fatalf("%T %s would be rejected: %v\nspec: %s", obj, o.GetName(), errs.ToAggregate(), specJSON)

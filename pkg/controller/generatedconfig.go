@@ -16,6 +16,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -234,12 +235,12 @@ func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *generation) *c
 func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.LlamaStackDistribution, g *generation) error {
 	desired := newGeneratedConfigMap(l, g)
 	want := hashData(desired.Data, nil)
-	_, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
-		name:     desired.Name,
-		upToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
+	_, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
+		Name:     desired.Name,
+		UpToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
 		// The ConfigMap is named by its content, so this runs once per new config: its
 		// warnings are told once, not at every sync.
-		build: func(context.Context, *corev1.ConfigMap, bool) (metav1.Object, error) {
+		Build: func(context.Context, *corev1.ConfigMap, bool) (metav1.Object, error) {
 			for _, w := range g.out.Warnings {
 				c.recorder.Event(l, corev1.EventTypeWarning, reasonSecretInSettings, w)
 			}

@@ -68,7 +68,7 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(want.Config), cm.Data["config.yaml"])
 	assert.True(t, ptr.Deref(cm.Immutable, false), "immutable")
-	assert.True(t, isControlledBy(cm, l), "owned by the CR")
+	assert.True(t, llsd.IsControlledBy(cm, l), "owned by the CR")
 	assert.Equal(t, generatedConfigComponent, cm.Labels[llsd.LabelComponent])
 	assert.Equal(t, ManagedByValue, cm.Labels[llsd.LabelManagedBy])
 	var parsed map[string]any

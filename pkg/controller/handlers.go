@@ -179,7 +179,7 @@ func (c *Controller) replicaSetHandler() cache.ResourceEventHandler {
 			return
 		}
 		// A deleted Deployment (the ReplicaSet's deletion follows it) is no longer cached.
-		if d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l)); err == nil && !isControlledBy(d, l) {
+		if d, err := c.deployments.Cached(l.Namespace, llsd.DeploymentName(l)); err == nil && !llsd.IsControlledBy(d, l) {
 			return
 		}
 		c.queue.Add(cache.ObjectName{Namespace: l.Namespace, Name: l.Name})

@@ -125,7 +125,7 @@ func TestHPACountKeptOnACacheMiss(t *testing.T) {
 	f.scaleAsHPA("app", 4)
 	f.converge("app")
 	f.updateDeployment("app", "kubectl-label", func(d *appsv1.Deployment) { delete(d.Labels, llsd.LabelManagedBy) })
-	_, err := f.c.deployments.cached(testNamespace, "app")
+	_, err := f.c.deployments.Cached(testNamespace, "app")
 	require.Error(t, err, "the Deployment left the filtered cache")
 
 	actions := f.sync("app")

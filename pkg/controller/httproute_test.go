@@ -71,7 +71,7 @@ func TestNewHTTPRoute(t *testing.T) {
 			assert.Equal(t, "app-route", route.Name)
 			assert.Equal(t, testNamespace, route.Namespace)
 			assert.Equal(t, llsd.ChildLabels(tc.l), route.Labels)
-			assert.True(t, isControlledBy(route, tc.l))
+			assert.True(t, llsd.IsControlledBy(route, tc.l))
 			assert.Equal(t, tc.want, route.Spec)
 			assert.Equal(t, tc.ann, route.Annotations)
 		})

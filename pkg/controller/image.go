@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -128,11 +129,11 @@ func baseConfigRequired(field, message string) *userError {
 // llamastack.io/image annotation, else the server container's image), so that a hand
 // edit of either (which takes the field from the controller) is repaired, not adopted.
 func (c *Controller) runningImage(l *v1alpha2.LlamaStackDistribution) string {
-	d, err := c.deployments.cached(l.Namespace, llsd.DeploymentName(l))
-	if err != nil || !isControlledBy(d, l) || d.Annotations[llsd.AnnotationDistribution] != l.Spec.Distribution.Name {
+	d, err := c.deployments.Cached(l.Namespace, llsd.DeploymentName(l))
+	if err != nil || !llsd.IsControlledBy(d, l) || d.Annotations[llsd.AnnotationDistribution] != l.Spec.Distribution.Name {
 		return ""
 	}
-	owned, ok := appliedFields(d, FieldManager)
+	owned, ok := children.AppliedFields(d, FieldManager)
 	if !ok {
 		return ""
 	}

@@ -15,35 +15,13 @@ import (
 	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // What the informers keep and how they are looked up: the selectors and transforms
 // the caller gives each informer factory (only the fields the controller reads are
 // cached), and the cache indexes.
-
-// TransformStripManagedFields drops every managedFields entry except the controller's
-// own Apply entry, which Extract<Kind> needs to tell what the controller owns.
-func TransformStripManagedFields(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok {
-		stripManagedFields(o)
-	}
-	return obj, nil
-}
-
-func stripManagedFields(o metav1.Object) {
-	mf := o.GetManagedFields()
-	if len(mf) == 0 {
-		return
-	}
-	var kept []metav1.ManagedFieldsEntry
-	for _, e := range mf {
-		if e.Manager == FieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			kept = append(kept, e)
-		}
-	}
-	o.SetManagedFields(kept)
-}
 
 // controllerUIDIndex indexes the ConfigMap cache by the UID of the CR that controls an
 // entry (configMapEntry keeps only a LlamaStackDistribution's controller reference).
@@ -60,12 +38,6 @@ func indexByControllerUID(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// ManagedSelector selects the children of every CR: the child informers list and watch
-// only these.
-func ManagedSelector() string {
-	return labels.SelectorFromSet(labels.Set{llsd.LabelManagedBy: ManagedByValue}).String()
-}
-
 // ReplicaSetSelector selects the ReplicaSets of server Deployments: their pod template
 // carries the selector labels, of which app=llama-stack is common to every CR.
 func ReplicaSetSelector() string {
@@ -80,7 +52,7 @@ func ReplicaSetSelector() string {
 func TransformReplicaSet(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
-		return TransformStripManagedFields(obj)
+		return children.TransformStripManagedFields(obj)
 	}
 	out := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
 		Name: rs.Name, Namespace: rs.Namespace, UID: rs.UID, ResourceVersion: rs.ResourceVersion,
@@ -114,7 +86,7 @@ func PodSelector() string {
 func TransformPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
-		return TransformStripManagedFields(obj)
+		return children.TransformStripManagedFields(obj)
 	}
 	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion,
@@ -209,7 +181,7 @@ func TransformConfigMap(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		return newConfigMapEntry(o), nil
 	default:
-		return TransformStripManagedFields(obj)
+		return children.TransformStripManagedFields(obj)
 	}
 }
 
@@ -219,8 +191,8 @@ func TransformConfigMap(obj any) (any, error) {
 func newHTTPRouteInformer(client gatewayclient.Interface, namespace string) cache.SharedIndexInformer {
 	informer := gatewayinformers.NewFilteredHTTPRouteInformer(client, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() })
+		func(o *metav1.ListOptions) { o.LabelSelector = children.ManagedSelector() })
 	// Only fails once the informer has started.
-	_ = informer.SetTransform(TransformStripManagedFields)
+	_ = informer.SetTransform(children.TransformStripManagedFields)
 	return informer
 }

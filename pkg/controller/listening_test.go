@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -19,14 +20,14 @@ func TestListeningOf(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mods    []func(*v1alpha2.LlamaStackDistribution)
 		version string
-		want    listening
+		want    children.Listening
 	}{
-		"plain":   {want: listening{port: 8321}},
-		"metrics": {version: "1.3.0", want: listening{port: 8321, metrics: true}},
-		"tls":     {mods: hubMods(withServerTLS("serving")), version: "1.3.0", want: listening{port: 8321, https: true, metrics: true}},
+		"plain":   {want: children.Listening{Port: 8321}},
+		"metrics": {version: "1.3.0", want: children.Listening{Port: 8321, Metrics: true}},
+		"tls":     {mods: hubMods(withServerTLS("serving")), version: "1.3.0", want: children.Listening{Port: 8321, HTTPS: true, Metrics: true}},
 		"port": {mods: hubMods(func(l *v1alpha2.LlamaStackDistribution) {
 			l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9000}
-		}), version: "1.2.1", want: listening{port: 9000, metrics: true}},
+		}), version: "1.2.1", want: children.Listening{Port: 9000, Metrics: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("app", tc.mods...)
@@ -35,16 +36,16 @@ func TestListeningOf(t *testing.T) {
 				in.tls = &serverTLS{hash: "h"}
 			}
 			d := newDeployment(l, in)
-			got, ok := listeningOf(&d.Spec.Template, llsd.ContainerName(l))
+			got, ok := children.ListeningOf(&d.Spec.Template, llsd.ContainerName(l))
 			require.True(t, ok)
 			assert.Equal(t, tc.want, got)
-			assert.Equal(t, askedListening(l, tc.version), got, "what the CR asks for")
+			assert.Equal(t, children.AskedListening(l, tc.version), got, "what the CR asks for")
 		})
 	}
-	_, ok := listeningOf(&corev1.PodTemplateSpec{}, "llama-stack")
+	_, ok := children.ListeningOf(&corev1.PodTemplateSpec{}, "llama-stack")
 	assert.False(t, ok, "no server container")
 	l := newLLSD("app")
-	assert.Equal(t, askedListening(l, "1.3.0"), listeningFrom(l, nil, "1.3.0"), "without a Deployment, what the CR asks for")
+	assert.Equal(t, children.AskedListening(l, "1.3.0"), children.ListeningFrom(l, nil, "1.3.0"), "without a Deployment, what the CR asks for")
 }
 
 // After a TLS change is rolled back, the pods serve plain HTTP again: the Service's
@@ -73,7 +74,7 @@ func TestChildrenFollowARolledBackTLSChange(t *testing.T) {
 	assert.Equal(t, plain, f.service("app-service").Spec.Ports, "the Service's port is HTTP again")
 	assert.Equal(t, "edge", routeTLS(t, f, "termination"), "the Route does not reencrypt to an HTTP server")
 	target, _, _ := unstructured.NestedString(f.storedRoute("app-route").Object, "spec", "port", "targetPort")
-	assert.Equal(t, servicePortName, target)
+	assert.Equal(t, children.ServicePortName, target)
 	assert.Equal(t, "http://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
 
 	// Held across syncs: nothing flips back.

@@ -15,6 +15,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -563,7 +564,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 					assert.Empty(t, writes, "the running image is kept: nothing is written")
 				} else {
 					want := []string{"patch deployments app"}
-					if serverServesMetrics(imageServerVersion(tc.want)) {
+					if children.ServerServesMetrics(imageServerVersion(tc.want)) {
 						// The move to a server with metrics names its port on the Service.
 						want = append(want, "patch services app-service")
 					}

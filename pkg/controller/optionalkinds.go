@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // Optional kinds are child kinds whose API the cluster may not serve (Gateway API's
@@ -92,7 +94,7 @@ func newOptionalKind(kind string, resource schema.GroupVersionResource, crdClien
 		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		})
-	if err := k.crds.SetTransform(TransformStripManagedFields); err != nil {
+	if err := k.crds.SetTransform(children.TransformStripManagedFields); err != nil {
 		return nil, err
 	}
 	reg, err := k.crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -252,6 +254,6 @@ func fromOptionalCache[T any](k *optionalKind) func(namespace, name string) (T, 
 			var zero T
 			return zero, apierrors.NewNotFound(k.resource.GroupResource(), n)
 		}
-		return fromIndexer[T](indexer, k.resource.GroupResource())(ns, n)
+		return children.FromIndexer[T](indexer, k.resource.GroupResource())(ns, n)
 	}
 }

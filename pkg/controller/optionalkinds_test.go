@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // httpRouteCRD is the HTTPRoute CRD as the API server reports it once established,
@@ -123,7 +124,7 @@ func TestOptionalKindsNeverBlockStartUp(t *testing.T) {
 	f.newController()
 	routes := f.routeKind()
 	assert.Equal(t, apiUnknown, routes.state(), "the CRD watch has not listed yet")
-	assert.False(t, slices.ContainsFunc(f.c.childKinds, func(k boundKind) bool { return k.kind == "HTTPRoute" }),
+	assert.False(t, slices.ContainsFunc(f.c.childKinds, func(k children.Bound) bool { return k.Kind == "HTTPRoute" }),
 		"the HTTPRoute informer is not one of the informers started with the others")
 	f.sync("app")
 	l := f.llsd("app")

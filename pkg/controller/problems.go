@@ -2,17 +2,14 @@ package controller
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The problem and error types: user errors (reported in conditions and Events, not
@@ -24,32 +21,6 @@ import (
 type userError struct {
 	reason  string
 	message string
-}
-
-// notOwnedError reports an object bearing a child's name that the CR does not control.
-type notOwnedError struct {
-	kind, namespace, name string
-	// orphaned is set when the object is controlled by an earlier LlamaStackDistribution
-	// of the same name, deleted since: the garbage collector is about to delete it.
-	orphaned bool
-}
-
-// newNotOwnedError describes obj, which l does not control.
-func newNotOwnedError(kind string, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) *notOwnedError {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return &notOwnedError{
-		kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(),
-		orphaned: ref != nil && ref.Kind == llsd.ControllerKind.Kind && ref.Name == l.Name && ref.UID != l.UID,
-	}
-}
-
-func (e *notOwnedError) Error() string {
-	if e.orphaned {
-		return fmt.Sprintf("%s %s/%s belongs to an earlier LlamaStackDistribution of this name, deleted since; the controller creates its own as soon as the garbage collector has deleted it",
-			e.kind, e.namespace, e.name)
-	}
-	return fmt.Sprintf("%s %s/%s already exists and is not controlled by this LlamaStackDistribution; delete or rename it so the controller can create its own",
-		e.kind, e.namespace, e.name)
 }
 
 func problemsMessage(problems []userError) string {

@@ -9,54 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
-
-// newPVC builds the claim holding the server's data: storage.size or 10Gi, the storage
-// class if one is named (else the cluster default applies), and the access modes or
-// ReadWriteOnce.
-func newPVC(l *v1alpha2.LlamaStackDistribution) *corev1.PersistentVolumeClaim {
-	pvc := &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "PersistentVolumeClaim"},
-		ObjectMeta: llsd.ChildObjectMeta(l, llsd.PVCName(l)),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: storageAccessModes(l),
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: storageSize(l)},
-			},
-		},
-	}
-	if s := l.Spec.Workload.Storage; s != nil && s.StorageClassName != nil {
-		pvc.Spec.StorageClassName = ptr.To(*s.StorageClassName)
-	}
-	return pvc
-}
-
-// storageAccessModes are the claim's access modes: a copy of storage.accessModes, or
-// ReadWriteOnce.
-func storageAccessModes(l *v1alpha2.LlamaStackDistribution) []corev1.PersistentVolumeAccessMode {
-	if s := l.Spec.Workload.Storage; s != nil && len(s.AccessModes) > 0 {
-		return slices.Clone(s.AccessModes)
-	}
-	return []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-}
-
-// sharedReadWriteOnce tells whether single-node storage is combined with more than one
-// pod: pods scheduled to another node cannot mount it.
-func sharedReadWriteOnce(l *v1alpha2.LlamaStackDistribution, pvc *corev1.PersistentVolumeClaim) bool {
-	modes := storageAccessModes(l)
-	if pvc != nil && len(pvc.Spec.AccessModes) > 0 {
-		modes = pvc.Spec.AccessModes
-	}
-	single := slices.Contains(modes, corev1.ReadWriteOnce) || slices.Contains(modes, corev1.ReadWriteOncePod)
-	return single && !slices.Contains(modes, corev1.ReadWriteMany) &&
-		(llsd.SpecReplicas(l) > 1 || l.Spec.Workload.Autoscaling != nil)
-}
 
 // storageSync is the StorageInSync condition found by ensurePVC.
 type storageSync struct {
@@ -73,15 +32,15 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
 	state := ok
 	refused, existed := false, false
-	pvc, err := c.pvcs.ensureWith(ctx, l, ensureOptions[*corev1.PersistentVolumeClaim]{
-		name: llsd.PVCName(l),
-		build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
-			desired := newPVC(l)
+	pvc, err := c.pvcs.EnsureWith(ctx, l, children.EnsureOptions[*corev1.PersistentVolumeClaim]{
+		Name: llsd.PVCName(l),
+		Build: func(_ context.Context, cur *corev1.PersistentVolumeClaim, found bool) (metav1.Object, error) {
+			desired := children.NewPVC(l)
 			if !found {
 				return desired, nil
 			}
 			existed = true
-			owned, err := c.pvcs.extract(cur, FieldManager)
+			owned, err := c.pvcs.Extract(cur, FieldManager)
 			if err != nil {
 				return nil, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
@@ -110,7 +69,7 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 		if strings.Contains(why, "exceeded quota") {
 			hint = " (a ResourceQuota)"
 		}
-		want := storageSize(l)
+		want := children.StorageSize(l)
 		return pvc, storageSync{reason: v1alpha2.ReasonResizeRefused, message: fmt.Sprintf(
 			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", llsd.PVCName(l), want.String(), hint, why)}, nil
 	}
@@ -146,7 +105,7 @@ func fitPVC(l *v1alpha2.LlamaStackDistribution, desired, cur *corev1.PersistentV
 		}
 	}
 
-	want := storageSize(l)
+	want := children.StorageSize(l)
 	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
 	if want.Cmp(have) < 0 {
 		state = storageSync{reason: v1alpha2.ReasonShrinkRefused, message: fmt.Sprintf(
@@ -176,12 +135,4 @@ func resizeState(pvc *corev1.PersistentVolumeClaim, state storageSync) storageSy
 			"PersistentVolumeClaim %s is being expanded to %s (now %s)", pvc.Name, requested.String(), capacity.String())}
 	}
 	return state
-}
-
-// storageSize is the requested size of the claim: a copy of storage.size, or 10Gi.
-func storageSize(l *v1alpha2.LlamaStackDistribution) resource.Quantity {
-	if s := l.Spec.Workload.Storage; s != nil && s.Size != nil {
-		return s.Size.DeepCopy()
-	}
-	return resource.MustParse(llsd.DefaultStorageSize)
 }

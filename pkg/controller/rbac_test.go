@@ -325,7 +325,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 			obj, _ := kubeclient.Tracker().Get(deployments, ns, "full")
 			d := obj.(*appsv1.Deployment)
 			t.Logf("the Deployment: resourceVersion %s, replicas %v, status %+v, volumes %+v", d.ResourceVersion, ptr.Deref(d.Spec.Replicas, -1), d.Status, d.Spec.Template.Spec.Volumes)
-			if cached, err := c.deployments.cached(ns, "full"); err == nil {
+			if cached, err := c.deployments.Cached(ns, "full"); err == nil {
 				t.Logf("the Deployment the controller's cache holds: resourceVersion %s, status %+v", cached.ResourceVersion, cached.Status)
 			}
 			l := cr("full")

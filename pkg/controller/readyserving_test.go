@@ -13,12 +13,13 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // Ready means serving: a change configgen refuses leaves a CR whose Deployment serves
 // Ready, the refusal in Progressing (and ConfigGenerated), with one Warning Event and
 // no write but the status. When the pods go away, the problem is why the CR is not
-// Ready, and back again, without a second Warning; fixed, Progressing follows the
+// Ready, and back again, without a second Warning; children.Fixed, Progressing follows the
 // Deployment again.
 func TestRefusedChangeKeepsAServingCRReady(t *testing.T) {
 	f := newFixture(t, newGenLLSD("app"))
@@ -167,29 +168,29 @@ func TestProblemWhileServing(t *testing.T) {
 		readyReason string
 	}{
 		"serving": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, askedListening(l, ""))}
+			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, ""))}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
 		"serving with its storage": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, askedListening(l, "")), pvc: bound}
+			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, "")), pvc: bound}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
 		"scaled to zero": {mods: []func(*v1alpha1.LlamaStackDistribution){func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }},
 			obs: func(l *v1alpha2.LlamaStackDistribution) observed {
 				d := available(0)
 				d.Spec.Replicas = ptr.To(int32(0))
 				d.Status.Replicas, d.Status.UpdatedReplicas = 0, 0
-				return observed{deployment: d, service: newService(l, askedListening(l, ""))}
+				return observed{deployment: d, service: children.NewService(l, children.AskedListening(l, ""))}
 			}, ready: true, readyReason: v1alpha2.ReasonScaledToZero},
 		"no Deployment": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{service: newService(l, askedListening(l, ""))}
+			return observed{service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
 		"not available": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(0), service: newService(l, askedListening(l, ""))}
+			return observed{deployment: available(0), service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
 		"no Service": {obs: func(*v1alpha2.LlamaStackDistribution) observed {
 			return observed{deployment: available(1)}
 		}},
 		"storage not bound": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: newService(l, askedListening(l, ""))}
+			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // revision is what the server pods are made from, as one sync resolves it from the CR
@@ -54,7 +55,7 @@ func (f *findings) add(ps ...*userError) {
 // problem for the user, and records other errors to be returned and retried. It tells
 // whether err was a problem for the user.
 func (f *findings) report(err error) bool {
-	var no *notOwnedError
+	var no *children.NotOwnedError
 	if errors.As(err, &no) {
 		f.problems = append(f.problems, userError{v1alpha2.ReasonResourceNotOwned, no.Error()})
 		return true

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -303,7 +304,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 		return desired, nil
 	}
 	hash := inputsHash(&desired.Spec.Template)
-	ours, err := c.deployments.extract(cur, FieldManager)
+	ours, err := c.deployments.Extract(cur, FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
@@ -312,7 +313,7 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	}
 
 	// Does the Deployment run these inputs, and has their rollout failed?
-	ac, err := toApplyConfiguration[appsac.DeploymentApplyConfiguration](desired)
+	ac, err := children.ToApplyConfiguration[appsac.DeploymentApplyConfiguration](desired)
 	if err != nil {
 		return nil, err
 	}

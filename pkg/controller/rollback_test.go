@@ -558,13 +558,13 @@ func TestRollbackIsNotRepeatedOnAStaleCache(t *testing.T) {
 	f := newRollbackFixture(t, newGenLLSD("app"))
 	var deployments cache.Indexer
 	for _, k := range f.c.childKinds {
-		if k.kind == "Deployment" {
-			deployments = k.informer.GetIndexer()
+		if k.Kind == "Deployment" {
+			deployments = k.Informer.GetIndexer()
 		}
 	}
 	require.NotNil(t, deployments)
 	f.failChange(true)
-	stale, err := f.c.deployments.cached(testNamespace, "app")
+	stale, err := f.c.deployments.Cached(testNamespace, "app")
 	require.NoError(t, err)
 	before := counter(t, "llama_stack_controller_rollbacks_total", nil)
 

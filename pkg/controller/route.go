@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -51,7 +52,7 @@ func routeTermination(l *v1alpha2.LlamaStackDistribution, https bool) v1alpha2.R
 func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
 	e := llsd.Networking(l).Expose
 	meta := llsd.ChildObjectMeta(l, llsd.RouteName(l))
-	termination := routeTermination(l, in.listening.https)
+	termination := routeTermination(l, in.listening.HTTPS)
 	tls := map[string]any{
 		"termination":                   strings.ToLower(string(termination)),
 		"insecureEdgeTerminationPolicy": "Redirect",
@@ -62,9 +63,9 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 	if termination == v1alpha2.RouteTerminationReencrypt && len(in.serverCA) > 0 {
 		tls["destinationCACertificate"] = string(in.serverCA)
 	}
-	portName := servicePortName
-	if in.listening.https {
-		portName = servicePortNameTLS
+	portName := children.ServicePortName
+	if in.listening.HTTPS {
+		portName = children.ServicePortNameTLS
 	}
 	spec := map[string]any{
 		"to":   map[string]any{"kind": "Service", "name": llsd.ServiceName(l), "weight": int64(100)},
@@ -74,9 +75,9 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 	if e.Hostname != "" {
 		spec["host"] = e.Hostname
 	}
-	metadata := objectMetaMap(meta)
+	metadata := children.ObjectMetaMap(meta)
 	if len(e.Annotations) > 0 {
-		metadata["annotations"] = anyMap(e.Annotations)
+		metadata["annotations"] = children.AnyMap(e.Annotations)
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": routeResource.GroupVersion().String(),

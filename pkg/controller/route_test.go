@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -95,7 +96,7 @@ func TestNewRoute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("app", tc.mods...)
 			before := l.DeepCopy()
-			route := newRoute(l, childInputs{serverCA: tc.serverCA, listening: askedListening(l, "")})
+			route := newRoute(l, childInputs{serverCA: tc.serverCA, listening: children.AskedListening(l, "")})
 			assert.Equal(t, before, l, "the builder does not change the CR")
 			assert.Equal(t, "route.openshift.io/v1", route.GetAPIVersion())
 			assert.Equal(t, "Route", route.GetKind())

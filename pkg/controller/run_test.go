@@ -26,6 +26,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
@@ -173,8 +174,8 @@ func runController(ctx context.Context, t *testing.T, client clientset.Interface
 // runControllerWith is runController with the Config edited by edit first.
 func runControllerWith(ctx context.Context, t *testing.T, client clientset.Interface, kubeclient kubernetes.Interface, edit func(*Config)) (*Controller, <-chan error) {
 	t.Helper()
-	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(TransformStripManagedFields))
-	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformStripManagedFields))
+	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(children.TransformStripManagedFields))
+	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(children.TransformStripManagedFields))
 	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
 	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
 	rsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformReplicaSet))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // starterVersion is the server version of the pinned starter image.
@@ -27,9 +28,9 @@ func TestServerServesMetrics(t *testing.T) {
 		"2.0.0":   true,
 		"1.2.0rc": false,
 	} {
-		assert.Equal(t, want, serverServesMetrics(version), version)
+		assert.Equal(t, want, children.ServerServesMetrics(version), version)
 	}
-	assert.True(t, serverServesMetrics(starterVersion()), "the pinned starter serves metrics")
+	assert.True(t, children.ServerServesMetrics(starterVersion()), "the pinned starter serves metrics")
 }
 
 // A server that serves metrics is told to, on all of the pod's interfaces at 9464,
@@ -43,7 +44,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	assert.Equal(t, "0.0.0.0", envValue(t, c.Env, "OGX_METRICS_HOST"))
 	assert.Equal(t, "9464", envValue(t, c.Env, "OGX_METRICS_PORT"))
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9464, Protocol: corev1.ProtocolTCP})
-	svc := newService(l, askedListening(l, starterVersion()))
+	svc := children.NewService(l, children.AskedListening(l, starterVersion()))
 	require.Len(t, svc.Spec.Ports, 2)
 	assert.Equal(t, corev1.ServicePort{Name: "metrics", Port: 9464, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}, svc.Spec.Ports[1])
 	assert.Equal(t, "http", svc.Spec.Ports[0].Name, "the API port stays first")
@@ -55,7 +56,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 		for _, e := range c.Env {
 			assert.NotContains(t, e.Name, "OGX_METRICS", version)
 		}
-		assert.Len(t, newService(l, askedListening(l, version)).Spec.Ports, 1, version)
+		assert.Len(t, children.NewService(l, children.AskedListening(l, version)).Spec.Ports, 1, version)
 	}
 }
 
@@ -70,5 +71,5 @@ func TestMetricsStayOffWhenTheAPIHasTheirPort(t *testing.T) {
 	for _, e := range c.Env {
 		assert.NotContains(t, e.Name, "OGX_METRICS")
 	}
-	assert.Len(t, newService(l, askedListening(l, starterVersion())).Spec.Ports, 1)
+	assert.Len(t, children.NewService(l, children.AskedListening(l, starterVersion())).Spec.Ports, 1)
 }

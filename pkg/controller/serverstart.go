@@ -7,6 +7,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -125,8 +126,8 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 				corev1.EnvVar{Name: envOGXConfig, Value: userConfigPath},
 			)
 		}
-		if metricsOn(l, in.serverVersion) {
-			env = append(env, metricsEnv()...)
+		if children.MetricsOn(l, in.serverVersion) {
+			env = append(env, children.MetricsEnv()...)
 		}
 		if in.distro != "" {
 			// Where a llama-stack server of this distribution kept them on the

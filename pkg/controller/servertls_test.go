@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
@@ -164,12 +165,12 @@ func TestDeploymentServesTLS(t *testing.T) {
 }
 
 func TestServiceOfATLSServer(t *testing.T) {
-	svc := newService(newLLSD("app", withServerTLS("serving")), askedListening(newLLSD("app", withServerTLS("serving")), ""))
+	svc := children.NewService(newLLSD("app", withServerTLS("serving")), children.AskedListening(newLLSD("app", withServerTLS("serving")), ""))
 	require.Len(t, svc.Spec.Ports, 1)
 	assert.Equal(t, "https", svc.Spec.Ports[0].Name)
 	require.NotNil(t, svc.Spec.Ports[0].AppProtocol)
 	assert.Equal(t, "https", *svc.Spec.Ports[0].AppProtocol)
-	plain := newService(newLLSD("app"), askedListening(newLLSD("app"), ""))
+	plain := children.NewService(newLLSD("app"), children.AskedListening(newLLSD("app"), ""))
 	assert.Equal(t, "http", plain.Spec.Ports[0].Name)
 	assert.Nil(t, plain.Spec.Ports[0].AppProtocol)
 }

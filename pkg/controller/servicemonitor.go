@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -25,7 +26,7 @@ const serviceMonitorKind = "ServiceMonitor"
 // and the operator ConfigMap allows it; while the ConfigMap does not say, existing
 // ones are left as they are.
 func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool) {
-	return in.cfg.enableServiceMonitor && in.listening.metrics, in.cfg.serviceMonitorKnown
+	return in.cfg.enableServiceMonitor && in.listening.Metrics, in.cfg.serviceMonitorKnown
 }
 
 // newServiceMonitor builds the ServiceMonitor that has Prometheus scrape the metrics
@@ -34,16 +35,16 @@ func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (wa
 // controller's), over plain HTTP at the Prometheus default interval (the metrics endpoint does not serve
 // TLS, whatever the API does).
 func newServiceMonitor(l *v1alpha2.LlamaStackDistribution) *unstructured.Unstructured {
-	selector := anyMap(llsd.SelectorLabels(l))
+	selector := children.AnyMap(llsd.SelectorLabels(l))
 	selector[llsd.LabelManagedBy] = ManagedByValue
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": serviceMonitorResource.GroupVersion().String(),
 		"kind":       serviceMonitorKind,
-		"metadata":   objectMetaMap(llsd.ChildObjectMeta(l, llsd.ServiceMonitorName(l))),
+		"metadata":   children.ObjectMetaMap(llsd.ChildObjectMeta(l, llsd.ServiceMonitorName(l))),
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": selector},
 			"endpoints": []any{map[string]any{
-				"port":   metricsPortName,
+				"port":   children.MetricsPortName,
 				"path":   "/metrics",
 				"scheme": "http",
 			}},

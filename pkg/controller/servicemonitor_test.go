@@ -15,6 +15,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -33,9 +34,9 @@ func TestNewServiceMonitor(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	selector := labels.SelectorFromSet(matchLabels)
-	svc := newService(l, askedListening(l, starterVersion()))
+	svc := children.NewService(l, children.AskedListening(l, starterVersion()))
 	assert.True(t, selector.Matches(labels.Set(svc.Labels)), "selects the CR's Service")
-	other := newService(newLLSD("app-2"), askedListening(newLLSD("app-2"), starterVersion()))
+	other := children.NewService(newLLSD("app-2"), children.AskedListening(newLLSD("app-2"), starterVersion()))
 	assert.False(t, selector.Matches(labels.Set(other.Labels)), "and not another CR's")
 
 	endpoints, found, err := unstructured.NestedSlice(sm.Object, "spec", "endpoints")

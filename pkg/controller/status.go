@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
@@ -109,7 +110,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 
 	set(v1alpha2.ConditionServiceReady, serviceReadyCondition(l, obs))
 	if obs.service != nil {
-		st.ServiceURL = serviceURL(l, servesTLS(obs.deployment))
+		st.ServiceURL = children.ServiceURL(l, servesTLS(obs.deployment))
 	}
 
 	set(v1alpha2.ConditionStorageInSync, storageInSyncCondition(l, obs))

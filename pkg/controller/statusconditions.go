@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -171,7 +172,7 @@ func storageInSyncCondition(l *v1alpha2.LlamaStackDistribution, obs observed) co
 // storageAccessWarningCondition is StorageAccessWarning, there only while ReadWriteOnce
 // storage is shared by replicas that may land on other nodes.
 func storageAccessWarningCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	if l.Spec.Workload.Storage == nil || !sharedReadWriteOnce(l, obs.pvc) {
+	if l.Spec.Workload.Storage == nil || !children.SharedReadWriteOnce(l, obs.pvc) {
 		return dropped
 	}
 	return setTo(metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
@@ -222,12 +223,12 @@ func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
 	if wantsRoute(l) {
 		return ptr.To(routeHostURL(obs.route))
 	}
-	if !wantsIngress(l) {
+	if !children.WantsIngress(l) {
 		return nil
 	}
 	url := ""
 	if obs.ingress != nil {
-		url = ingressURL(obs.ingress)
+		url = children.IngressURL(obs.ingress)
 	}
 	return ptr.To(url)
 }
@@ -278,7 +279,7 @@ func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, p
 	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	if l.Spec.Workload.Autoscaling != nil {
-		want = min(want, hpaMinReplicas(l))
+		want = min(want, children.HPAMinReplicas(l))
 	} else {
 		want = min(want, llsd.SpecReplicas(l))
 	}

@@ -13,11 +13,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
-// sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
+// sync converges one CR: it resolves its inputs, ensures every child in a children.Fixed order,
 // and writes the status when it changed.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
@@ -52,7 +53,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	// The children's writes are recorded in one Event per verb, before the status
 	// write's Events; the context that collects them goes no further than the children.
-	childCtx, written := withChildWriteLog(ctx)
+	childCtx, written := children.WithWriteLog(ctx)
 	obs, err := c.ensureChildren(childCtx, l)
 	c.recordChildWrites(l, written)
 	if err != nil {
@@ -99,7 +100,7 @@ func (c *Controller) askServer(ctx context.Context, key cache.ObjectName, l *v1a
 	case !serving(obs.deployment):
 		// Answers from before an outage say nothing of the server that comes back.
 		c.prober.Forget(key)
-	case obs.service == nil || !isControlledBy(obs.service, l):
+	case obs.service == nil || !llsd.IsControlledBy(obs.service, l):
 		// Only our own Service is asked: one of someone else's under its name is not
 		// ours to call.
 		c.prober.Forget(key)
@@ -186,8 +187,8 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 // nothing.
 func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed) {
 	obs.deployment = c.controlledDeployment(l)
-	obs.pvc, _ = c.pvcs.cached(l.Namespace, llsd.PVCName(l))
-	known := childInputs{cfg: rev.cfg, listening: listeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
+	obs.pvc, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
+	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
 	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
 		child.observe(l, known, obs)
 	}
@@ -209,9 +210,9 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 		}
 	}
 	in := rev.deploymentInputs(l, c.openShift)
-	children := childInputs{cfg: rev.cfg}
+	asked := childInputs{cfg: rev.cfg}
 	if rev.tls != nil {
-		children.serverCA = rev.tls.ca
+		asked.serverCA = rev.tls.ca
 	}
 	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, rev.uc)
 	var plan *deploymentPlan
@@ -228,10 +229,10 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if plan != nil && plan.desired != nil {
 		running = plan.desired
 	}
-	children.listening = listeningFrom(l, running, in.serverVersion)
+	asked.listening = children.ListeningFrom(l, running, in.serverVersion)
 
 	for _, child := range c.beforeServer {
-		f.report(child.sync(ctx, l, children, obs))
+		f.report(child.sync(ctx, l, asked, obs))
 	}
 	obs.deployment = c.controlledDeployment(l)
 	if plan != nil {
@@ -248,6 +249,6 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 		}
 	}
 	for _, child := range c.afterServer {
-		f.report(child.sync(ctx, l, children, obs))
+		f.report(child.sync(ctx, l, asked, obs))
 	}
 }

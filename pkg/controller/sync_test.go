@@ -16,6 +16,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -28,7 +29,7 @@ func TestCreateThenNoOp(t *testing.T) {
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "deployments", "demo", newDeployment(l, deploymentInputs{image: image, replicas: ptr.To(int32(1)),
 			serverVersion: imageServerVersion(image), distro: "starter"})},
-		{"patch", "services", "demo-service", newService(l, askedListening(l, imageServerVersion(image)))},
+		{"patch", "services", "demo-service", children.NewService(l, children.AskedListening(l, imageServerVersion(image)))},
 		{"update", "llamastackdistributions/status", "demo", nil},
 	})
 	require.Empty(t, describe(f.sync("demo")))

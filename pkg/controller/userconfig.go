@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -117,13 +118,13 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.Llama
 		return nil, nil
 	}
 	var problem *userError
-	_, err := c.configMapCopies.ensureWith(ctx, l, ensureOptions[*corev1.ConfigMap]{
-		name: llsd.UserConfigCopyName(l),
+	_, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
+		Name: llsd.UserConfigCopyName(l),
 		// The copy holds the source's content (an edit of the copy is repaired).
-		upToDate: func(cur *corev1.ConfigMap) bool {
+		UpToDate: func(cur *corev1.ConfigMap) bool {
 			return cur.Annotations[llsd.AnnotationSourceHash] == uc.hash && configMapHash(cur) == uc.hash
 		},
-		build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
+		Build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
 			src, err := c.kubeclient.CoreV1().ConfigMaps(uc.source.Namespace).Get(ctx, uc.source.Name, metav1.GetOptions{})
 			if err != nil {
 				// Gone or unreadable since the cache saw it: the next event or retry settles it.

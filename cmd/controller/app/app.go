@@ -27,6 +27,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	serverprobe "github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -343,14 +344,14 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if resync == 0 {
 		resync = DefaultResyncPeriod
 	}
-	managed := controller.ManagedSelector()
+	managed := children.ManagedSelector()
 	llsdInformers := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(o.Namespace),
-		informers.WithTransform(controller.TransformStripManagedFields))
+		informers.WithTransform(children.TransformStripManagedFields))
 	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		kubeinformers.WithNamespace(o.Namespace),
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managed }),
-		kubeinformers.WithTransform(controller.TransformStripManagedFields))
+		kubeinformers.WithTransform(children.TransformStripManagedFields))
 	configMapInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		kubeinformers.WithNamespace(o.Namespace),
 		kubeinformers.WithTransform(controller.TransformConfigMap))
@@ -359,7 +360,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", controller.OperatorConfigMapName).String()
 		}),
-		kubeinformers.WithTransform(controller.TransformStripManagedFields))
+		kubeinformers.WithTransform(children.TransformStripManagedFields))
 
 	// The ReplicaSets of the server Deployments (their pod templates carry app=llama-stack),
 	// kept as little more than the ConfigMaps they mount.

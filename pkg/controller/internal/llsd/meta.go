@@ -17,3 +17,9 @@ func ChildObjectMeta(l *v1alpha2.LlamaStackDistribution, name string) metav1.Obj
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, ControllerKind)},
 	}
 }
+
+// IsControlledBy reports whether obj's controller reference points at l, by Kind and UID.
+func IsControlledBy(obj metav1.Object, l *v1alpha2.LlamaStackDistribution) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == ControllerKind.Kind && ref.UID == l.UID
+}

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"maps"
@@ -12,17 +12,17 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// wantsIngress tells whether the server is exposed outside the cluster through an
+// WantsIngress tells whether the server is exposed outside the cluster through an
 // Ingress (the default type).
-func wantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
+func WantsIngress(l *v1alpha2.LlamaStackDistribution) bool {
 	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && (e.Type == "" || e.Type == v1alpha2.ExposeIngress)
 }
 
-// newIngress builds the Ingress routing every path to the server Service. Without
+// NewIngress builds the Ingress routing every path to the server Service. Without
 // networking.expose options it sets no class, host, TLS or annotations, as upstream, so the
 // cluster's defaults apply; fields it does not set are left to whoever sets them.
-func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
+func NewIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
 		ObjectMeta: llsd.ChildObjectMeta(l, llsd.IngressName(l)),
@@ -66,10 +66,10 @@ func newIngress(l *v1alpha2.LlamaStackDistribution) *networkingv1.Ingress {
 	return ing
 }
 
-// ingressURL is the external URL of an Ingress, as reported in status.routeURL: its
+// IngressURL is the external URL of an Ingress, as reported in status.routeURL: its
 // host when one is set (and not a wildcard), else the first load balancer's hostname or
 // IP; https when the Ingress terminates TLS; "" while there is no address.
-func ingressURL(ing *networkingv1.Ingress) string {
+func IngressURL(ing *networkingv1.Ingress) string {
 	if ing == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"strings"
@@ -39,7 +39,7 @@ func TestNewService(t *testing.T) {
 			l := childTestCR(tc.mod)
 			before := l.DeepCopy()
 
-			got := newService(hub(l), askedListening(hub(l), ""))
+			got := NewService(hub(l), AskedListening(hub(l), ""))
 
 			want := &corev1.Service{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -82,8 +82,8 @@ func TestServiceURL(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, serviceURL(hub(childTestCR(tc.mod)), false))
-			assert.Equal(t, "https"+strings.TrimPrefix(tc.want, "http"), serviceURL(hub(childTestCR(tc.mod)), true))
+			assert.Equal(t, tc.want, ServiceURL(hub(childTestCR(tc.mod)), false))
+			assert.Equal(t, "https"+strings.TrimPrefix(tc.want, "http"), ServiceURL(hub(childTestCR(tc.mod)), true))
 		})
 	}
 }

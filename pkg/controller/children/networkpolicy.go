@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -22,14 +22,14 @@ const (
 	policyGroupMonitoring = "monitoring"
 )
 
-// newNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
+// NewNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
 // the CR's namespace, the controller's namespace, the namespaces named or labelled in
 // spec.networking.allowedFrom and, once networking.expose or allowedFrom is written (in
 // v1alpha1: once spec.network is), the OpenShift routers. A "*" namespace admits every
 // namespace instead. While the server serves its metrics (servermetrics.go), a second
 // rule admits to the metrics port the same sources, but the routers, and OpenShift's
 // monitoring namespaces.
-func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string, s listening) *networkingv1.NetworkPolicy {
+func NewNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace string, s Listening) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: llsd.ChildObjectMeta(l, llsd.NetworkPolicyName(l)),
@@ -39,17 +39,17 @@ func newNetworkPolicy(l *v1alpha2.LlamaStackDistribution, operatorNamespace stri
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{
 					Protocol: ptr.To(corev1.ProtocolTCP),
-					Port:     ptr.To(intstr.FromInt32(s.port)),
+					Port:     ptr.To(intstr.FromInt32(s.Port)),
 				}},
 				From: networkPolicyPeers(l, operatorNamespace),
 			}},
 		},
 	}
-	if s.metrics {
+	if s.Metrics {
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
 			Ports: []networkingv1.NetworkPolicyPort{{
 				Protocol: ptr.To(corev1.ProtocolTCP),
-				Port:     ptr.To(intstr.FromInt32(serverMetricsPort)),
+				Port:     ptr.To(intstr.FromInt32(ServerMetricsPort)),
 			}},
 			From: metricsPeers(l, operatorNamespace),
 		})

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,57 +8,57 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// listening is what the server pods answer on: the children in front of them (the
+// Listening is what the server pods answer on: the children in front of them (the
 // Service's ports, the Route's termination and target, the NetworkPolicy's ports, the
 // ServiceMonitor) follow it, so that they agree with the pods that serve, also while a
 // rollback holds a template other than the one the CR asks for.
-type listening struct {
-	// port is the container port of the API.
-	port int32
-	// https: the API is served over TLS.
-	https bool
-	// metrics: the server serves its metrics on serverMetricsPort.
-	metrics bool
+type Listening struct {
+	// Port is the container port of the API.
+	Port int32
+	// HTTPS: the API is served over TLS.
+	HTTPS bool
+	// Metrics: the server serves its metrics on ServerMetricsPort.
+	Metrics bool
 }
 
-// askedListening is what the pods the CR asks for answer on, at the server version
+// AskedListening is what the pods the CR asks for answer on, at the server version
 // ("" when not known).
-func askedListening(l *v1alpha2.LlamaStackDistribution, serverVersion string) listening {
-	return listening{port: llsd.Port(l), https: llsd.TLSEnabled(l), metrics: metricsOn(l, serverVersion)}
+func AskedListening(l *v1alpha2.LlamaStackDistribution, serverVersion string) Listening {
+	return Listening{Port: llsd.Port(l), HTTPS: llsd.TLSEnabled(l), Metrics: MetricsOn(l, serverVersion)}
 }
 
 // servingOf reads what the pods of t answer on from its server container (named
 // container): the first port not named for metrics, HTTPS when the readiness probe
 // asks over it, metrics when a port is named for them. ok is false when t has no such
 // container or port.
-func listeningOf(t *corev1.PodTemplateSpec, container string) (s listening, ok bool) {
+func ListeningOf(t *corev1.PodTemplateSpec, container string) (s Listening, ok bool) {
 	for _, c := range t.Spec.Containers {
 		if c.Name != container {
 			continue
 		}
 		for _, p := range c.Ports {
 			switch {
-			case p.Name == metricsPortName:
-				s.metrics = true
+			case p.Name == MetricsPortName:
+				s.Metrics = true
 			case !ok:
-				s.port, ok = p.ContainerPort, true
+				s.Port, ok = p.ContainerPort, true
 			}
 		}
 		if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
-			s.https = true
+			s.HTTPS = true
 		}
 		return s, ok
 	}
-	return listening{}, false
+	return Listening{}, false
 }
 
 // servingFrom is what the pods of d, the CR's Deployment as it is or is about to be
 // applied, answer on; what the CR asks for when d is nil or not read.
-func listeningFrom(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, serverVersion string) listening {
+func ListeningFrom(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, serverVersion string) Listening {
 	if d != nil {
-		if s, ok := listeningOf(&d.Spec.Template, llsd.ContainerName(l)); ok {
+		if s, ok := ListeningOf(&d.Spec.Template, llsd.ContainerName(l)); ok {
 			return s
 		}
 	}
-	return askedListening(l, serverVersion)
+	return AskedListening(l, serverVersion)
 }

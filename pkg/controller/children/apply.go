@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"bytes"
@@ -34,128 +34,125 @@ import (
 // (Extract<Kind>), so a sync of an unchanged CR sends nothing, fields we stop setting
 // are removed by the API server, and fields owned by others survive.
 
-// childKind binds the typed client, lister and apply-configuration functions of one
+// Kind binds the typed client, lister and apply-configuration functions of one
 // owned kind, so that one generic implementation ensures and deletes every child.
-type childKind[T metav1.Object, AC any] struct {
-	kind string
+type Kind[T metav1.Object, AC any] struct {
+	// Name is the kind's, as Events and errors say it (Deployment, Service).
+	Name string
 	// recorder records the Events of its writes (one per write when the sync keeps no
 	// write log, see childWritten).
 	recorder record.EventRecorder
-	// cached reads the informer cache.
-	cached func(namespace, name string) (T, error)
-	// live reads the API server; used only when the cache misses.
-	live func(ctx context.Context, namespace, name string) (T, error)
-	// extract returns the fields the named manager owns in obj.
-	extract func(obj T, fieldManager string) (*AC, error)
+	// Cached reads the informer cache.
+	Cached func(namespace, name string) (T, error)
+	// Live reads the API server; used only when the cache misses.
+	Live func(ctx context.Context, namespace, name string) (T, error)
+	// Extract returns the fields the named manager owns in obj.
+	Extract func(obj T, fieldManager string) (*AC, error)
 	apply   func(ctx context.Context, namespace string, ac *AC, opts metav1.ApplyOptions) (T, error)
-	delete  func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-	// patch sends a JSON patch (used once per object, to take it over from the operator
+	// Delete deletes an object; nil for kinds never deleted.
+	Delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	// Patch sends a JSON patch (used once per object, to take it over from the operator
 	// that made it); nil for kinds never taken over.
-	patch func(ctx context.Context, namespace, name string, data []byte, opts metav1.PatchOptions) (T, error)
+	Patch func(ctx context.Context, namespace, name string, data []byte, opts metav1.PatchOptions) (T, error)
 }
 
-// isControlledBy reports whether obj's controller reference points at l, by Kind and UID.
-func isControlledBy(obj metav1.Object, l *v1alpha2.LlamaStackDistribution) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.Kind == llsd.ControllerKind.Kind && ref.UID == l.UID
-}
-
-// current returns the existing object of that name, from the cache or, on a miss, live.
+// Current returns the existing object of that name, from the cache or, on a miss, live.
 // found is false when it does not exist.
-func (k *childKind[T, AC]) current(ctx context.Context, namespace, name string) (obj T, found bool, err error) {
-	obj, err = k.cached(namespace, name)
+func (k *Kind[T, AC]) Current(ctx context.Context, namespace, name string) (obj T, found bool, err error) {
+	obj, err = k.Cached(namespace, name)
 	if err == nil {
 		return obj, true, nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return obj, false, err
 	}
-	obj, err = k.live(ctx, namespace, name)
+	obj, err = k.Live(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return obj, false, nil
 	}
 	if err != nil {
-		return obj, false, fmt.Errorf("getting %s %s/%s: %w", k.kind, namespace, name, err)
+		return obj, false, fmt.Errorf("getting %s %s/%s: %w", k.Name, namespace, name, err)
 	}
 	return obj, true, nil
 }
 
-// lookUp is the lookup ensureWith starts with, and the take-over of an object of the
+// LookUp is the lookup ensureWith starts with, and the take-over of an object of the
 // CR's made by the upstream operator, for a caller that decides what to apply from
-// what it finds before it writes (ensureOptions.looked).
-func (k *childKind[T, AC]) lookUp(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) (*childLookup[T], error) {
-	cur, found, err := k.current(ctx, l.Namespace, name)
+// what it finds before it writes (EnsureOptions.Looked).
+func (k *Kind[T, AC]) LookUp(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) (*Lookup[T], error) {
+	cur, found, err := k.Current(ctx, l.Namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	if found && isControlledBy(cur, l) && k.patch != nil && !hasManager(cur, FieldManager) {
+	if found && llsd.IsControlledBy(cur, l) && k.Patch != nil && !HasManager(cur, llsd.FieldManager) {
 		if cur, err = k.takeOver(ctx, l, cur); err != nil {
 			return nil, err
 		}
 	}
-	return &childLookup[T]{obj: cur, found: found}, nil
+	return &Lookup[T]{Obj: cur, Found: found}, nil
 }
 
-// ensure applies desired unless the live object already carries exactly what our
-// manager would apply. It returns the resulting object; a *notOwnedError when an object
+// Ensure applies desired unless the live object already carries exactly what our
+// manager would apply. It returns the resulting object; a *NotOwnedError when an object
 // of that name belongs to someone else.
-func (k *childKind[T, AC]) ensure(ctx context.Context, l *v1alpha2.LlamaStackDistribution, desired metav1.Object) (T, error) {
-	return k.ensureWith(ctx, l, ensureOptions[T]{name: desired.GetName(), build: fixed[T](desired)})
+func (k *Kind[T, AC]) Ensure(ctx context.Context, l *v1alpha2.LlamaStackDistribution, desired metav1.Object) (T, error) {
+	return k.EnsureWith(ctx, l, EnsureOptions[T]{Name: desired.GetName(), Build: Fixed[T](desired)})
 }
 
-// ensureOptions are what differs between children in the one ensure path: how the
+// EnsureOptions are what differs between children in the one ensure path: how the
 // object to apply is made from what exists (a claim that only grows; a ConfigMap copied
 // from a source read live), and how an existing object is found up to date.
-type ensureOptions[T metav1.Object] struct {
-	name string
-	// build returns the object to apply, given the existing one (found is false when
+type EnsureOptions[T metav1.Object] struct {
+	// Name is the object's.
+	Name string
+	// Build returns the object to apply, given the existing one (found is false when
 	// there is none); nil means nothing to write. It runs only for an object that is
 	// absent or controlled by the CR, after any take-over.
-	build func(ctx context.Context, cur T, found bool) (metav1.Object, error)
-	// upToDate, when set, tells whether an existing object needs no write before build
+	Build func(ctx context.Context, cur T, found bool) (metav1.Object, error)
+	// UpToDate, when set, tells whether an existing object needs no write before build
 	// runs, in place of comparing build's result with the fields our manager owns (for
 	// the managed ConfigMaps, whose data the cache keeps only as a hash).
-	upToDate func(cur T) bool
-	// precondition makes an apply to an existing object carry its resourceVersion.
-	precondition bool
-	// looked, when set, is the lookup (current) the caller has already made, so the
+	UpToDate func(cur T) bool
+	// Precondition makes an apply to an existing object carry its resourceVersion.
+	Precondition bool
+	// Looked, when set, is the lookup (current) the caller has already made, so the
 	// object is not read a second time.
-	looked *childLookup[T]
+	Looked *Lookup[T]
 }
 
-// childLookup is the result of childKind.current.
-type childLookup[T metav1.Object] struct {
-	obj   T
-	found bool
+// Lookup is the result of Kind.Current.
+type Lookup[T metav1.Object] struct {
+	Obj   T
+	Found bool
 }
 
-// fixed is a build function that always returns desired.
-func fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool) (metav1.Object, error) {
+// Fixed is a build function that always returns desired.
+func Fixed[T metav1.Object](desired metav1.Object) func(context.Context, T, bool) (metav1.Object, error) {
 	return func(context.Context, T, bool) (metav1.Object, error) { return desired, nil }
 }
 
-// ensureWith is the one path by which a child is written. It looks the object up
+// EnsureWith is the one path by which a child is written. It looks the object up
 // (cache, then live), refuses one the CR does not control, takes over one made by the
 // upstream operator, skips the write when nothing we own would change, and applies
 // otherwise. It returns the existing object when nothing was written, and the existing
 // object together with the error when the apply failed.
-func (k *childKind[T, AC]) ensureWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, o ensureOptions[T]) (T, error) {
+func (k *Kind[T, AC]) EnsureWith(ctx context.Context, l *v1alpha2.LlamaStackDistribution, o EnsureOptions[T]) (T, error) {
 	var zero T
-	namespace, name := l.Namespace, o.name
+	namespace, name := l.Namespace, o.Name
 	var (
 		cur   T
 		found bool
 		err   error
 	)
-	if o.looked != nil {
-		cur, found = o.looked.obj, o.looked.found
-	} else if cur, found, err = k.current(ctx, namespace, name); err != nil {
+	if o.Looked != nil {
+		cur, found = o.Looked.Obj, o.Looked.Found
+	} else if cur, found, err = k.Current(ctx, namespace, name); err != nil {
 		return zero, err
 	}
-	if found && !isControlledBy(cur, l) {
-		return cur, newNotOwnedError(k.kind, cur, l)
+	if found && !llsd.IsControlledBy(cur, l) {
+		return cur, NewNotOwnedError(k.Name, cur, l)
 	}
-	if found && k.patch != nil && !hasManager(cur, FieldManager) {
+	if found && k.Patch != nil && !HasManager(cur, llsd.FieldManager) {
 		if cur, err = k.takeOver(ctx, l, cur); err != nil {
 			return zero, err
 		}
@@ -165,33 +162,33 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, l *v1alpha2.LlamaStac
 		// brings the CR back to make a new one.
 		return cur, nil
 	}
-	if found && o.upToDate != nil && o.upToDate(cur) {
+	if found && o.UpToDate != nil && o.UpToDate(cur) {
 		return cur, nil
 	}
-	desired, err := o.build(ctx, cur, found)
+	desired, err := o.Build(ctx, cur, found)
 	if err != nil || desired == nil {
 		return cur, err
 	}
-	ac, err := toApplyConfiguration[AC](desired)
+	ac, err := ToApplyConfiguration[AC](desired)
 	if err != nil {
-		return zero, fmt.Errorf("converting %s %s/%s to an apply configuration: %w", k.kind, namespace, name, err)
+		return zero, fmt.Errorf("converting %s %s/%s to an apply configuration: %w", k.Name, namespace, name, err)
 	}
 	if found {
-		if o.upToDate == nil {
-			owned, err := k.extract(cur, FieldManager)
+		if o.UpToDate == nil {
+			owned, err := k.Extract(cur, llsd.FieldManager)
 			if err != nil {
-				return zero, fmt.Errorf("extracting our fields of %s %s/%s: %w", k.kind, namespace, name, err)
+				return zero, fmt.Errorf("extracting our fields of %s %s/%s: %w", k.Name, namespace, name, err)
 			}
 			if equality.Semantic.DeepEqual(owned, ac) {
 				return cur, nil
 			}
 			if logger := klog.FromContext(ctx); logger.V(5).Enabled() {
-				logger.V(5).Info("Fields differ", "kind", k.kind, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
+				logger.V(5).Info("Fields differ", "kind", k.Name, "object", klog.KRef(namespace, name), "diff", diff.Diff(owned, ac))
 			}
 		}
-		if o.precondition {
+		if o.Precondition {
 			desired.SetResourceVersion(cur.GetResourceVersion())
-			if ac, err = toApplyConfiguration[AC](desired); err != nil {
+			if ac, err = ToApplyConfiguration[AC](desired); err != nil {
 				return zero, err
 			}
 		}
@@ -209,26 +206,26 @@ func (k *childKind[T, AC]) ensureWith(ctx context.Context, l *v1alpha2.LlamaStac
 // those two managers own become ours (see takeOverPatch), so that the apply that follows
 // removes what only upstream set, as if we had made the object. Fields of any other
 // manager (users, other controllers) are left with them.
-func (k *childKind[T, AC]) takeOver(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur T) (T, error) {
+func (k *Kind[T, AC]) takeOver(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur T) (T, error) {
 	namespace, name := cur.GetNamespace(), cur.GetName()
 	// The cache keeps only our manager's entry; the others are read live.
-	live, err := k.live(ctx, namespace, name)
+	live, err := k.Live(ctx, namespace, name)
 	if err != nil {
-		return cur, fmt.Errorf("getting %s %s/%s: %w", k.kind, namespace, name, err)
+		return cur, fmt.Errorf("getting %s %s/%s: %w", k.Name, namespace, name, err)
 	}
-	if !isControlledBy(live, l) {
-		return live, newNotOwnedError(k.kind, live, l)
+	if !llsd.IsControlledBy(live, l) {
+		return live, NewNotOwnedError(k.Name, live, l)
 	}
 	patch, from, err := takeOverPatch(live, l.Name)
 	if err != nil || patch == nil {
 		return live, err
 	}
-	obj, err := k.patch(ctx, namespace, name, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	obj, err := k.Patch(ctx, namespace, name, patch, metav1.PatchOptions{FieldManager: llsd.FieldManager})
 	if err != nil {
-		return cur, fmt.Errorf("taking over %s %s/%s: %w", k.kind, namespace, name, err)
+		return cur, fmt.Errorf("taking over %s %s/%s: %w", k.Name, namespace, name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Took over child", "kind", k.kind, "object", klog.KRef(namespace, name), "fromManagers", from)
-	k.recorder.Eventf(l, corev1.EventTypeNormal, "TookOver", "Took over %s %s from field managers %s", k.kind, name, strings.Join(from, ", "))
+	klog.FromContext(ctx).V(2).Info("Took over child", "kind", k.Name, "object", klog.KRef(namespace, name), "fromManagers", from)
+	k.recorder.Eventf(l, corev1.EventTypeNormal, "TookOver", "Took over %s %s from field managers %s", k.Name, name, strings.Join(from, ", "))
 	return obj, nil
 }
 
@@ -247,10 +244,10 @@ func takeOverPatch(obj metav1.Object, crName string) ([]byte, []string, error) {
 	for i := range entries {
 		e := &entries[i]
 		switch {
-		case e.Manager == FieldManager || e.Subresource != "":
+		case e.Manager == llsd.FieldManager || e.Subresource != "":
 		case e.Operation == metav1.ManagedFieldsOperationApply && e.Manager == crName:
 			from = append(from, e.Manager)
-			e.Manager = FieldManager
+			e.Manager = llsd.FieldManager
 		case e.Operation == metav1.ManagedFieldsOperationUpdate && creator == "" && e.Time != nil && e.Time.Equal(&created) &&
 			!strings.HasPrefix(e.Manager, "kube-") && !strings.HasPrefix(e.Manager, "system:"):
 			creator = e.Manager
@@ -266,7 +263,7 @@ func takeOverPatch(obj metav1.Object, crName string) ([]byte, []string, error) {
 	if creator != "" {
 		// Merges the creator's Update entry into our Apply entry (made from it if we
 		// have none yet) and drops the Update entry.
-		if err := csaupgrade.UpgradeManagedFields(holder, sets.New(creator), FieldManager); err != nil {
+		if err := csaupgrade.UpgradeManagedFields(holder, sets.New(creator), llsd.FieldManager); err != nil {
 			return nil, nil, fmt.Errorf("merging the fields of manager %s: %w", creator, err)
 		}
 	}
@@ -277,8 +274,8 @@ func takeOverPatch(obj metav1.Object, crName string) ([]byte, []string, error) {
 	return patch, from, err
 }
 
-// hasManager reports whether manager owns any field of obj.
-func hasManager(obj metav1.Object, manager string) bool {
+// HasManager reports whether manager owns any field of obj.
+func HasManager(obj metav1.Object, manager string) bool {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager == manager {
 			return true
@@ -287,11 +284,11 @@ func hasManager(obj metav1.Object, manager string) bool {
 	return false
 }
 
-// appliedFields returns the set of fields that manager owns in obj through
+// AppliedFields returns the set of fields that manager owns in obj through
 // server-side apply (the entry extract reads), and whether there is one. Reading one
 // field's owner this way costs a small fraction of an extract, which converts and
 // walks the whole object.
-func appliedFields(obj metav1.Object, manager string) (*fieldpath.Set, bool) {
+func AppliedFields(obj metav1.Object, manager string) (*fieldpath.Set, bool) {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
 			continue
@@ -306,48 +303,48 @@ func appliedFields(obj metav1.Object, manager string) (*fieldpath.Set, bool) {
 }
 
 // write sends the apply configuration and records what happened.
-func (k *childKind[T, AC]) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
+func (k *Kind[T, AC]) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, ac *AC, namespace, name string, existed bool) (T, error) {
 	logger := klog.FromContext(ctx)
-	obj, err := k.apply(ctx, namespace, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	obj, err := k.apply(ctx, namespace, ac, metav1.ApplyOptions{FieldManager: llsd.FieldManager, Force: true})
 	if err != nil {
-		return obj, fmt.Errorf("applying %s %s/%s: %w", k.kind, namespace, name, err)
+		return obj, fmt.Errorf("applying %s %s/%s: %w", k.Name, namespace, name, err)
 	}
-	logger.V(2).Info(childWriteReason(!existed)+" child", "kind", k.kind, "object", klog.KRef(namespace, name))
-	childWritten(ctx, k.recorder, l, !existed, k.kind, name)
+	logger.V(2).Info(WriteReason(!existed)+" child", "kind", k.Name, "object", klog.KRef(namespace, name))
+	childWritten(ctx, k.recorder, l, !existed, k.Name, name)
 	return obj, nil
 }
 
-// deleteIfOwned deletes the named child when it exists and this CR controls it.
+// DeleteIfOwned deletes the named child when it exists and this CR controls it.
 // Objects of that name that belong to someone else are left alone.
-func (k *childKind[T, AC]) deleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) error {
-	cur, err := k.cached(l.Namespace, name)
+func (k *Kind[T, AC]) DeleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) error {
+	cur, err := k.Cached(l.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if !isControlledBy(cur, l) {
+	if !llsd.IsControlledBy(cur, l) {
 		return nil
 	}
 	uid := cur.GetUID()
-	err = k.delete(ctx, l.Namespace, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err = k.Delete(ctx, l.Namespace, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		// Already gone, or replaced by another object since the cache saw it.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("deleting %s %s/%s: %w", k.kind, l.Namespace, name, err)
+		return fmt.Errorf("deleting %s %s/%s: %w", k.Name, l.Namespace, name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.kind, "object", klog.KRef(l.Namespace, name))
-	k.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.kind, name)
+	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.Name, "object", klog.KRef(l.Namespace, name))
+	k.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.Name, name)
 	return nil
 }
 
-// toApplyConfiguration turns a typed object made by a newX builder into the apply
+// ToApplyConfiguration turns a typed object made by a newX builder into the apply
 // configuration of its kind. Status and null fields are dropped: an apply carries only
 // what the controller sets.
-func toApplyConfiguration[AC any](obj any) (*AC, error) {
+func ToApplyConfiguration[AC any](obj any) (*AC, error) {
 	if o, ok := obj.(runtime.Object); ok && o.GetObjectKind().GroupVersionKind().Empty() {
 		return nil, fmt.Errorf("object %T has no apiVersion/kind", obj)
 	}

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	policyv1 "k8s.io/api/policy/v1"
@@ -13,15 +13,15 @@ import (
 // defaultMaxUnavailable is the PDB budget when the user sets none, as upstream.
 const defaultMaxUnavailable = int32(1)
 
-// wantsPDB tells whether the server pods get a PodDisruptionBudget: when the user asks for
+// WantsPDB tells whether the server pods get a PodDisruptionBudget: when the user asks for
 // one, or when there is more than one replica.
-func wantsPDB(l *v1alpha2.LlamaStackDistribution) bool {
+func WantsPDB(l *v1alpha2.LlamaStackDistribution) bool {
 	return l.Spec.Workload.PodDisruptionBudget != nil || llsd.SpecReplicas(l) > 1
 }
 
-// newPDB builds the PodDisruptionBudget of the server pods. The user's minAvailable and
+// NewPDB builds the PodDisruptionBudget of the server pods. The user's minAvailable and
 // maxUnavailable are copied as given; with neither, at most one pod may be disrupted.
-func newPDB(l *v1alpha2.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
+func NewPDB(l *v1alpha2.LlamaStackDistribution) *policyv1.PodDisruptionBudget {
 	spec := policyv1.PodDisruptionBudgetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: llsd.SelectorLabels(l)},
 	}

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -10,9 +10,9 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// newHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
+// NewHPA builds the HorizontalPodAutoscaler of the server Deployment. Call it only when
 // spec.workload.autoscaling is set.
-func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
+func NewHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAutoscaler {
 	var a v1alpha2.AutoscalingSpec
 	if l.Spec.Workload.Autoscaling != nil {
 		a = *l.Spec.Workload.Autoscaling
@@ -38,17 +38,17 @@ func newHPA(l *v1alpha2.LlamaStackDistribution) *autoscalingv2.HorizontalPodAuto
 				Kind:       "Deployment",
 				Name:       llsd.DeploymentName(l),
 			},
-			MinReplicas: ptr.To(hpaMinReplicas(l)),
+			MinReplicas: ptr.To(HPAMinReplicas(l)),
 			MaxReplicas: a.MaxReplicas,
 			Metrics:     metrics,
 		},
 	}
 }
 
-// hpaMinReplicas is the HPA's lower bound: the largest of 1, workload.replicas and
+// HPAMinReplicas is the HPA's lower bound: the largest of 1, workload.replicas and
 // autoscaling.minReplicas, lowered to autoscaling.maxReplicas if it is above it, so that the
 // HPA is always valid.
-func hpaMinReplicas(l *v1alpha2.LlamaStackDistribution) int32 {
+func HPAMinReplicas(l *v1alpha2.LlamaStackDistribution) int32 {
 	m := max(1, llsd.SpecReplicas(l))
 	a := l.Spec.Workload.Autoscaling
 	if a == nil {

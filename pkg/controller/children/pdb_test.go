@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -59,7 +59,7 @@ func TestNewPDB(t *testing.T) {
 			})
 			before := l.DeepCopy()
 
-			got := newPDB(hub(l))
+			got := NewPDB(hub(l))
 
 			// The instance label is set (upstream left it empty).
 			want := &policyv1.PodDisruptionBudget{
@@ -113,7 +113,7 @@ func TestWantsPDB(t *testing.T) {
 				l.Spec.Replicas = tc.replicas
 				l.Spec.Server.PodDisruptionBudget = tc.pdb
 			})
-			assert.Equal(t, tc.want, wantsPDB(hub(l)))
+			assert.Equal(t, tc.want, WantsPDB(hub(l)))
 		})
 	}
 }

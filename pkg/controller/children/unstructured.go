@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"context"
@@ -18,13 +18,13 @@ import (
 
 // The optional kinds without a typed client (ServiceMonitors, OpenShift Routes) are
 // written and watched as unstructured objects through the dynamic client: the
-// informer, the typed-client shape childKind calls, the Extract function and the
+// informer, the typed-client shape Kind calls, the Extract function and the
 // metadata every child carries.
 
-// newUnstructuredInformer is the informer of the children of an optional kind without
+// NewUnstructuredInformer is the informer of the children of an optional kind without
 // a typed client (started while the cluster serves the kind): the controller's own,
 // kept without others' managed fields, never resynced.
-func newUnstructuredInformer(client dynamic.Interface, resource schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
+func NewUnstructuredInformer(client dynamic.Interface, resource schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
 	informer := dynamicinformer.NewFilteredDynamicInformer(client, resource, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }).Informer()
@@ -33,33 +33,33 @@ func newUnstructuredInformer(client dynamic.Interface, resource schema.GroupVers
 	return informer
 }
 
-// unstructuredClient adapts the dynamic client of one resource in one namespace to the
-// typed client childKind calls; its apply configuration is the object itself.
-type unstructuredClient struct {
-	resource dynamic.ResourceInterface
+// UnstructuredClient adapts the dynamic client of one resource in one namespace to the
+// typed client Kind calls; its apply configuration is the object itself.
+type UnstructuredClient struct {
+	Resource dynamic.ResourceInterface
 }
 
-func (c unstructuredClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*unstructured.Unstructured, error) {
-	return c.resource.Get(ctx, name, opts)
+func (c UnstructuredClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*unstructured.Unstructured, error) {
+	return c.Resource.Get(ctx, name, opts)
 }
 
-func (c unstructuredClient) Apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
-	return c.resource.Apply(ctx, obj.GetName(), obj, opts)
+func (c UnstructuredClient) Apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
+	return c.Resource.Apply(ctx, obj.GetName(), obj, opts)
 }
 
-func (c unstructuredClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*unstructured.Unstructured, error) {
-	return c.resource.Patch(ctx, name, pt, data, opts, subresources...)
+func (c UnstructuredClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*unstructured.Unstructured, error) {
+	return c.Resource.Patch(ctx, name, pt, data, opts, subresources...)
 }
 
-func (c unstructuredClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return c.resource.Delete(ctx, name, opts)
+func (c UnstructuredClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return c.Resource.Delete(ctx, name, opts)
 }
 
-// extractUnstructured is the Extract function of a kind without a typed client: the
-// fields manager owns in obj, as the object to apply is made (toApplyConfiguration),
+// ExtractUnstructured is the Extract function of a kind without a typed client: the
+// fields manager owns in obj, as the object to apply is made (ToApplyConfiguration),
 // so that the two compare equal when nothing differs. Without a schema, lists are
 // taken whole.
-func extractUnstructured(obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+func ExtractUnstructured(obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	owned := map[string]any{}
 	if err := managedfields.ExtractInto(obj, typed.DeducedParseableType, manager, &owned, ""); err != nil {
 		return nil, err
@@ -81,14 +81,14 @@ func extractUnstructured(obj *unstructured.Unstructured, manager string) (*unstr
 	return out, nil
 }
 
-// objectMetaMap is the unstructured form of a child's metadata (llsd.ChildObjectMeta):
+// ObjectMetaMap is the unstructured form of a child's metadata (llsd.ChildObjectMeta):
 // name, namespace, labels and the controller reference.
-func objectMetaMap(meta metav1.ObjectMeta) map[string]any {
+func ObjectMetaMap(meta metav1.ObjectMeta) map[string]any {
 	ref := meta.OwnerReferences[0]
 	return map[string]any{
 		"name":      meta.Name,
 		"namespace": meta.Namespace,
-		"labels":    anyMap(meta.Labels),
+		"labels":    AnyMap(meta.Labels),
 		"ownerReferences": []any{map[string]any{
 			"apiVersion":         ref.APIVersion,
 			"kind":               ref.Kind,
@@ -100,8 +100,8 @@ func objectMetaMap(meta metav1.ObjectMeta) map[string]any {
 	}
 }
 
-// anyMap is a string map as unstructured objects hold it.
-func anyMap(m map[string]string) map[string]any {
+// AnyMap is a string map as unstructured objects hold it.
+func AnyMap(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ import (
 )
 
 // childTestCR is a CR for the child builder tests. It carries labels and annotations of its
-// own, which must not reach the children.
+// own, which must not reach the
 func childTestCR(mods ...func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStackDistribution {
 	// No TypeMeta, as objects from a lister: the owner reference must not depend on it.
 	l := &v1alpha1.LlamaStackDistribution{
@@ -103,42 +103,42 @@ func TestChildObjectMetadata(t *testing.T) {
 	}{
 		"service": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newService(hub(l), askedListening(hub(l), ""))
+				o := NewService(hub(l), AskedListening(hub(l), ""))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "Service", wantName: "demo-service",
 		},
 		"pvc": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newPVC(hub(l))
+				o := NewPVC(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "v1", wantKind: "PersistentVolumeClaim", wantName: "demo-pvc",
 		},
 		"hpa": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newHPA(hub(l))
+				o := NewHPA(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "autoscaling/v2", wantKind: "HorizontalPodAutoscaler", wantName: "demo-hpa",
 		},
 		"pdb": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newPDB(hub(l))
+				o := NewPDB(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "policy/v1", wantKind: "PodDisruptionBudget", wantName: "demo-pdb",
 		},
 		"ingress": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newIngress(hub(l))
+				o := NewIngress(hub(l))
 				return built{o.TypeMeta, o.ObjectMeta, o.Status}
 			},
 			wantAPIVersion: "networking.k8s.io/v1", wantKind: "Ingress", wantName: "demo-ingress",
 		},
 		"network policy": {
 			build: func(l *v1alpha1.LlamaStackDistribution) built {
-				o := newNetworkPolicy(hub(l), "llama-stack-controller-system", askedListening(hub(l), ""))
+				o := NewNetworkPolicy(hub(l), "llama-stack-controller-system", AskedListening(hub(l), ""))
 				return built{o.TypeMeta, o.ObjectMeta, nil}
 			},
 			wantAPIVersion: "networking.k8s.io/v1", wantKind: "NetworkPolicy", wantName: "demo-network-policy",

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -113,7 +113,7 @@ func TestNewHPA(t *testing.T) {
 			})
 			before := l.DeepCopy()
 
-			got := newHPA(hub(l))
+			got := NewHPA(hub(l))
 
 			// No behavior, and the instance label set (upstream left it empty).
 			want := &autoscalingv2.HorizontalPodAutoscaler{
@@ -130,7 +130,7 @@ func TestNewHPA(t *testing.T) {
 				t.Errorf("newHPA() mismatch (-want +got):\n%s", d)
 			}
 			assert.LessOrEqual(t, *got.Spec.MinReplicas, got.Spec.MaxReplicas, "the HPA must be valid")
-			assert.Equal(t, tc.wantMin, hpaMinReplicas(hub(l)))
+			assert.Equal(t, tc.wantMin, HPAMinReplicas(hub(l)))
 
 			// Pointers in the child are its own.
 			a := l.Spec.Server.Autoscaling
@@ -169,7 +169,7 @@ func TestHPAMinReplicas(t *testing.T) {
 				l.Spec.Server.Autoscaling = tc.autoscaling
 			})
 			before := l.DeepCopy()
-			assert.Equal(t, tc.want, hpaMinReplicas(hub(l)))
+			assert.Equal(t, tc.want, HPAMinReplicas(hub(l)))
 			assert.Equal(t, before, l, "the CR must not be mutated")
 		})
 	}

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -12,25 +12,25 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// servicePortName names the one port of the server Service; servicePortNameTLS when
+// ServicePortName names the one port of the server Service; ServicePortNameTLS when
 // the server serves HTTPS, which the port's appProtocol says too (for Ingress
 // controllers and meshes that read it).
 const (
-	servicePortName    = "http"
-	servicePortNameTLS = "https"
+	ServicePortName    = "http"
+	ServicePortNameTLS = "https"
 )
 
-// newService builds the ClusterIP Service in front of the server pods. It always exists.
+// NewService builds the ClusterIP Service in front of the server pods. It always exists.
 // For a server version that serves metrics (servermetrics.go) it has a second port,
 // named metrics.
-func newService(l *v1alpha2.LlamaStackDistribution, s listening) *corev1.Service {
-	sp := corev1.ServicePort{Name: servicePortName, Port: llsd.Port(l), TargetPort: intstr.FromInt32(s.port), Protocol: corev1.ProtocolTCP}
-	if s.https {
-		sp.Name, sp.AppProtocol = servicePortNameTLS, ptr.To("https")
+func NewService(l *v1alpha2.LlamaStackDistribution, s Listening) *corev1.Service {
+	sp := corev1.ServicePort{Name: ServicePortName, Port: llsd.Port(l), TargetPort: intstr.FromInt32(s.Port), Protocol: corev1.ProtocolTCP}
+	if s.HTTPS {
+		sp.Name, sp.AppProtocol = ServicePortNameTLS, ptr.To("https")
 	}
 	ports := []corev1.ServicePort{sp}
-	if s.metrics {
-		ports = append(ports, metricsServicePort())
+	if s.Metrics {
+		ports = append(ports, MetricsServicePort())
 	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"},
@@ -43,9 +43,9 @@ func newService(l *v1alpha2.LlamaStackDistribution, s listening) *corev1.Service
 	}
 }
 
-// serviceURL is the in-cluster URL of the server, as reported in status.serviceURL:
+// ServiceURL is the in-cluster URL of the server, as reported in status.serviceURL:
 // https when the server serves it.
-func serviceURL(l *v1alpha2.LlamaStackDistribution, https bool) string {
+func ServiceURL(l *v1alpha2.LlamaStackDistribution, https bool) string {
 	scheme := "http"
 	if https {
 		scheme = "https"

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -61,7 +61,7 @@ func TestNewIngress(t *testing.T) {
 			l := childTestCR(tc.mod)
 			before := l.DeepCopy()
 
-			got := newIngress(hub(l))
+			got := NewIngress(hub(l))
 
 			// No class, default backend, host or TLS: exactly one catch-all rule.
 			want := wantIngress(tc.wantPort)
@@ -86,7 +86,7 @@ func TestWantsIngress(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l := childTestCR(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Network = tc.network })
-			assert.Equal(t, tc.want, wantsIngress(hub(l)))
+			assert.Equal(t, tc.want, WantsIngress(hub(l)))
 		})
 	}
 }
@@ -107,7 +107,7 @@ func TestIngressURL(t *testing.T) {
 			want: "",
 		},
 		"no address yet": {
-			ing:  newIngress(hub(childTestCR())),
+			ing:  NewIngress(hub(childTestCR())),
 			want: "",
 		},
 		"rule host only": {
@@ -167,7 +167,7 @@ func TestIngressURL(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ingressURL(tc.ing))
+			assert.Equal(t, tc.want, IngressURL(tc.ing))
 		})
 	}
 }
@@ -181,7 +181,7 @@ func TestNewIngressOptions(t *testing.T) {
 		Annotations:   map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"},
 	}}
 	before := l.DeepCopy()
-	ing := newIngress(hub(l))
+	ing := NewIngress(hub(l))
 	want := wantIngress(8321)
 	want.Annotations = map[string]string{"cert-manager.io/cluster-issuer": "letsencrypt"}
 	want.Spec.IngressClassName = ptr.To("nginx")
@@ -190,7 +190,7 @@ func TestNewIngressOptions(t *testing.T) {
 	if d := cmp.Diff(want, ing); d != "" {
 		t.Errorf("newIngress() mismatch (-want +got):\n%s", d)
 	}
-	assert.Equal(t, "https://llama.example.com", ingressURL(ing))
+	assert.Equal(t, "https://llama.example.com", IngressURL(ing))
 	ing.Annotations["x"] = "y"
 	*ing.Spec.IngressClassName = "other"
 	assert.Equal(t, before, l, "the CR is not aliased")
@@ -199,11 +199,11 @@ func TestNewIngressOptions(t *testing.T) {
 	l.Spec.Network.Ingress = &v1alpha1.IngressSpec{TLSSecretName: "wild"}
 	want = wantIngress(8321)
 	want.Spec.TLS = []networkingv1.IngressTLS{{SecretName: "wild"}}
-	if d := cmp.Diff(want, newIngress(hub(l))); d != "" {
+	if d := cmp.Diff(want, NewIngress(hub(l))); d != "" {
 		t.Errorf("newIngress() with TLS and no host mismatch (-want +got):\n%s", d)
 	}
 	l.Spec.Network.Ingress = nil
-	if d := cmp.Diff(wantIngress(8321), newIngress(hub(l))); d != "" {
+	if d := cmp.Diff(wantIngress(8321), NewIngress(hub(l))); d != "" {
 		t.Errorf("newIngress() without options mismatch (-want +got):\n%s", d)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -116,7 +116,7 @@ func TestNewNetworkPolicy(t *testing.T) {
 			})
 			before := l.DeepCopy()
 
-			got := newNetworkPolicy(hub(l), testOperatorNamespace, askedListening(hub(l), ""))
+			got := NewNetworkPolicy(hub(l), testOperatorNamespace, AskedListening(hub(l), ""))
 
 			want := &networkingv1.NetworkPolicy{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
@@ -194,8 +194,8 @@ func TestNetworkPolicyAdmitsScrapesToTheMetricsPort(t *testing.T) {
 				l.Spec.Server.ContainerSpec.Port = tc.port
 				l.Spec.Network = tc.network
 			})
-			got := newNetworkPolicy(hub(l), testOperatorNamespace, askedListening(hub(l), tc.version))
-			apiRule := newNetworkPolicy(hub(l), testOperatorNamespace, askedListening(hub(l), "")).Spec.Ingress[0]
+			got := NewNetworkPolicy(hub(l), testOperatorNamespace, AskedListening(hub(l), tc.version))
+			apiRule := NewNetworkPolicy(hub(l), testOperatorNamespace, AskedListening(hub(l), "")).Spec.Ingress[0]
 			require.NotEmpty(t, got.Spec.Ingress)
 			assert.Equal(t, apiRule, got.Spec.Ingress[0], "the server's rule does not depend on the metrics")
 			if tc.wantFrom == nil {
