@@ -63,7 +63,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 	var candidates []string
 	for _, o := range owned {
 		m, ok := o.(metav1.Object)
-		if !ok || m.GetNamespace() != l.Namespace || m.GetName() == current || !isGeneratedConfigMapName(l, m.GetName()) {
+		if !ok || m.GetNamespace() != l.Namespace || m.GetName() == current || !llsd.IsGeneratedConfigMapName(l, m.GetName()) {
 			continue
 		}
 		if m.GetDeletionTimestamp() == nil && !mountsConfigMap(dep, m.GetName()) {

@@ -189,7 +189,7 @@ func podAnnotations(in deploymentInputs) map[string]string {
 		annotations[llsd.AnnotationCABundleHash] = in.caBundleHash
 	}
 	if in.tls != nil {
-		annotations[annotationTLSHash] = in.tls.hash
+		annotations[llsd.AnnotationTLSHash] = in.tls.hash
 	}
 	if len(annotations) == 0 {
 		return nil
@@ -422,7 +422,7 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 	}
 	if in.tls != nil {
 		volumes = append(volumes, corev1.Volume{
-			Name: volumeServerTLS,
+			Name: llsd.VolumeServerTLS,
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: tlsSecretName(l),
 				Items: []corev1.KeyToPath{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -27,26 +26,8 @@ import (
 // environment. Every other CR is left exactly as before: nothing here runs for it but
 // the clean-up of generated ConfigMaps it owns (none, unless it generated once).
 
-// generatedConfigSuffix starts the part of a generated ConfigMap's name after the CR's.
-const generatedConfigSuffix = "-config-"
-
 // generatedConfigComponent is the app.kubernetes.io/component of a generated ConfigMap.
 const generatedConfigComponent = "config"
-
-// generatedHash matches the hash part of a generated ConfigMap's name: configgen's
-// SHA-256 in hex, whole, so two contents never share a name.
-var generatedHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// generatedConfigMapName is <name>-config-<hash>: at most 48+8+64 characters.
-func generatedConfigMapName(l *v1alpha2.LlamaStackDistribution, hash string) string {
-	return l.Name + generatedConfigSuffix + hash
-}
-
-// isGeneratedConfigMapName tells whether name is one of l's generated ConfigMaps.
-func isGeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, name string) bool {
-	hash, ok := strings.CutPrefix(name, l.Name+generatedConfigSuffix)
-	return ok && generatedHash.MatchString(hash)
-}
 
 // reasonSecretInSettings is the Event of a provider setting that looks like a credential.
 const reasonSecretInSettings = "SecretInSettings"
@@ -79,7 +60,7 @@ type generation struct {
 
 // configMapName is the generated ConfigMap's name.
 func (g *generation) configMapName(l *v1alpha2.LlamaStackDistribution) string {
-	return generatedConfigMapName(l, g.out.Hash)
+	return llsd.GeneratedConfigMapName(l, g.out.Hash)
 }
 
 // baseMemo is the last base config read live for a CR, by its ConfigMap's content hash:

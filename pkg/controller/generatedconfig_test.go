@@ -287,11 +287,11 @@ func TestImageVersion(t *testing.T) {
 
 func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 	l := newGenLLSD(strings.Repeat("a", 48))
-	name := generatedConfigMapName(l, strings.Repeat("f", 64))
+	name := llsd.GeneratedConfigMapName(l, strings.Repeat("f", 64))
 	assert.LessOrEqual(t, len(name), 253)
-	assert.True(t, isGeneratedConfigMapName(l, name))
-	assert.False(t, isGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
-	assert.False(t, isGeneratedConfigMapName(l, llsd.UserConfigCopyName(l)))
+	assert.True(t, llsd.IsGeneratedConfigMapName(l, name))
+	assert.False(t, llsd.IsGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
+	assert.False(t, llsd.IsGeneratedConfigMapName(l, llsd.UserConfigCopyName(l)))
 }
 
 // A CR that ran the built-in image starts generating: it ran the pinned image already
@@ -307,7 +307,7 @@ func TestGeneratedConfigExistingCRKeepsThePinnedImage(t *testing.T) {
 	f.converge("app")
 	d := f.deployment("app")
 	assert.Equal(t, testImage, serverContainerOf(t, d).Image)
-	assert.True(t, isGeneratedConfigMapName(f.llsd("app"), mountedConfig(d)))
+	assert.True(t, llsd.IsGeneratedConfigMapName(f.llsd("app"), mountedConfig(d)))
 
 	// And back: the generated ConfigMap goes once unused, the status forgets it.
 	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Providers = nil })
@@ -316,7 +316,7 @@ func TestGeneratedConfigExistingCRKeepsThePinnedImage(t *testing.T) {
 	f.converge("app")
 	assert.Empty(t, mountedConfig(f.deployment("app")))
 	for _, n := range f.configMapNames() {
-		assert.False(t, isGeneratedConfigMapName(f.llsd("app"), n), "%s is deleted", n)
+		assert.False(t, llsd.IsGeneratedConfigMapName(f.llsd("app"), n), "%s is deleted", n)
 	}
 	_, hasCond = findGenerated(f.llsd("app"))
 	assert.False(t, hasCond)

@@ -57,7 +57,7 @@ func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []ser
 	}
 	if in.tls != nil {
 		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: volumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true},
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true},
 			what:        "the TLS certificate volume",
 			field:       "spec.networking.tls.secretName",
 		})

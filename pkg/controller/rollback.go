@@ -77,7 +77,7 @@ func rollbackEnabled(l *v1alpha2.LlamaStackDistribution) bool {
 // a renewed certificate, new certificates in the CA bundle. They roll the pods, but
 // they are not what the user asked for.
 var rotating = []struct{ annotation, volume string }{
-	{annotationTLSHash, volumeServerTLS},
+	{llsd.AnnotationTLSHash, llsd.VolumeServerTLS},
 	{llsd.AnnotationCABundleHash, llsd.VolumeCABundle},
 }
 
@@ -263,7 +263,7 @@ func configVolume(t *corev1.PodTemplateSpec) (name, hash string) {
 func unrestorable(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, served *appsv1.ReplicaSet) string {
 	name, hash := configVolume(&dep.Spec.Template)
 	servedName, servedHash := configVolume(&served.Spec.Template)
-	if name != "" && name == servedName && hash != servedHash && !isGeneratedConfigMapName(l, name) {
+	if name != "" && name == servedName && hash != servedHash && !llsd.IsGeneratedConfigMapName(l, name) {
 		return fmt.Sprintf("the config changed inside ConfigMap %s, which keeps no earlier content to go back to; put back its previous content, or fix it", name)
 	}
 	return ""

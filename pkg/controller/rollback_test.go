@@ -239,12 +239,12 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 			assert.Equal(t, served, got.Status.Rollback.ServedReplicaSet)
 			assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "one Event per rollback")
 			for _, v := range bad.Spec.Template.Spec.Volumes {
-				if v.ConfigMap != nil && isGeneratedConfigMapName(got, v.ConfigMap.Name) {
+				if v.ConfigMap != nil && llsd.IsGeneratedConfigMapName(got, v.ConfigMap.Name) {
 					assert.Contains(t, f.configMapNames(), v.ConfigMap.Name, "the failed config is kept while the CR asks for it")
 				}
 			}
 			for _, v := range goodConfig {
-				if v.ConfigMap != nil && isGeneratedConfigMapName(got, v.ConfigMap.Name) {
+				if v.ConfigMap != nil && llsd.IsGeneratedConfigMapName(got, v.ConfigMap.Name) {
 					assert.Contains(t, f.configMapNames(), v.ConfigMap.Name, "the config that serves is kept")
 				}
 			}
@@ -485,7 +485,7 @@ func TestRenewalDuringAHeldRollbackKeepsTheHold(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	f.c.clock = clk
 	good := f.deployment("app").Spec.Template.DeepCopy()
-	require.NotEmpty(t, good.Annotations[annotationTLSHash])
+	require.NotEmpty(t, good.Annotations[llsd.AnnotationTLSHash])
 	served := f.llsd("app").Status.Rollback.ServedReplicaSet
 
 	f.failChange(true)
@@ -504,9 +504,9 @@ func TestRenewalDuringAHeldRollbackKeepsTheHold(t *testing.T) {
 	d := f.deployment("app")
 	_, failed := serverEnv(d, "LOG_LEVEL")
 	assert.False(t, failed, "the failed change does not come back with the renewal")
-	assert.NotEqual(t, good.Annotations[annotationTLSHash], d.Spec.Template.Annotations[annotationTLSHash], "the served pods roll with the new certificate")
+	assert.NotEqual(t, good.Annotations[llsd.AnnotationTLSHash], d.Spec.Template.Annotations[llsd.AnnotationTLSHash], "the served pods roll with the new certificate")
 	want := good.DeepCopy()
-	want.Annotations[annotationTLSHash] = d.Spec.Template.Annotations[annotationTLSHash]
+	want.Annotations[llsd.AnnotationTLSHash] = d.Spec.Template.Annotations[llsd.AnnotationTLSHash]
 	assert.True(t, equality.Semantic.DeepEqual(*want, d.Spec.Template), "the served template, renewed:\n%s", cmp.Diff(*want, d.Spec.Template))
 	got := f.llsd("app")
 	assert.Equal(t, v1alpha2.ReasonRolledBack, cond(t, got, v1alpha2.ConditionProgressing).Reason, "still held")

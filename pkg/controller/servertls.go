@@ -42,7 +42,6 @@ import (
 // Of the Secret it keeps hashes and ca.crt, never the key.
 
 const (
-	volumeServerTLS    = "server-tls"
 	serverTLSMountPath = "/etc/llama-stack-tls"
 	serverCertFile     = serverTLSMountPath + "/" + corev1.TLSCertKey
 	serverKeyFile      = serverTLSMountPath + "/" + corev1.TLSPrivateKeyKey
@@ -51,10 +50,6 @@ const (
 
 	envUvicornCertFile = "UVICORN_SSL_CERTFILE"
 	envUvicornKeyFile  = "UVICORN_SSL_KEYFILE"
-
-	// annotationTLSHash on the pod template is the hash of the certificate and key the
-	// pods serve: a renewed certificate rolls them.
-	annotationTLSHash = "llamastack.io/tls-certificate-hash"
 
 	// tlsSecretRecheck is how often the Secret of a serving CR is read again.
 	tlsSecretRecheck = 10 * time.Minute

@@ -137,17 +137,17 @@ func TestDeploymentServesTLS(t *testing.T) {
 			for _, p := range []*corev1.Probe{ctr.StartupProbe, ctr.ReadinessProbe, ctr.LivenessProbe} {
 				assert.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme)
 			}
-			assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: volumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true})
+			assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true})
 			var vol *corev1.Volume
 			for i := range d.Spec.Template.Spec.Volumes {
-				if d.Spec.Template.Spec.Volumes[i].Name == volumeServerTLS {
+				if d.Spec.Template.Spec.Volumes[i].Name == llsd.VolumeServerTLS {
 					vol = &d.Spec.Template.Spec.Volumes[i]
 				}
 			}
 			require.NotNil(t, vol)
 			require.NotNil(t, vol.Secret)
 			assert.Equal(t, "serving", vol.Secret.SecretName)
-			assert.Equal(t, "h1", d.Spec.Template.Annotations[annotationTLSHash], "a renewed certificate rolls the pods")
+			assert.Equal(t, "h1", d.Spec.Template.Annotations[llsd.AnnotationTLSHash], "a renewed certificate rolls the pods")
 			env := envMap(ctr.Env)
 			if tc.uvicorn {
 				assert.Equal(t, serverCertFile, env[envUvicornCertFile])
@@ -161,7 +161,7 @@ func TestDeploymentServesTLS(t *testing.T) {
 	plain := newDeployment(l, deploymentInputs{image: "img"})
 	assert.False(t, servesTLS(plain))
 	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
-	assert.NotContains(t, plain.Spec.Template.Annotations, annotationTLSHash)
+	assert.NotContains(t, plain.Spec.Template.Annotations, llsd.AnnotationTLSHash)
 }
 
 func TestServiceOfATLSServer(t *testing.T) {
@@ -232,14 +232,14 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// A renewed certificate is read when due and rolls the pods.
-	hash := f.deployment("app").Spec.Template.Annotations[annotationTLSHash]
+	hash := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash]
 	renewed := newTestServing(t, "app-service.demo.svc")
 	_, err = f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, f.sync("app"), "not before it is due")
 	clk.Step(tlsSecretRecheck)
 	f.converge("app")
-	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[annotationTLSHash])
+	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash])
 }
 
 // A user-written config on a server that reads its certificate only from its config

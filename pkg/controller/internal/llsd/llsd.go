@@ -4,6 +4,9 @@
 package llsd
 
 import (
+	"regexp"
+	"strings"
+
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -157,4 +160,29 @@ func Networking(l *v1alpha2.LlamaStackDistribution) *v1alpha2.NetworkingSpec {
 func TLSEnabled(l *v1alpha2.LlamaStackDistribution) bool {
 	t := Networking(l).TLS
 	return t != nil && t.Enabled && t.SecretName != ""
+}
+
+// The server's certificate reaches the pods through a volume; a hash of it on the pod
+// template rolls them when it is renewed.
+const (
+	VolumeServerTLS   = "server-tls"
+	AnnotationTLSHash = "llamastack.io/tls-certificate-hash"
+)
+
+// generatedConfigSuffix starts the part of a generated ConfigMap's name after the CR's.
+const generatedConfigSuffix = "-config-"
+
+// generatedHash matches the hash part of a generated ConfigMap's name: configgen's
+// SHA-256 in hex, whole, so two contents never share a name.
+var generatedHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// GeneratedConfigMapName is <name>-config-<hash>: at most 48+8+64 characters.
+func GeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, hash string) string {
+	return l.Name + generatedConfigSuffix + hash
+}
+
+// IsGeneratedConfigMapName tells whether name is one of l's generated ConfigMaps.
+func IsGeneratedConfigMapName(l *v1alpha2.LlamaStackDistribution, name string) bool {
+	hash, ok := strings.CutPrefix(name, l.Name+generatedConfigSuffix)
+	return ok && generatedHash.MatchString(hash)
 }
