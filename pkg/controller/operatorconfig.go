@@ -133,7 +133,7 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 	switch {
 	case problem != "":
 		cfg.networkPolicyKnown, cfg.serviceMonitorKnown, cfg.enableServiceMonitor = false, false, false
-		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is children.Fixed")
+		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
 	case flags.networkPolicy == nil:
 		cfg.networkPolicyKnown = false
 		if ok || !unknownKeys { // (a misspelt key is reported above)
@@ -164,7 +164,7 @@ func typoConsequence(cm *corev1.ConfigMap, key string) string {
 	if len(kept) == 0 {
 		return "; it is ignored"
 	}
-	return "; " + joinAnd(kept) + " are left as they are until it is children.Fixed"
+	return "; " + joinAnd(kept) + " are left as they are until it is fixed"
 }
 
 // featureFlags are the flags featureFlags sets; nil where it does not say.

@@ -174,7 +174,7 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 		{name: "service monitors alone", data: map[string]string{"featureFlags": "enableServiceMonitor: {enabled: false}"}, smOff: true,
 			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
 		{name: "service monitor flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: false\n"},
-			problemHas: []string{"enableServiceMonitor must be a mapping", "a boolean", "ServiceMonitors are left as they are"}},
+			problemHas: []string{"enableServiceMonitor must be a mapping", "a boolean", "ServiceMonitors are left as they are until it is fixed"}},
 		{name: "service monitor enabled a string", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: \"no\"}\n"},
 			problemHas: []string{"enableServiceMonitor.enabled must be true or false", "a string"}},
 		{name: "misspelt data key", smUnknown: true, data: map[string]string{"featureflags": featureFlagsOff},

@@ -393,7 +393,7 @@ func TestStuckPodChoice(t *testing.T) {
 		f.converge("app")
 		require.Equal(t, v1alpha2.ReasonImagePullBackOff, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
 
-		// A new revision (the image children.Fixed, say): the old pod's problem is not the new one's.
+		// A new revision (the image fixed, say): the old pod's problem is not the new one's.
 		f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[revisionAnnotation] = "2" })
 		f.replicaSet("app-2222", "2", f.dep.UID)
 		f.pod("app-2222-a", "app-2222", 0, withContainers(waiting("llama-stack", "ContainerCreating", "")))

@@ -19,7 +19,7 @@ import (
 // Ready means serving: a change configgen refuses leaves a CR whose Deployment serves
 // Ready, the refusal in Progressing (and ConfigGenerated), with one Warning Event and
 // no write but the status. When the pods go away, the problem is why the CR is not
-// Ready, and back again, without a second Warning; children.Fixed, Progressing follows the
+// Ready, and back again, without a second Warning; fixed, Progressing follows the
 // Deployment again.
 func TestRefusedChangeKeepsAServingCRReady(t *testing.T) {
 	f := newFixture(t, newGenLLSD("app"))

@@ -18,7 +18,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
 
-// sync converges one CR: it resolves its inputs, ensures every child in a children.Fixed order,
+// sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
 // and writes the status when it changed.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
