@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // Deleting the managed ConfigMaps a CR no longer needs, once no pod template that
@@ -24,7 +25,7 @@ import (
 // the CR back once the rollout is complete).
 func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
 	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
+		if _, reason, _ := rollout.Progress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
 		}
 	}
@@ -74,7 +75,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 		return nil
 	}
 	if dep != nil {
-		if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
+		if _, reason, _ := rollout.Progress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
 		}
 	}

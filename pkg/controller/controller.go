@@ -43,6 +43,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -72,10 +73,10 @@ type Config struct {
 	OperatorInformers kubeinformers.SharedInformerFactory
 	// ReplicaSetInformers watches the ReplicaSets of the server Deployments, which tell
 	// which generated ConfigMaps are still in use; it should select on
-	// ReplicaSetSelector() and use TransformReplicaSet.
+	// rollout.ReplicaSetSelector() and use rollout.TransformReplicaSet.
 	ReplicaSetInformers kubeinformers.SharedInformerFactory
 	// PodInformers watches the server pods, which tell why one does not start; it
-	// should select on PodSelector() and use TransformPod.
+	// should select on rollout.PodSelector() and use rollout.TransformPod.
 	PodInformers kubeinformers.SharedInformerFactory
 
 	// OperatorNamespace holds the operator ConfigMap and is the NetworkPolicy's operator peer.
@@ -175,9 +176,8 @@ type Controller struct {
 	tlsSecrets tlsSecretMemos
 	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.
 	caTrust baseConfigMemos
-	// rollbacks remembers, per CR, the rollback it wrote until the Deployment cache has
-	// seen it (rollbackWrite).
-	rollbacks sync.Map
+	// rollouts follows the Deployments' rollouts and makes their rollbacks.
+	rollouts *rollout.Rollouts
 	// clock tells the time of failures; tests replace it.
 	clock clock.PassiveClock
 
@@ -240,6 +240,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.childKinds = children
+	c.rollouts = &rollout.Rollouts{Client: cfg.KubeClient, ReplicaSets: c.replicaSets, Pods: c.pods,
+		ConfigMap: c.cachedConfigMap, Extract: c.deployments.Extract, Now: func() time.Time { return c.clock.Now() }}
 	if err := c.bindOptionalKinds(cfg); err != nil {
 		return nil, err
 	}

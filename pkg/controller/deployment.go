@@ -11,12 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsac "k8s.io/client-go/applyconfigurations/apps/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // Environment variables the controller sets on the server container.
@@ -535,7 +535,7 @@ type deploymentPlan struct {
 	desired *appsv1.Deployment
 	// cur is the Deployment as looked up; nil when there is none.
 	cur *appsv1.Deployment
-	rb  rollbackOutcome
+	rb  rollout.Outcome
 }
 
 // planDeployment decides the Deployment of the CR's inputs: its replicas, its template
@@ -556,7 +556,7 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	if err != nil {
 		return nil, err
 	}
-	cur, found := c.rolledBackSinceCached(l, looked.Obj, looked.Found), looked.Found
+	cur, found := c.rollouts.SinceCached(l, looked.Obj, looked.Found), looked.Found
 	p.o.Looked = &children.Lookup[*appsv1.Deployment]{Obj: cur, Found: found}
 	if found {
 		p.cur = cur
@@ -585,7 +585,7 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	if err != nil {
 		return nil, err
 	}
-	if desired, err = c.applyRollback(ctx, l, cur, found, desired, &p.rb); err != nil {
+	if desired, err = c.rollouts.Apply(ctx, l, cur, found, desired, &p.rb); err != nil {
 		return nil, err
 	}
 	p.desired, p.o.Build = desired, children.Fixed[*appsv1.Deployment](desired)
@@ -594,12 +594,12 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 
 // applyDeployment applies the plan; a rollback it makes is told in a Warning Event,
 // counted, and remembered until the cache has it.
-func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, p *deploymentPlan) (*appsv1.Deployment, rollbackOutcome, error) {
+func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, p *deploymentPlan) (*appsv1.Deployment, rollout.Outcome, error) {
 	dep, err := c.deployments.EnsureWith(ctx, l, p.o)
-	if err == nil && p.rb.rolledBack {
-		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rolledBackMessage(p.rb.status))
+	if err == nil && p.rb.RolledBack {
+		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(p.rb.Status))
 		rollbacksTotal.Inc()
-		c.rollbacks.Store(cache.MetaObjectToName(l), rollbackWrite{uid: p.cur.UID, before: p.cur.ResourceVersion, written: dep})
+		c.rollouts.Remember(l, p.cur, dep)
 	}
 	return dep, p.rb, err
 }

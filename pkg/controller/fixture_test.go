@@ -40,6 +40,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -241,11 +242,11 @@ func (f *fixture) refreshCaches() {
 		return o.GetNamespace() == testOperatorNamespace && o.GetName() == OperatorConfigMapName
 	}, cms.DeepCopy(), err)
 	rs, err := k.AppsV1().ReplicaSets("").List(ctx, all)
-	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer().GetIndexer(), TransformReplicaSet, func(o metav1.Object) bool {
+	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer().GetIndexer(), rollout.TransformReplicaSet, func(o metav1.Object) bool {
 		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
 	}, rs, err)
 	pods, err := k.CoreV1().Pods("").List(ctx, all)
-	fill(f.podInformers.Core().V1().Pods().Informer().GetIndexer(), TransformPod, func(o metav1.Object) bool {
+	fill(f.podInformers.Core().V1().Pods().Informer().GetIndexer(), rollout.TransformPod, func(o metav1.Object) bool {
 		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
 	}, pods, err)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // enqueue adds a CR to the queue.
@@ -248,7 +249,7 @@ func (c *Controller) reportMissingOperatorConfig(ctx context.Context, cm *corev1
 }
 
 // podHandler enqueues a pod's CR (by its instance label, in the pod's namespace) when
-// what podProblemOf says of the pod changes: a pod that gets stuck, changes cause,
+// what rollout.ProblemOf says of the pod changes: a pod that gets stuck, changes cause,
 // recovers or goes away. Other pod updates (a restart count, a condition's time, a pod
 // becoming ready) are not syncs: what they change reaches the Deployment's status,
 // which is watched. Whether the pod is the CR's is checked by the sync, through the
@@ -272,7 +273,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+			if p := asPod(obj); p != nil && rollout.ProblemOf(p) != nil {
 				enqueue(p)
 			}
 		},
@@ -281,12 +282,12 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			if o == nil || n == nil {
 				return
 			}
-			if po, pn := podProblemOf(o), podProblemOf(n); !samePodProblem(po, pn) || crashLoopsOn(o) != crashLoopsOn(n) {
+			if po, pn := rollout.ProblemOf(o), rollout.ProblemOf(n); !samePodProblem(po, pn) || crashLoopsOn(o) != crashLoopsOn(n) {
 				enqueue(n)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if p := asPod(obj); p != nil && podProblemOf(p) != nil {
+			if p := asPod(obj); p != nil && rollout.ProblemOf(p) != nil {
 				enqueue(p)
 			}
 		},
@@ -294,21 +295,21 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 }
 
 // crashLoopsOn tells whether the pod crash-loops long enough for its rollout to be
-// taken for failed (failedRollout): the restart that crosses rollbackAfterRestarts is a
+// taken for failed (failedRollout): the restart that crosses rollout.RollbackAfterRestarts is a
 // sync, the others are not.
 func crashLoopsOn(p *corev1.Pod) bool {
-	if restarts(p) < rollbackAfterRestarts {
+	if rollout.Restarts(p) < rollout.RollbackAfterRestarts {
 		return false
 	}
-	pr := podProblemOf(p)
-	return pr != nil && pr.reason == v1alpha2.ReasonCrashLoopBackOff
+	pr := rollout.ProblemOf(p)
+	return pr != nil && pr.Reason == v1alpha2.ReasonCrashLoopBackOff
 }
 
 // samePodProblem compares what two problems say: a crash loop's container running
 // again between two back-offs says the same as in the back-off, and is no sync.
-func samePodProblem(a, b *podProblem) bool {
+func samePodProblem(a, b *rollout.PodProblem) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.reason == b.reason && a.message == b.message
+	return a.Reason == b.Reason && a.Message == b.Message
 }

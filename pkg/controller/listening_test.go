@@ -13,6 +13,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // What the pods listen on is read back from the templates the controller makes.
@@ -66,7 +67,7 @@ func TestChildrenFollowARolledBackTLSChange(t *testing.T) {
 	require.Equal(t, "reencrypt", routeTLS(t, f, "termination"))
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))
-	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	f.converge("app")
 	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
 	require.False(t, servesTLS(f.deployment("app")), "the pods serve HTTP")
@@ -104,7 +105,7 @@ func TestChildrenFollowARolledBackMetricsAndPortChange(t *testing.T) {
 	require.Len(t, f.networkPolicy("app-network-policy").Spec.Ingress, 2)
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))
-	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	f.converge("app")
 	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
 

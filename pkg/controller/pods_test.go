@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -24,199 +22,9 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/podtest"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
-
-// Kubelet and scheduler messages, as Kubernetes 1.37 writes them.
-const (
-	secretMissing    = `secret "vllm-key" not found`
-	keyMissing       = `couldn't find key token in Secret demo/vllm-key`
-	pullErrMsg       = `rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/llamastack/nope:1": not found`
-	unschedulableMsg = `0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.`
-)
-
-func waiting(name, reason, message string) corev1.ContainerStatus {
-	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}
-}
-
-func crashLooping(backoff string) corev1.ContainerStatus {
-	s := waiting("llama-stack", "CrashLoopBackOff", "back-off "+backoff+" restarting failed container=llama-stack pod=app-1_demo(uid)")
-	s.RestartCount = 3
-	s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "ModuleNotFoundError: no module named llama_stack\n"}
-	return s
-}
-
-func unschedulable(p *corev1.Pod) {
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: unschedulableMsg}}
-}
-
-func withContainers(statuses ...corev1.ContainerStatus) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Status.ContainerStatuses = statuses }
-}
-
-func withInitContainers(statuses ...corev1.ContainerStatus) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Status.InitContainerStatuses = statuses }
-}
-
-func TestPodProblemOf(t *testing.T) {
-	ready := corev1.ContainerStatus{Name: "llama-stack", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
-	prefix := "pod app-1: container llama-stack: "
-	for name, tc := range map[string]struct {
-		mods   []func(*corev1.Pod)
-		reason string // "" for no problem
-		msg    string
-	}{
-		"scheduled and starting":   {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ContainerCreating", ""))}},
-		"running and ready":        {mods: []func(*corev1.Pod){withContainers(ready)}},
-		"not yet scheduled":        {},
-		"unschedulable":            {mods: []func(*corev1.Pod){unschedulable}, reason: "Unschedulable", msg: "pod app-1: " + unschedulableMsg},
-		"missing secret":           {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))}, reason: "CreateContainerConfigError", msg: prefix + secretMissing},
-		"missing key":              {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", keyMissing))}, reason: "CreateContainerConfigError", msg: prefix + keyMissing},
-		"pull attempt":             {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg))}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
-		"pull back-off, same text": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "docker.io/llamastack/nope:1": ErrImagePull: `+pullErrMsg))}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
-		"pull back-off, no cause":  {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x"`))}, reason: "ImagePullBackOff", msg: prefix + `Back-off pulling image "x"`},
-		"registry unavailable":     {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "RegistryUnavailable", "image pull failed for x because the registry is unavailable"))}, reason: "ImagePullBackOff", msg: prefix + "RegistryUnavailable: image pull failed for x because the registry is unavailable"},
-		"invalid image name":       {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "InvalidImageName", `Failed to apply default image tag "a b": couldn't parse image name`))}, reason: "InvalidImageName", msg: prefix + `Failed to apply default image tag "a b": couldn't parse image name`},
-		"create error":             {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerError", "context deadline exceeded"))}, reason: "CreateContainerError", msg: prefix + "context deadline exceeded"},
-		"run error":                {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "RunContainerError", `exec: "llama": executable file not found in $PATH`))}, reason: "RunContainerError", msg: prefix + `exec: "llama": executable file not found in $PATH`},
-		"crash loop":               {mods: []func(*corev1.Pod){withContainers(crashLooping("40s"))}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
-		"crash loop, running again between back-offs": {mods: []func(*corev1.Pod){func(p *corev1.Pod) {
-			s := crashLooping("40s")
-			s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{s}
-		}}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
-		"crash loop, just exited": {mods: []func(*corev1.Pod){withContainers(corev1.ContainerStatus{Name: "llama-stack", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}})}, reason: "CrashLoopBackOff", msg: prefix + "restarting after it exited with code 137 (OOMKilled)"},
-		"restarted once, ready again": {mods: []func(*corev1.Pod){func(p *corev1.Pod) {
-			s := ready
-			s.LastTerminationState = crashLooping("10s").LastTerminationState
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{s}
-		}}},
-		"unknown kubelet reason": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "PreStartHookError", "hook failed"))}, reason: "PreStartHookError", msg: prefix + "hook failed"},
-		"reason no condition can hold": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "Some Reason!", ""))},
-			reason: v1alpha2.ReasonPodNotStarting, msg: prefix + "Some Reason!"},
-		"init container missing secret": {mods: []func(*corev1.Pod){
-			withInitContainers(waiting("setup", "CreateContainerConfigError", secretMissing)),
-			withContainers(waiting("llama-stack", "PodInitializing", "")),
-		}, reason: "CreateContainerConfigError", msg: "pod app-1: init container setup: " + secretMissing},
-		"init container crash loop": {mods: []func(*corev1.Pod){
-			withInitContainers(func() corev1.ContainerStatus { s := crashLooping("20s"); s.Name = "setup"; return s }()),
-			withContainers(waiting("llama-stack", "PodInitializing", "")),
-		}, reason: "CrashLoopBackOff", msg: "pod app-1: init container setup: restarting after it exited with code 1 (Error): ModuleNotFoundError: no module named llama_stack"},
-		"init container done, server pulling": {mods: []func(*corev1.Pod){
-			withInitContainers(corev1.ContainerStatus{Name: "setup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}),
-			withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg)),
-		}, reason: "ImagePullBackOff", msg: prefix + "ErrImagePull: " + pullErrMsg},
-		"terminating": {mods: []func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing)), func(p *corev1.Pod) {
-			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		}}},
-		"failed (evicted)": {mods: []func(*corev1.Pod){unschedulable, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1", Namespace: testNamespace}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
-			for _, m := range tc.mods {
-				m(p)
-			}
-			// The answer is the same before and after the informer's transform.
-			slim, err := TransformPod(p.DeepCopy())
-			require.NoError(t, err)
-			for _, got := range []*podProblem{podProblemOf(p), podProblemOf(slim.(*corev1.Pod))} {
-				if tc.reason == "" {
-					assert.Nil(t, got)
-					continue
-				}
-				require.NotNil(t, got)
-				assert.Equal(t, tc.reason, got.reason)
-				assert.Equal(t, tc.msg, got.message)
-			}
-		})
-	}
-}
-
-// The back-off the kubelet waits grows at each restart; the problem stays the same, so
-// neither the status nor the queue hears of it.
-func TestCrashLoopProblemIgnoresTheBackOff(t *testing.T) {
-	p := func(backoff string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
-			ContainerStatuses: []corev1.ContainerStatus{crashLooping(backoff)}}}
-	}
-	assert.Equal(t, podProblemOf(p("10s")), podProblemOf(p("5m0s")))
-}
-
-func TestPodProblemMessageIsCut(t *testing.T) {
-	long := strings.Repeat("x", 5000)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-1"}, Status: corev1.PodStatus{
-		ContainerStatuses: []corev1.ContainerStatus{waiting("llama-stack", "CreateContainerError", long)}}}
-	got := podProblemOf(p)
-	require.NotNil(t, got)
-	assert.LessOrEqual(t, len(got.message), len("pod app-1: container llama-stack: ")+maxPodDetail)
-	assert.True(t, strings.HasSuffix(got.message, truncate.Ellipsis))
-}
-
-func TestTransformPod(t *testing.T) {
-	created := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-	deleted := metav1.NewTime(created.Add(time.Minute))
-	started := metav1.NewTime(created.Add(time.Second))
-	in := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "app-5d8c-x2x", Namespace: testNamespace, UID: "pod-uid", ResourceVersion: "42",
-			CreationTimestamp: created, DeletionTimestamp: &deleted, GenerateName: "app-5d8c-",
-			Labels:      map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: "app", "pod-template-hash": "5d8c"},
-			Annotations: map[string]string{"configmap.hash/user-config": "abc"},
-			OwnerReferences: []metav1.OwnerReference{
-				{APIVersion: "v1", Kind: "Node", Name: "other", UID: "n"},
-				{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8c", UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
-			},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
-		},
-		Spec: corev1.PodSpec{NodeName: "kwok-node-0", Containers: []corev1.Container{{Name: "llama-stack", Image: "img",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: "10.0.0.1", HostIP: "10.1.0.1", StartTime: &started, QOSClass: corev1.PodQOSBurstable,
-			Conditions: []corev1.PodCondition{
-				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: started},
-				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: created},
-			},
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", Ready: true, RestartCount: 0, Image: "init", ImageID: "sha", ContainerID: "c1",
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: started, ContainerID: "c1"}}}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: 4, Image: "img", ImageID: "sha", ContainerID: "c2", Started: ptr.To(false),
-				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
-				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom", Signal: 0, StartedAt: started, FinishedAt: started, ContainerID: "c2"}},
-			}},
-		},
-	}
-	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "app-5d8c-x2x", Namespace: testNamespace, ResourceVersion: "42", CreationTimestamp: created, DeletionTimestamp: &deleted,
-			Labels:          map[string]string{llsd.LabelInstance: "app"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8c", UID: "rs-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
-		},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", Ready: true,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: 4,
-				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
-				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}},
-			}},
-		},
-	}
-	orig := in.DeepCopy()
-	got, err := TransformPod(in)
-	require.NoError(t, err)
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("TransformPod (-want +got):\n%s", d)
-	}
-	assert.Equal(t, orig, in, "the input is not changed")
-
-	// Not a pod (a tombstone's object is transformed already): passed on stripped.
-	cm := configMap(testNamespace, "x", nil, nil)
-	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	out, err := TransformPod(cm)
-	require.NoError(t, err)
-	assert.Empty(t, out.(*corev1.ConfigMap).ManagedFields)
-}
 
 // podFixture is a CR "app" converged, with its Deployment's ReplicaSets and pods
 // managed by the test as the Deployment and ReplicaSet controllers and the kubelet would.
@@ -232,7 +40,7 @@ func newPodFixture(t *testing.T) *podFixture {
 	// The Deployment controller's revision, and a UID the fake does not give.
 	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) {
 		d.UID = "dep-uid"
-		d.Annotations = map[string]string{revisionAnnotation: "1"}
+		d.Annotations = map[string]string{rollout.RevisionAnnotation: "1"}
 	})
 	f.setDeploymentStatus("app", notAvailable)
 	pf := &podFixture{fixture: f, dep: f.deployment("app")}
@@ -251,7 +59,7 @@ func (f *podFixture) replicaSet(name, revision string, owner types.UID) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: testNamespace, UID: types.UID(name + "-uid"),
 		Labels:      map[string]string{llsd.LabelApp: llsd.LabelAppValue, llsd.LabelInstance: "app"},
-		Annotations: map[string]string{revisionAnnotation: revision},
+		Annotations: map[string]string{rollout.RevisionAnnotation: revision},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", UID: owner,
 			Controller: ptr.To(true)}},
 	}}
@@ -296,24 +104,24 @@ func TestStuckPodReachesTheStatus(t *testing.T) {
 		reason string
 		msg    string
 	}{
-		"missing secret": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))},
-			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + secretMissing},
-		"missing key": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerConfigError", keyMissing))},
-			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + keyMissing},
-		"image": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+pullErrMsg))},
-			v1alpha2.ReasonImagePullBackOff, "pod app-1111-a: container llama-stack: ErrImagePull: " + pullErrMsg},
-		"invalid image": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "InvalidImageName", "couldn't parse image name"))},
+		"missing secret": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerConfigError", podtest.SecretMissing))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + podtest.SecretMissing},
+		"missing key": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerConfigError", podtest.KeyMissing))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: container llama-stack: " + podtest.KeyMissing},
+		"image": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+podtest.PullErrMsg))},
+			v1alpha2.ReasonImagePullBackOff, "pod app-1111-a: container llama-stack: ErrImagePull: " + podtest.PullErrMsg},
+		"invalid image": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "InvalidImageName", "couldn't parse image name"))},
 			v1alpha2.ReasonInvalidImageName, "pod app-1111-a: container llama-stack: couldn't parse image name"},
-		"create": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "CreateContainerError", "name already in use"))},
+		"create": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerError", "name already in use"))},
 			v1alpha2.ReasonCreateContainerError, "pod app-1111-a: container llama-stack: name already in use"},
-		"run": {[]func(*corev1.Pod){withContainers(waiting("llama-stack", "RunContainerError", "exec failed"))},
+		"run": {[]func(*corev1.Pod){podtest.WithContainers(podtest.Waiting("llama-stack", "RunContainerError", "exec failed"))},
 			v1alpha2.ReasonRunContainerError, "pod app-1111-a: container llama-stack: exec failed"},
-		"crash loop": {[]func(*corev1.Pod){withContainers(crashLooping("10s"))},
+		"crash loop": {[]func(*corev1.Pod){podtest.WithContainers(podtest.CrashLooping("10s"))},
 			v1alpha2.ReasonCrashLoopBackOff, "pod app-1111-a: container llama-stack: restarting after it exited with code 1 (Error): ModuleNotFoundError"},
-		"unschedulable": {[]func(*corev1.Pod){unschedulable},
+		"unschedulable": {[]func(*corev1.Pod){podtest.Unschedulable},
 			v1alpha2.ReasonUnschedulable, "pod app-1111-a: 0/3 nodes are available: 3 Insufficient cpu."},
-		"init container": {[]func(*corev1.Pod){withInitContainers(waiting("setup", "CreateContainerConfigError", secretMissing)), withContainers(waiting("llama-stack", "PodInitializing", ""))},
-			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: init container setup: " + secretMissing},
+		"init container": {[]func(*corev1.Pod){podtest.WithInitContainers(podtest.Waiting("setup", "CreateContainerConfigError", podtest.SecretMissing)), podtest.WithContainers(podtest.Waiting("llama-stack", "PodInitializing", ""))},
+			v1alpha2.ReasonCreateContainerConfigError, "pod app-1111-a: init container setup: " + podtest.SecretMissing},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newPodFixture(t)
@@ -333,7 +141,7 @@ func TestStuckPodReachesTheStatus(t *testing.T) {
 			assert.Empty(t, f.events(), "no Event without a change")
 
 			// The cause is fixed: the pod runs, the Deployment is available.
-			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+			f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
 			f.setDeploymentStatus("app", rolledOut)
 			f.converge("app")
@@ -348,22 +156,22 @@ func TestStuckPodReachesTheStatus(t *testing.T) {
 // its back-off, is one problem: the status is written once, with one Warning Event.
 func TestStuckPodStatusDoesNotFlap(t *testing.T) {
 	f := newPodFixture(t)
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(crashLooping("10s")))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(podtest.CrashLooping("10s")))
 	f.converge("app")
 	require.Equal(t, 1, countEvents(f.events(), "Warning CrashLoopBackOff"))
 	for _, b := range []string{"20s", "40s", "1m20s", "5m0s"} {
-		f.pod("app-1111-a", "app-1111", time.Minute, withContainers(crashLooping(b)))
+		f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(podtest.CrashLooping(b)))
 		assert.Empty(t, f.sync("app"), "back-off %s", b)
 	}
-	running := crashLooping("5m0s")
+	running := podtest.CrashLooping("5m0s")
 	running.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(running))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(running))
 	assert.Empty(t, f.sync("app"), "running again between two crashes")
 
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg)))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(podtest.Waiting("llama-stack", "ErrImagePull", podtest.PullErrMsg)))
 	f.converge("app")
 	require.Equal(t, 1, countEvents(f.events(), "Warning ImagePullBackOff"))
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+pullErrMsg)))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(podtest.Waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: `+podtest.PullErrMsg)))
 	assert.Empty(t, f.sync("app"), "the back-off after the attempt")
 	assert.Empty(t, f.events())
 }
@@ -372,8 +180,8 @@ func TestStuckPodStatusDoesNotFlap(t *testing.T) {
 // not those of an older ReplicaSet during a rollout, nor of a ReplicaSet that is not the
 // Deployment's; and none while the Deployment is available.
 func TestStuckPodChoice(t *testing.T) {
-	secret := withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))
-	pull := withContainers(waiting("llama-stack", "ErrImagePull", pullErrMsg))
+	secret := podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerConfigError", podtest.SecretMissing))
+	pull := podtest.WithContainers(podtest.Waiting("llama-stack", "ErrImagePull", podtest.PullErrMsg))
 
 	t.Run("terminating pods are ignored", func(t *testing.T) {
 		f := newPodFixture(t)
@@ -394,9 +202,9 @@ func TestStuckPodChoice(t *testing.T) {
 		require.Equal(t, v1alpha2.ReasonImagePullBackOff, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
 
 		// A new revision (the image fixed, say): the old pod's problem is not the new one's.
-		f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[revisionAnnotation] = "2" })
+		f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[rollout.RevisionAnnotation] = "2" })
 		f.replicaSet("app-2222", "2", f.dep.UID)
-		f.pod("app-2222-a", "app-2222", 0, withContainers(waiting("llama-stack", "ContainerCreating", "")))
+		f.pod("app-2222-a", "app-2222", 0, podtest.WithContainers(podtest.Waiting("llama-stack", "ContainerCreating", "")))
 		f.converge("app")
 		assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
@@ -413,9 +221,9 @@ func TestStuckPodChoice(t *testing.T) {
 		f.setDeploymentStatus("app", func(d *appsv1.Deployment) { notAvailable(d); d.Spec.Replicas = ptr.To[int32](1) })
 		f.pod("app-1111-b", "app-1111", time.Minute, pull)
 		f.pod("app-1111-a", "app-1111", 2*time.Minute, secret)
-		f.pod("app-1111-c", "app-1111", 3*time.Minute, withContainers(waiting("llama-stack", "ContainerCreating", "")))
+		f.pod("app-1111-c", "app-1111", 3*time.Minute, podtest.WithContainers(podtest.Waiting("llama-stack", "ContainerCreating", "")))
 		f.converge("app")
-		assert.Contains(t, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Message, "pod app-1111-a: container llama-stack: "+secretMissing)
+		assert.Contains(t, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Message, "pod app-1111-a: container llama-stack: "+podtest.SecretMissing)
 	})
 
 	t.Run("not the Deployment's", func(t *testing.T) {
@@ -471,22 +279,22 @@ func TestPodHandler(t *testing.T) {
 		}
 		return p
 	}
-	secret := withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing))
+	secret := podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerConfigError", podtest.SecretMissing))
 	restarted := func(p *corev1.Pod) { p.ResourceVersion = "2"; p.Status.ContainerStatuses[0].RestartCount++ }
 
-	h.OnAdd(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), false)
+	h.OnAdd(mk("a", "app", podtest.WithContainers(podtest.Waiting("llama-stack", "ContainerCreating", ""))), false)
 	assert.Empty(t, f.queued(), "a pod starting")
 	h.OnAdd(mk("a", "app", secret), false)
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a stuck pod")
 	h.OnUpdate(mk("a", "app", secret), mk("a", "app", secret, func(p *corev1.Pod) { p.ResourceVersion = "2" }))
 	assert.Empty(t, f.queued(), "same problem")
-	h.OnUpdate(mk("a", "app", withContainers(crashLooping("10s"))), mk("a", "app", withContainers(crashLooping("20s")), restarted))
+	h.OnUpdate(mk("a", "app", podtest.WithContainers(podtest.CrashLooping("10s"))), mk("a", "app", podtest.WithContainers(podtest.CrashLooping("20s")), restarted))
 	assert.Empty(t, f.queued(), "a longer back-off, one restart more")
-	h.OnUpdate(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true})))
+	h.OnUpdate(mk("a", "app", podtest.WithContainers(podtest.Waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", podtest.WithContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true})))
 	assert.Empty(t, f.queued(), "a pod becoming ready (the Deployment says so)")
-	h.OnUpdate(mk("a", "app", withContainers(waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", secret))
+	h.OnUpdate(mk("a", "app", podtest.WithContainers(podtest.Waiting("llama-stack", "ContainerCreating", ""))), mk("a", "app", secret))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a pod getting stuck")
-	h.OnUpdate(mk("a", "app", secret), mk("a", "app", withContainers(crashLooping("10s"))))
+	h.OnUpdate(mk("a", "app", secret), mk("a", "app", podtest.WithContainers(podtest.CrashLooping("10s"))))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "another cause")
 	h.OnUpdate(mk("a", "app", secret), mk("a", "app", secret, func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }))
 	assert.Equal(t, []cache.ObjectName{key("app")}, f.queued(), "a stuck pod terminating")
@@ -529,13 +337,13 @@ func runningAfter(ready bool, last *corev1.ContainerStateTerminated) corev1.Cont
 func TestOneRestartLongAgoIsNoCrashLoop(t *testing.T) {
 	f := newPodFixture(t)
 	oom := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}
-	f.pod("app-1111-a", "app-1111", 72*time.Hour, withContainers(runningAfter(true, oom)))
+	f.pod("app-1111-a", "app-1111", 72*time.Hour, podtest.WithContainers(runningAfter(true, oom)))
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	f.events()
 
-	f.pod("app-1111-a", "app-1111", 72*time.Hour, withContainers(runningAfter(false, oom)))
+	f.pod("app-1111-a", "app-1111", 72*time.Hour, podtest.WithContainers(runningAfter(false, oom)))
 	f.setDeploymentStatus("app", notAvailable)
 	f.converge("app")
 	got := f.llsd("app")
@@ -550,21 +358,21 @@ func TestOneRestartLongAgoIsNoCrashLoop(t *testing.T) {
 // per restart; once the container is ready the CR is Ready.
 func TestCrashLoopIsOneWrite(t *testing.T) {
 	f := newPodFixture(t)
-	exit := crashLooping("10s").LastTerminationState.Terminated
+	exit := podtest.CrashLooping("10s").LastTerminationState.Terminated
 	exited := corev1.ContainerStatus{Name: "llama-stack", State: corev1.ContainerState{Terminated: exit}}
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(exited))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(exited))
 	f.converge("app")
 	require.Equal(t, v1alpha2.ReasonCrashLoopBackOff, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Reason)
 	require.Equal(t, 1, countEvents(f.events(), "Warning CrashLoopBackOff"))
 	for _, b := range []string{"10s", "20s", "40s"} {
-		for name, s := range map[string]corev1.ContainerStatus{"back-off " + b: crashLooping(b), "running again": runningAfter(false, exit), "exited": exited} {
-			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(s))
+		for name, s := range map[string]corev1.ContainerStatus{"back-off " + b: podtest.CrashLooping(b), "running again": runningAfter(false, exit), "exited": exited} {
+			f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(s))
 			assert.Empty(t, f.sync("app"), name)
 		}
 	}
 	assert.Empty(t, f.events())
 
-	f.pod("app-1111-a", "app-1111", time.Minute, withContainers(runningAfter(true, exit)))
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(runningAfter(true, exit)))
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	assert.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
@@ -583,16 +391,16 @@ func rollingOut(d *appsv1.Deployment) {
 // progress deadline.
 func TestStuckPodOfARollout(t *testing.T) {
 	f := newPodFixture(t)
-	f.pod("app-1111-a", "app-1111", time.Hour, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+	f.pod("app-1111-a", "app-1111", time.Hour, podtest.WithContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
 	require.Equal(t, v1alpha2.PhaseReady, f.llsd("app").Status.Phase)
 	f.events()
 
-	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[revisionAnnotation] = "2" })
+	f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.Annotations[rollout.RevisionAnnotation] = "2" })
 	f.replicaSet("app-2222", "2", f.dep.UID)
-	f.pod("app-2222-a", "app-2222", 0, withContainers(waiting("llama-stack", "CreateContainerConfigError", secretMissing)))
+	f.pod("app-2222-a", "app-2222", 0, podtest.WithContainers(podtest.Waiting("llama-stack", "CreateContainerConfigError", podtest.SecretMissing)))
 	f.setDeploymentStatus("app", rollingOut)
 	f.converge("app")
 	got := f.llsd("app")
@@ -602,7 +410,7 @@ func TestStuckPodOfARollout(t *testing.T) {
 	p := cond(t, got, v1alpha2.ConditionProgressing)
 	assert.Equal(t, metav1.ConditionTrue, p.Status)
 	assert.Equal(t, v1alpha2.ReasonCreateContainerConfigError, p.Reason)
-	want := "pod app-2222-a: container llama-stack: " + secretMissing
+	want := "pod app-2222-a: container llama-stack: " + podtest.SecretMissing
 	assert.Equal(t, want+"; Deployment is rolling out: 1 of 1 replicas updated and available", p.Message)
 	events := f.events()
 	assert.Equal(t, 1, countEvents(events, "Warning CreateContainerConfigError "+want), "events: %v", events)
@@ -618,7 +426,7 @@ func TestStuckPodOfARollout(t *testing.T) {
 	assert.Zero(t, countEvents(f.events(), "Warning"), "the same problem of the same pod")
 
 	// The Secret made: the new pod runs, the rollout completes.
-	f.pod("app-2222-a", "app-2222", 0, withContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
+	f.pod("app-2222-a", "app-2222", 0, podtest.WithContainers(corev1.ContainerStatus{Name: "llama-stack", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}))
 	f.setDeploymentStatus("app", rolledOut)
 	f.converge("app")
@@ -633,7 +441,7 @@ func TestStuckPodOfARollout(t *testing.T) {
 // reason is no new Warning.
 func TestStuckPodMessagesThatChange(t *testing.T) {
 	pull := func(local string) func(*corev1.Pod) {
-		return withContainers(waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "quay.io/x/y:1": ErrImagePull: failed to pull and unpack image "quay.io/x/y:1": failed to copy: read tcp `+local+`->23.20.95.219:443: read: connection reset by peer`))
+		return podtest.WithContainers(podtest.Waiting("llama-stack", "ImagePullBackOff", `Back-off pulling image "quay.io/x/y:1": ErrImagePull: failed to pull and unpack image "quay.io/x/y:1": failed to copy: read tcp `+local+`->23.20.95.219:443: read: connection reset by peer`))
 	}
 	f := newPodFixture(t)
 	f.pod("app-1111-a", "app-1111", time.Minute, pull("10.2.0.49:42728"))
@@ -646,27 +454,16 @@ func TestStuckPodMessagesThatChange(t *testing.T) {
 	f.pod("app-1111-a", "app-1111", time.Minute, pull("[fd00::49]:51002"))
 	assert.Empty(t, f.sync("app"), "over IPv6")
 
-	f.pod("app-1111-a", "app-1111", time.Minute, unschedulable)
+	f.pod("app-1111-a", "app-1111", time.Minute, podtest.Unschedulable)
 	f.converge("app")
 	require.Equal(t, 1, countEvents(f.events(), "Warning Unschedulable"))
 	f.pod("app-1111-a", "app-1111", time.Minute, func(p *corev1.Pod) {
-		unschedulable(p)
-		p.Status.Conditions[0].Message = strings.ReplaceAll(unschedulableMsg, "0/3 nodes", "0/4 nodes")
+		podtest.Unschedulable(p)
+		p.Status.Conditions[0].Message = strings.ReplaceAll(podtest.UnschedulableMsg, "0/3 nodes", "0/4 nodes")
 	})
 	f.converge("app")
 	assert.Contains(t, cond(t, f.llsd("app"), v1alpha2.ConditionReady).Message, "0/4 nodes", "the scheduler's words")
 	assert.Empty(t, f.events(), "the same pod, the same reason")
-}
-
-func TestStableNetError(t *testing.T) {
-	for in, want := range map[string]string{
-		"read tcp 10.2.0.49:42728->23.20.95.219:443: read: connection reset by peer": "read tcp 23.20.95.219:443: read: connection reset by peer",
-		"write tcp6 [fd00::1]:4000->[2001:db8::1]:443: broken pipe":                  "write tcp6 [2001:db8::1]:443: broken pipe",
-		"dial tcp 23.20.95.219:443: i/o timeout":                                     "dial tcp 23.20.95.219:443: i/o timeout",
-		"image x->y not found":                                                       "image x->y not found",
-	} {
-		assert.Equal(t, want, stableNetError(in), in)
-	}
 }
 
 // A kubelet or runtime reason that is one the controller gives with its own meaning
@@ -676,7 +473,7 @@ func TestPodReasonThatIsTheControllers(t *testing.T) {
 	for _, r := range []string{v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonDeploymentScaling, v1alpha2.ReasonReady, v1alpha2.ReasonRollingOut} {
 		t.Run(r, func(t *testing.T) {
 			f := newPodFixture(t)
-			f.pod("app-1111-a", "app-1111", time.Minute, withContainers(waiting("llama-stack", r, "runtime says no")))
+			f.pod("app-1111-a", "app-1111", time.Minute, podtest.WithContainers(podtest.Waiting("llama-stack", r, "runtime says no")))
 			f.converge("app")
 			got := f.llsd("app")
 			assert.Equal(t, v1alpha2.PhaseFailed, got.Status.Phase)
@@ -788,11 +585,11 @@ func userErrorReasons(t *testing.T) []string {
 func TestReasonsAreClassified(t *testing.T) {
 	all := v1alpha2Reasons(t)
 	for name, v := range all {
-		assert.True(t, ownReason(v) != slices.Contains(podReasons, v), "%s (%q) must be in exactly one of ownReasons and podReasons", name, v)
-		stuck := slices.Contains(podReasons, v) || v == v1alpha2.ReasonReplicaFailure || v == v1alpha2.ReasonProgressDeadlineExceeded
+		assert.True(t, rollout.OwnReason(v) != slices.Contains(rollout.PodReasons, v), "%s (%q) must be in exactly one of the own reasons and rollout.PodReasons", name, v)
+		stuck := slices.Contains(rollout.PodReasons, v) || v == v1alpha2.ReasonReplicaFailure || v == v1alpha2.ReasonProgressDeadlineExceeded
 		assert.Equal(t, stuck, stuckReason(v), "stuckReason(%s)", name)
 	}
-	assert.Len(t, ownReasons, len(all)-len(podReasons), "ownReasons holds only API reasons")
+	assert.Len(t, rollout.OwnReasons(), len(all)-len(rollout.PodReasons), "the own reasons are only API reasons")
 	users := userErrorReasons(t)
 	assert.GreaterOrEqual(t, len(users), 10, "found %v", users)
 	for _, name := range users {

@@ -38,6 +38,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 )
 
@@ -354,7 +355,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	rollOutRevision := func(rev string) *appsv1.ReplicaSet {
 		d := rbDeployment()
 		d.UID = "rb-uid"
-		d.Annotations[revisionAnnotation] = rev
+		d.Annotations[rollout.RevisionAnnotation] = rev
 		n := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
 		if rev != "1" {
@@ -363,7 +364,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		d.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
 		require.NoError(t, kubeclient.Tracker().Update(deployments, d, ns))
 		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rb-" + rev, Namespace: ns, UID: types.UID("rb-" + rev + "-uid"),
-			Labels: d.Spec.Template.Labels, Annotations: map[string]string{revisionAnnotation: rev},
+			Labels: d.Spec.Template.Labels, Annotations: map[string]string{rollout.RevisionAnnotation: rev},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
 			Spec: appsv1.ReplicaSetSpec{Template: *d.Spec.Template.DeepCopy()}}
 		require.NoError(t, kubeclient.Tracker().Add(rs))
@@ -386,10 +387,10 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	require.NoError(t, kubeclient.Tracker().Add(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "rb-2-x", Namespace: ns, Labels: rs2.Spec.Template.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs2, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: rollbackAfterRestarts,
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "llama-stack", RestartCount: rollout.RollbackAfterRestarts,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: v1alpha2.ReasonCrashLoopBackOff}}}}},
 	}))
-	waitFor("the failed rollout is rolled back", func() bool { return rbDeployment().Annotations[annotationRolledBack] != "" })
+	waitFor("the failed rollout is rolled back", func() bool { return rbDeployment().Annotations[rollout.AnnotationRolledBack] != "" })
 	waitFor("the repeated Event is patched", func() bool {
 		return slices.ContainsFunc(kubeclient.Actions(), func(a core.Action) bool {
 			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"

@@ -23,6 +23,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // rollbackFixture plays the Deployment controller and the kubelet around the
@@ -53,11 +54,11 @@ func newRollbackFixture(t *testing.T, objs ...runtime.Object) *rollbackFixture {
 // pods that served had them.
 func (f *rollbackFixture) secretsServed() {
 	f.t.Helper()
-	for _, r := range templateRefs(&f.deployment("app").Spec.Template) {
-		if r.kind != "Secret" {
+	for _, r := range rollout.TemplateRefs(&f.deployment("app").Spec.Template) {
+		if r.Kind != "Secret" {
 			continue
 		}
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: testNamespace}}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: testNamespace}}
 		if _, err := f.kubeclient.CoreV1().Secrets(testNamespace).Create(f.ctx, secret, metav1.CreateOptions{}); err != nil {
 			require.True(f.t, apierrors.IsAlreadyExists(err), err)
 		}
@@ -67,7 +68,7 @@ func (f *rollbackFixture) secretsServed() {
 // templateHash names a ReplicaSet of the template (the Deployment controller's
 // pod-template-hash, in form).
 func templateHash(t *corev1.PodTemplateSpec) string {
-	return templateContentHash(t)[:8]
+	return rollout.TemplateContentHash(t)[:8]
 }
 
 // rollOut plays the Deployment controller for the Deployment's current template: the
@@ -83,7 +84,7 @@ func (f *rollbackFixture) rollOut() string {
 	rss := f.kubeclient.AppsV1().ReplicaSets(testNamespace)
 	if rs, err := rss.Get(f.ctx, name, metav1.GetOptions{}); err == nil {
 		rs = rs.DeepCopy()
-		rs.Annotations[revisionAnnotation] = rev
+		rs.Annotations[rollout.RevisionAnnotation] = rev
 		_, err = rss.Update(f.ctx, rs, metav1.UpdateOptions{})
 		require.NoError(f.t, err)
 	} else {
@@ -91,7 +92,7 @@ func (f *rollbackFixture) rollOut() string {
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID(name + "-uid"),
 				Labels:      tmpl.Labels,
-				Annotations: map[string]string{revisionAnnotation: rev},
+				Annotations: map[string]string{rollout.RevisionAnnotation: rev},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", UID: d.UID,
 					Controller: ptr.To(true)}},
 			},
@@ -104,7 +105,7 @@ func (f *rollbackFixture) rollOut() string {
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
 		}
-		d.Annotations[revisionAnnotation] = rev
+		d.Annotations[rollout.RevisionAnnotation] = rev
 	})
 	return name
 }
@@ -257,7 +258,7 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 			d = f.deployment("app")
 			v, ok := serverEnv(d, "LOG_LEVEL")
 			assert.True(t, ok && v == "debug", "the new inputs roll out")
-			assert.NotContains(t, d.Annotations, annotationRolledBack)
+			assert.NotContains(t, d.Annotations, rollout.AnnotationRolledBack)
 			got = f.llsd("app")
 			assert.NotEqual(t, v1alpha2.ReasonRolledBack, cond(t, got, v1alpha2.ConditionProgressing).Reason)
 			require.NotNil(t, got.Status.Rollback)
@@ -290,7 +291,7 @@ func (f *rollbackFixture) failChange(oldServing bool) string {
 	f.converge("app")
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(oldServing))
-	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	return failed
 }
 
@@ -322,7 +323,7 @@ func TestRollbackCanBeTurnedOff(t *testing.T) {
 	d := f.deployment("app")
 	_, ok = serverEnv(d, "LOG_LEVEL")
 	assert.True(t, ok)
-	assert.NotContains(t, d.Annotations, annotationRolledBack)
+	assert.NotContains(t, d.Annotations, rollout.AnnotationRolledBack)
 }
 
 // Nothing to go back to: the first rollout of a CR, and a crash loop of the ReplicaSet
@@ -417,9 +418,9 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
 		}}}}
 	}
-	assert.False(t, crashLoopsOn(pod(rollbackAfterRestarts-1)))
-	assert.True(t, crashLoopsOn(pod(rollbackAfterRestarts)))
-	running := pod(rollbackAfterRestarts + 2)
+	assert.False(t, crashLoopsOn(pod(rollout.RollbackAfterRestarts-1)))
+	assert.True(t, crashLoopsOn(pod(rollout.RollbackAfterRestarts)))
+	running := pod(rollout.RollbackAfterRestarts + 2)
 	running.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	running.Status.ContainerStatuses[0].Ready = true
 	assert.False(t, crashLoopsOn(running), "serving again")
@@ -429,7 +430,7 @@ func TestCrashLoopThresholdQueuesTheCR(t *testing.T) {
 	for _, tc := range []struct {
 		from, to int32
 		queued   bool
-	}{{1, 2, false}, {2, rollbackAfterRestarts, true}, {rollbackAfterRestarts, rollbackAfterRestarts + 1, false}} {
+	}{{1, 2, false}, {2, rollout.RollbackAfterRestarts, true}, {rollout.RollbackAfterRestarts, rollout.RollbackAfterRestarts + 1, false}} {
 		o, n := pod(tc.from), pod(tc.to)
 		for _, p := range []*corev1.Pod{o, n} {
 			p.Namespace, p.Name, p.Labels = testNamespace, "app-1-x", map[string]string{llsd.LabelInstance: "app"}
@@ -462,7 +463,7 @@ func TestHeldRollbackIsExactlyTheServedTemplate(t *testing.T) {
 	require.Equal(t, "failing-sa", f.deployment("app").Spec.Template.Spec.ServiceAccountName)
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))
-	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	f.converge("app")
 	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
 
@@ -511,7 +512,7 @@ func TestRenewalDuringAHeldRollbackKeepsTheHold(t *testing.T) {
 	got := f.llsd("app")
 	assert.Equal(t, v1alpha2.ReasonRolledBack, cond(t, got, v1alpha2.ConditionProgressing).Reason, "still held")
 	assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "no second rollback")
-	assert.Contains(t, d.Annotations, annotationRolledBack)
+	assert.Contains(t, d.Annotations, rollout.AnnotationRolledBack)
 }
 
 // A hold recorded by an earlier release (its hash of the whole template, rotating
@@ -524,18 +525,18 @@ func TestHoldRecordedByAnEarlierReleaseHolds(t *testing.T) {
 	bad := f.deployment("app").Spec.Template.DeepCopy()
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))
-	f.crashLooping(failed+"-x1", failed, rollbackAfterRestarts)
+	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	f.converge("app")
-	rec := readRollbackRecord(f.deployment("app"))
+	rec := rollout.ReadRollbackRecord(f.deployment("app"))
 	require.NotNil(t, rec)
 	inputs := rec.Inputs
 
 	// The record as the earlier release wrote it.
-	rec.Inputs = templateContentHash(bad)
+	rec.Inputs = rollout.TemplateContentHash(bad)
 	require.NotEqual(t, inputs, rec.Inputs)
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
-	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) { d.Annotations[annotationRolledBack] = string(raw) })
+	f.updateDeployment("app", FieldManager, func(d *appsv1.Deployment) { d.Annotations[rollout.AnnotationRolledBack] = string(raw) })
 	f.events()
 
 	actions := f.sync("app")
@@ -546,7 +547,7 @@ func TestHoldRecordedByAnEarlierReleaseHolds(t *testing.T) {
 	f.converge("app")
 	d = f.deployment("app")
 	assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "held, not rolled back again")
-	assert.Equal(t, inputs, readRollbackRecord(d).Inputs, "recorded again on the inputs alone")
+	assert.Equal(t, inputs, rollout.ReadRollbackRecord(d).Inputs, "recorded again on the inputs alone")
 	assert.Equal(t, inputs, f.llsd("app").Status.Rollback.FailedInputs)
 }
 
@@ -585,7 +586,7 @@ func TestRollbackIsNotRepeatedOnAStaleCache(t *testing.T) {
 
 	// Once the cache has it, the memory goes.
 	f.converge("app")
-	_, remembered := f.c.rollbacks.Load(cache.ObjectName{Namespace: testNamespace, Name: "app"})
+	remembered := f.c.rollouts.Remembered(cache.ObjectName{Namespace: testNamespace, Name: "app"})
 	assert.False(t, remembered)
-	assert.Contains(t, f.deployment("app").Annotations, annotationRolledBack)
+	assert.Contains(t, f.deployment("app").Annotations, rollout.AnnotationRolledBack)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -178,8 +179,8 @@ func runControllerWith(ctx context.Context, t *testing.T, client clientset.Inter
 	childInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(children.TransformStripManagedFields))
 	cmInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformConfigMap))
 	opInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithNamespace(testOperatorNamespace))
-	rsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformReplicaSet))
-	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(TransformPod))
+	rsInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(rollout.TransformReplicaSet))
+	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeclient, 0, kubeinformers.WithTransform(rollout.TransformPod))
 	cfg := Config{
 		KubeClient: kubeclient, Client: client,
 		LLSDInformers: llsdInformers, ChildInformers: childInformers,

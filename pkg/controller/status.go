@@ -18,6 +18,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // observed is what a sync found or made: the inputs of calculateStatus.
@@ -39,7 +40,7 @@ type observed struct {
 	storage *storageSync
 	// pod is why a current pod of the Deployment does not start; nil when none is stuck
 	// (podProblemFor).
-	pod *podProblem
+	pod *rollout.PodProblem
 	// probe is the server's last answer; nil before the first one (or without probing).
 	probe *probe.Result
 	// problems are user errors, in the order found.
@@ -53,7 +54,7 @@ type observed struct {
 	generation *generation
 	// rollback is what the Deployment's ensure found and did about automatic
 	// rollback; nil when it did not run (status.rollback then stays as it is).
-	rollback *rollbackOutcome
+	rollback *rollout.Outcome
 }
 
 // calculateStatus computes the CR's status from what was observed. It is pure: now is
@@ -91,7 +92,7 @@ func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs obs
 
 	set(v1alpha2.ConditionDeploymentReady, deploymentReadyCondition(l, obs))
 	if rb := obs.rollback; rb != nil {
-		st.Rollback = rb.status.DeepCopy()
+		st.Rollback = rb.Status.DeepCopy()
 	}
 	set(v1alpha2.ConditionProgressing, progressingCondition(l, obs))
 

@@ -12,6 +12,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // Each condition of the CR's status is the answer of one function here, pure, from
@@ -53,7 +54,7 @@ func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) 
 		// object of that name, so it is not named.
 		msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
 			g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].reason)
-	} else if obs.rollback != nil && obs.rollback.held {
+	} else if obs.rollback != nil && obs.rollback.Held {
 		msg += "; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"
 	}
 	return setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, msg)
@@ -89,13 +90,13 @@ func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs observed) cond
 		return dropped
 	case refused(l, obs):
 		return setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
-	case obs.rollback != nil && obs.rollback.held:
+	case obs.rollback != nil && obs.rollback.Held:
 		// The failed inputs are held back: what runs is the last that served.
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rolledBackMessage(obs.rollback.status))
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.rollback.Status))
 	}
-	status, reason, message := rolloutProgress(obs.deployment, obs.pod)
-	if obs.rollback != nil && obs.rollback.note != "" {
-		message += "; " + obs.rollback.note
+	status, reason, message := rollout.Progress(obs.deployment, obs.pod)
+	if obs.rollback != nil && obs.rollback.Note != "" {
+		message += "; " + obs.rollback.Note
 	}
 	return setTo(status, reason, message)
 }
@@ -268,9 +269,9 @@ func serving(d *appsv1.Deployment) bool {
 // replicas available as the Deployment asks for (its own spec.replicas, whoever set it),
 // but never more than the CR asks for (workload.replicas, or the HPA's lower bound while
 // autoscaling), so an HPA scaling up does not make a serving CR unready. A rollout that
-// keeps the replicas available leaves it ready (see rolloutProgress); with the reason
+// keeps the replicas available leaves it ready (see rollout.Progress); with the reason
 // and message of DeploymentReady. pod is why a current pod does not start, if one is stuck.
-func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, pod *podProblem) (bool, string, string) {
+func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, pod *rollout.PodProblem) (bool, string, string) {
 	if d == nil {
 		return false, v1alpha2.ReasonDeploymentPending, "Deployment is pending"
 	}
@@ -293,27 +294,17 @@ func deploymentReady(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, p
 	// Deployment's or the pod's words and no counts, so it changes only with the cause
 	// (one Warning Event per cause, not one per pod that starts).
 	if d.Status.ObservedGeneration >= d.Generation {
-		if c := deploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+		if c := rollout.DeploymentCondition(d, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
 			return false, v1alpha2.ReasonReplicaFailure, fmt.Sprintf("Deployment cannot create pods (%s): %s", c.Reason, c.Message)
 		}
 		if pod != nil {
-			return false, pod.reason, pod.message
+			return false, pod.Reason, pod.Message
 		}
-		if c := deploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+		if c := rollout.DeploymentCondition(d, appsv1.DeploymentProgressing); c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
 			return false, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment stopped making progress before enough replicas were available: " + c.Message
 		}
 	}
 	return false, v1alpha2.ReasonDeploymentScaling, fmt.Sprintf("Deployment has %d of %d replicas available", have, want)
-}
-
-// deploymentCondition returns the Deployment's condition of that type, or nil.
-func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range d.Status.Conditions {
-		if d.Status.Conditions[i].Type == t {
-			return &d.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // scaledToZero tells whether the CR asks for no server: workload.replicas 0 without
@@ -338,45 +329,11 @@ func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
 
 // stuckReason tells whether a reason of a False DeploymentReady says why the Deployment
 // cannot come up: ReplicaFailure, ProgressDeadlineExceeded, or a pod's own reason
-// (podProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
+// (rollout.ProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
 // but never one the controller gives with another meaning (ownReason: containerProblem
 // does not pass those on), such as a user error's.
 func stuckReason(reason string) bool {
 	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || podReason(reason)
-}
-
-// rolloutProgress is the Progressing condition: whether the Deployment has rolled out
-// its current spec to every replica, as kubectl rollout status tells it. pod is why a
-// pod of the current ReplicaSet does not start, if one is stuck: while rolling out,
-// Progressing stays True but takes the pod's reason, its message first. The old pods
-// may still serve (DeploymentReady stays True), and this is where the CR names what
-// holds the rollout up before its progress deadline.
-func rolloutProgress(d *appsv1.Deployment, pod *podProblem) (metav1.ConditionStatus, string, string) {
-	if d.Status.ObservedGeneration < d.Generation {
-		// A new spec: whatever the status says is about the one before.
-		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
-			return metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded, "Deployment rollout stopped making progress: " + c.Message
-		}
-	}
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	s := d.Status
-	switch {
-	case s.UpdatedReplicas < want || s.Replicas > s.UpdatedReplicas || s.AvailableReplicas < s.UpdatedReplicas:
-		msg := fmt.Sprintf("Deployment is rolling out: %d of %d replicas updated and available", min(s.UpdatedReplicas, s.AvailableReplicas), want)
-		for _, c := range s.Conditions {
-			if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
-				msg += fmt.Sprintf("; it cannot create pods (%s): %s", c.Reason, c.Message)
-			}
-		}
-		if pod != nil {
-			return metav1.ConditionTrue, pod.reason, pod.message + "; " + msg
-		}
-		return metav1.ConditionTrue, v1alpha2.ReasonRollingOut, msg
-	}
-	return metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"
 }
 
 // maxConditionMessage is the longest condition message the API accepts, in bytes.

@@ -13,6 +13,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // Each condition's function, alone, on the inputs that decide it. The fixture tests
@@ -50,7 +51,7 @@ var (
 	aProblem = userError{v1alpha2.ReasonConfigMapNotFound, "ConfigMap cfg not found"}
 	deadline = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 		Reason: v1alpha2.ReasonProgressDeadlineExceeded, Message: "ReplicaSet app-1 has timed out progressing."}
-	crashing = &podProblem{reason: "CrashLoopBackOff", message: "pod app-1-x: the server exited (1)"}
+	crashing = &rollout.PodProblem{Reason: "CrashLoopBackOff", Message: "pod app-1-x: the server exited (1)"}
 )
 
 func TestDeploymentReadyCondition(t *testing.T) {
@@ -78,7 +79,7 @@ func TestDeploymentReadyCondition(t *testing.T) {
 		},
 		"a pod that does not start, in its words": {
 			obs:  observed{deployment: availableDeployment(1, 0), pod: crashing},
-			want: setTo(metav1.ConditionFalse, crashing.reason, crashing.message),
+			want: setTo(metav1.ConditionFalse, crashing.Reason, crashing.Message),
 		},
 		"pods it cannot create come before a stuck pod": {
 			obs: observed{deployment: availableDeployment(1, 0, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
@@ -137,8 +138,8 @@ func TestProgressingCondition(t *testing.T) {
 		},
 		"a stuck pod names the hold-up while rolling": {
 			obs: observed{deployment: availableDeployment(2, 1), pod: crashing},
-			want: setTo(metav1.ConditionTrue, crashing.reason,
-				crashing.message+"; Deployment is rolling out: 1 of 2 replicas updated and available"),
+			want: setTo(metav1.ConditionTrue, crashing.Reason,
+				crashing.Message+"; Deployment is rolling out: 1 of 2 replicas updated and available"),
 		},
 		"out of time": {
 			obs: observed{deployment: availableDeployment(1, 0, deadline)},
@@ -150,11 +151,11 @@ func TestProgressingCondition(t *testing.T) {
 			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
 		},
 		"rolled back and held": {
-			obs:  observed{deployment: availableDeployment(1, 1), rollback: &rollbackOutcome{status: rolledBack, held: true}},
-			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rolledBackMessage(rolledBack)),
+			obs:  observed{deployment: availableDeployment(1, 1), rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)),
 		},
 		"a rollback not done says why": {
-			obs: observed{deployment: availableDeployment(1, 0, deadline), rollback: &rollbackOutcome{note: "nothing served before"}},
+			obs: observed{deployment: availableDeployment(1, 0, deadline), rollback: &rollout.Outcome{Note: "nothing served before"}},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
 				"Deployment rollout stopped making progress: "+deadline.Message+"; nothing served before"),
 		},
@@ -337,7 +338,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 			resolved: prev,
 		},
 		"generated, rolled back": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, rollback: &rollbackOutcome{held: true}},
+			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, rollback: &rollout.Outcome{Held: true}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
 				"Generated ConfigMap "+ok.configMapName(newLLSD("app"))+" for server 1.3.0 from distribution starter"+
 					"; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"),
@@ -354,7 +355,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 
 func TestReadyCondition(t *testing.T) {
 	stuck := []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
-		Reason: crashing.reason, Message: crashing.message}}
+		Reason: crashing.Reason, Message: crashing.Message}}
 	scaling := []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha2.ReasonDeploymentScaling, Message: "Deployment has 0 of 1 replicas available"}}
 	serves := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
@@ -386,7 +387,7 @@ func TestReadyCondition(t *testing.T) {
 		},
 		"a stuck Deployment says why": {
 			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: stuck,
-			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, crashing.reason, crashing.message),
+			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, crashing.Reason, crashing.Message),
 		},
 		"coming up, the first component not True": {
 			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: scaling,

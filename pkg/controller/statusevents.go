@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // updateStatus writes the status when it differs from the CR's, then records the Events
@@ -78,10 +79,10 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 	return nil
 }
 
-// podReason tells whether a condition's reason is a pod's (podProblemOf): any but the
+// podReason tells whether a condition's reason is a pod's (rollout.ProblemOf): any but the
 // controller's own.
 func podReason(reason string) bool {
-	return !ownReason(reason)
+	return !rollout.OwnReason(reason)
 }
 
 // podOf is the pod a pod problem's message names ("pod <name>: ..."), or "".

@@ -71,8 +71,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	c.failing.Delete(key)
 	// Read also while the Deployment is available: a rollout's new pod may be stuck
-	// while the old ones serve (rolloutProgress).
-	obs.pod = c.podProblemFor(l, obs.deployment)
+	// while the old ones serve (rollout.Progress).
+	obs.pod = c.rollouts.PodProblemFor(l, obs.deployment)
 	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
@@ -150,7 +150,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.tlsSecrets.forget(key)
 	c.skippedChecks.Delete(key)
 	c.caTrust.forget(key)
-	c.rollbacks.Delete(key)
+	c.rollouts.Forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	serverprobe "github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
 )
@@ -366,13 +367,13 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	// kept as little more than the ConfigMaps they mount.
 	replicaSetInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		kubeinformers.WithNamespace(o.Namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controller.ReplicaSetSelector() }),
-		kubeinformers.WithTransform(controller.TransformReplicaSet))
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = rollout.ReplicaSetSelector() }),
+		kubeinformers.WithTransform(rollout.TransformReplicaSet))
 	// The server pods, kept as little more than why each does not start.
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync,
 		kubeinformers.WithNamespace(o.Namespace),
-		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controller.PodSelector() }),
-		kubeinformers.WithTransform(controller.TransformPod))
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = rollout.PodSelector() }),
+		kubeinformers.WithTransform(rollout.TransformPod))
 
 	probe, err := serverProbe(cfg, kubeClient, o)
 	if err != nil {

@@ -169,6 +169,9 @@ func (s *probeSim) settle() {
 		}
 		return len(s.p.inFlight) == 0 && s.clock.Waiters() == timers
 	}, 5*time.Second, 50*time.Microsecond)
+	// A probe no longer in flight may still be about to enqueue its CR; no other
+	// starts until the fake clock moves.
+	s.p.wg.Wait()
 }
 
 // advance moves the clock by d, 5 s at a time, letting each probe due run.

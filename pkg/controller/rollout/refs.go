@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"context"
@@ -11,20 +11,20 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// templateRef is a ConfigMap or Secret a pod template needs to start: one its pods
+// TemplateRef is a ConfigMap or Secret a pod template needs to start: one its pods
 // mount or read env from, not marked optional.
-type templateRef struct {
-	kind, name string
+type TemplateRef struct {
+	Kind, Name string
 }
 
-func (r templateRef) String() string { return r.kind + " " + r.name }
+func (r TemplateRef) String() string { return r.Kind + " " + r.Name }
 
-// templateRefs lists, once each and in order of first use, the ConfigMaps and Secrets
+// TemplateRefs lists, once each and in order of first use, the ConfigMaps and Secrets
 // without which the pods of t do not start (the kubelet waits for them for ever).
-func templateRefs(t *corev1.PodTemplateSpec) []templateRef {
-	var refs []templateRef
+func TemplateRefs(t *corev1.PodTemplateSpec) []TemplateRef {
+	var refs []TemplateRef
 	add := func(kind, name string, optional *bool) {
-		r := templateRef{kind, name}
+		r := TemplateRef{kind, name}
 		if name != "" && !ptr.Deref(optional, false) && !slices.Contains(refs, r) {
 			refs = append(refs, r)
 		}
@@ -75,20 +75,20 @@ func templateRefs(t *corev1.PodTemplateSpec) []templateRef {
 // namespace, or nil. ConfigMaps are read from the cache, which holds every ConfigMap;
 // Secrets, which the controller does not cache, live when secrets is set: a read made
 // only when a rollback is about to be made.
-func (c *Controller) missingRef(ctx context.Context, namespace string, t *corev1.PodTemplateSpec, secrets bool) (*templateRef, error) {
-	for _, r := range templateRefs(t) {
+func (r *Rollouts) missingRef(ctx context.Context, namespace string, t *corev1.PodTemplateSpec, secrets bool) (*TemplateRef, error) {
+	for _, ref := range TemplateRefs(t) {
 		var err error
 		switch {
-		case r.kind == "ConfigMap":
-			_, err = c.cachedConfigMap(namespace, r.name)
+		case ref.Kind == "ConfigMap":
+			_, err = r.ConfigMap(namespace, ref.Name)
 		case secrets:
-			_, err = c.kubeclient.CoreV1().Secrets(namespace).Get(ctx, r.name, metav1.GetOptions{})
+			_, err = r.Client.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		}
 		if apierrors.IsNotFound(err) {
-			return &r, nil
+			return &ref, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("getting %s %s/%s: %w", r.kind, namespace, r.name, err)
+			return nil, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
 		}
 	}
 	return nil, nil

@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"context"
@@ -30,23 +30,23 @@ import (
 // Deployment runs the current inputs and their rollout fails (a pod of its current
 // ReplicaSet crash-loops, or the Deployment exceeds its progress deadline), the pod
 // template of the last ReplicaSet that served (status.rollback.servedReplicaSet) is put
-// back in one write, together with annotationRolledBack naming the failed inputs. While
+// back in one write, together with AnnotationRolledBack naming the failed inputs. While
 // the CR's inputs are those, the controller keeps the template as it is; once they
 // change, it rolls forward. The generated config the old ReplicaSet mounts is kept
 // (deleteUnusedGeneratedConfigMaps keeps what a ReplicaSet mounts).
 
-// annotationRolledBack on the Deployment records the rollout that failed and was rolled
-// back (a rollbackRecord in JSON). It is written in the rollback's own write, so that
+// AnnotationRolledBack on the Deployment records the rollout that failed and was rolled
+// back (a Record in JSON). It is written in the rollback's own write, so that
 // the failed inputs are never tried again because a status write was lost.
-const annotationRolledBack = "llamastack.io/rolled-back"
+const AnnotationRolledBack = "llamastack.io/rolled-back"
 
-// rollbackAfterRestarts is how often a container of a new pod restarts in a crash loop
+// RollbackAfterRestarts is how often a container of a new pod Restarts in a crash loop
 // before its rollout is taken for failed: a server that fails once at start (a
 // dependency not up yet) is given its back-off, one that keeps failing is not.
-const rollbackAfterRestarts = 3
+const RollbackAfterRestarts = 3
 
-// rollbackRecord is the content of annotationRolledBack.
-type rollbackRecord struct {
+// Record is the content of AnnotationRolledBack.
+type Record struct {
 	Inputs     string      `json:"inputs"`
 	ReplicaSet string      `json:"replicaSet,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
@@ -54,20 +54,20 @@ type rollbackRecord struct {
 	Time       metav1.Time `json:"time"`
 }
 
-// rollbackOutcome is what ensureDeployment found and did about rollback.
-type rollbackOutcome struct {
-	// status is status.rollback to report (nil: nothing to report).
-	status *v1alpha2.RollbackStatus
-	// held: the CR's inputs are those rolled back; the Deployment keeps what it runs.
-	held bool
-	// rolledBack is set when this sync rolled back.
-	rolledBack bool
-	// note says why a failed rollout was not rolled back ("" when it was, or need not be).
-	note string
+// Outcome is what ensureDeployment found and did about rollback.
+type Outcome struct {
+	// Status is status.rollback to report (nil: nothing to report).
+	Status *v1alpha2.RollbackStatus
+	// Held: the CR's inputs are those rolled back; the Deployment keeps what it runs.
+	Held bool
+	// RolledBack is set when this sync rolled back.
+	RolledBack bool
+	// Note says why a failed rollout was not rolled back ("" when it was, or need not be).
+	Note string
 }
 
-// rollbackEnabled tells whether automatic rollback is on for the CR (the default).
-func rollbackEnabled(l *v1alpha2.LlamaStackDistribution) bool {
+// Enabled tells whether automatic rollback is on for the CR (the default).
+func Enabled(l *v1alpha2.LlamaStackDistribution) bool {
 	r := l.Spec.Workload.Rollback
 	return r == nil || r.Enabled == nil || *r.Enabled
 }
@@ -81,20 +81,20 @@ var rotating = []struct{ annotation, volume string }{
 	{llsd.AnnotationCABundleHash, llsd.VolumeCABundle},
 }
 
-// inputsHash is the hash of a pod template the controller makes, without the content
+// InputsHash is the hash of a pod template the controller makes, without the content
 // that rotates: the identity of a rollout's inputs, what the user asked for, so that a
 // renewal does not make failed inputs new.
-func inputsHash(t *corev1.PodTemplateSpec) string {
+func InputsHash(t *corev1.PodTemplateSpec) string {
 	t = t.DeepCopy()
 	for _, r := range rotating {
 		delete(t.Annotations, r.annotation)
 	}
-	return templateContentHash(t)
+	return TemplateContentHash(t)
 }
 
-// templateContentHash is the hash of a whole pod template. Releases before inputsHash
+// TemplateContentHash is the hash of a whole pod template. Releases before InputsHash
 // left out the rotating content recorded this as the failed inputs.
-func templateContentHash(t *corev1.PodTemplateSpec) string {
+func TemplateContentHash(t *corev1.PodTemplateSpec) string {
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return ""
@@ -126,23 +126,23 @@ func renewRotating(held, made *corev1.PodTemplateSpec) {
 	}
 }
 
-// recordRollback writes rec into d's annotationRolledBack.
-func recordRollback(d *appsv1.Deployment, rec *rollbackRecord) error {
+// WriteRecord writes rec into d's AnnotationRolledBack.
+func WriteRecord(d *appsv1.Deployment, rec *Record) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("writing the rollback record: %w", err)
 	}
-	d.Annotations[annotationRolledBack] = string(raw)
+	d.Annotations[AnnotationRolledBack] = string(raw)
 	return nil
 }
 
-// readRollbackRecord is the Deployment's rollback record, or nil.
-func readRollbackRecord(d *appsv1.Deployment) *rollbackRecord {
-	if d == nil || d.Annotations[annotationRolledBack] == "" {
+// ReadRollbackRecord is the Deployment's rollback record, or nil.
+func ReadRollbackRecord(d *appsv1.Deployment) *Record {
+	if d == nil || d.Annotations[AnnotationRolledBack] == "" {
 		return nil
 	}
-	var r rollbackRecord
-	if err := json.Unmarshal([]byte(d.Annotations[annotationRolledBack]), &r); err != nil || r.Inputs == "" {
+	var r Record
+	if err := json.Unmarshal([]byte(d.Annotations[AnnotationRolledBack]), &r); err != nil || r.Inputs == "" {
 		return nil
 	}
 	return &r
@@ -150,18 +150,18 @@ func readRollbackRecord(d *appsv1.Deployment) *rollbackRecord {
 
 // deploymentReplicaSets are the cached ReplicaSets the Deployment controls (by UID),
 // by name, and its current one (the Deployment's revision), nil when not known yet.
-func (c *Controller) deploymentReplicaSets(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) (map[string]*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
-	rss, err := c.replicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
+func (r *Rollouts) deploymentReplicaSets(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) (map[string]*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+	rss, err := r.ReplicaSets.ReplicaSets(l.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, nil
 	}
 	owned := map[string]*appsv1.ReplicaSet{}
 	var current *appsv1.ReplicaSet
-	revision := dep.Annotations[revisionAnnotation]
+	revision := dep.Annotations[RevisionAnnotation]
 	for _, rs := range rss {
 		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" && ref.UID == dep.UID {
 			owned[rs.Name] = rs
-			if revision != "" && rs.Annotations[revisionAnnotation] == revision {
+			if revision != "" && rs.Annotations[RevisionAnnotation] == revision {
 				current = rs
 			}
 		}
@@ -169,13 +169,13 @@ func (c *Controller) deploymentReplicaSets(l *v1alpha2.LlamaStackDistribution, d
 	return owned, current
 }
 
-// servedReplicaSet is the Deployment's current ReplicaSet when the Deployment has rolled
+// ServedReplicaSet is the Deployment's current ReplicaSet when the Deployment has rolled
 // it out to all its replicas (at least one), all available; "" otherwise.
-func servedReplicaSet(dep *appsv1.Deployment, current *appsv1.ReplicaSet) string {
+func ServedReplicaSet(dep *appsv1.Deployment, current *appsv1.ReplicaSet) string {
 	if current == nil || dep.Spec.Replicas == nil || *dep.Spec.Replicas < 1 {
 		return ""
 	}
-	if _, reason, _ := rolloutProgress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
+	if _, reason, _ := Progress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 		return ""
 	}
 	return current.Name
@@ -183,48 +183,48 @@ func servedReplicaSet(dep *appsv1.Deployment, current *appsv1.ReplicaSet) string
 
 // rolloutFailure is why the rollout of a ReplicaSet failed.
 type rolloutFailure struct {
-	reason, message string
+	Reason, Message string
 }
 
 // failedRollout tells why the rollout of the Deployment's current ReplicaSet failed, or
-// nil while it has not: a pod of it crash-looping (rollbackAfterRestarts), or the
+// nil while it has not: a pod of it crash-looping (RollbackAfterRestarts), or the
 // Deployment's progress deadline exceeded, told by a stuck pod's own reason when one has.
-func (c *Controller) failedRollout(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, current *appsv1.ReplicaSet) *rolloutFailure {
-	if current == nil || dep.Status.ObservedGeneration < dep.Generation || c.pods == nil {
+func (r *Rollouts) failedRollout(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, current *appsv1.ReplicaSet) *rolloutFailure {
+	if current == nil || dep.Status.ObservedGeneration < dep.Generation || r.Pods == nil {
 		return nil
 	}
-	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
+	pods, err := r.Pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
 	if err != nil {
 		return nil
 	}
-	sortOldestFirst(pods)
-	var stuck *podProblem
+	SortOldestFirst(pods)
+	var stuck *PodProblem
 	for _, p := range pods {
 		if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.Kind != "ReplicaSet" || ref.UID != current.UID {
 			continue
 		}
-		pr := podProblemOf(p)
+		pr := ProblemOf(p)
 		if pr == nil {
 			continue
 		}
-		if pr.reason == v1alpha2.ReasonCrashLoopBackOff && restarts(p) >= rollbackAfterRestarts {
-			return &rolloutFailure{reason: pr.reason, message: pr.message}
+		if pr.Reason == v1alpha2.ReasonCrashLoopBackOff && Restarts(p) >= RollbackAfterRestarts {
+			return &rolloutFailure{Reason: pr.Reason, Message: pr.Message}
 		}
 		if stuck == nil {
 			stuck = pr
 		}
 	}
-	if cond := deploymentCondition(dep, appsv1.DeploymentProgressing); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
+	if cond := DeploymentCondition(dep, appsv1.DeploymentProgressing); cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == v1alpha2.ReasonProgressDeadlineExceeded {
 		if stuck != nil {
-			return &rolloutFailure{reason: stuck.reason, message: stuck.message + " (past the Deployment's progress deadline)"}
+			return &rolloutFailure{Reason: stuck.Reason, Message: stuck.Message + " (past the Deployment's progress deadline)"}
 		}
-		return &rolloutFailure{reason: v1alpha2.ReasonProgressDeadlineExceeded, message: "the Deployment stopped making progress: " + cond.Message}
+		return &rolloutFailure{Reason: v1alpha2.ReasonProgressDeadlineExceeded, Message: "the Deployment stopped making progress: " + cond.Message}
 	}
 	return nil
 }
 
-// restarts is the most restarts of one of the pod's containers.
-func restarts(p *corev1.Pod) int32 {
+// Restarts is the most restarts of one of the pod's containers.
+func Restarts(p *corev1.Pod) int32 {
 	n := int32(0)
 	for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		n = max(n, s.RestartCount)
@@ -232,8 +232,8 @@ func restarts(p *corev1.Pod) int32 {
 	return n
 }
 
-// sortOldestFirst sorts pods by creation, then name.
-func sortOldestFirst(pods []*corev1.Pod) {
+// SortOldestFirst sorts pods by creation, then name.
+func SortOldestFirst(pods []*corev1.Pod) {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
 		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 			return strings.Compare(a.Name, b.Name)
@@ -245,9 +245,9 @@ func sortOldestFirst(pods []*corev1.Pod) {
 	})
 }
 
-// configVolume is the ConfigMap the pod template mounts as the server's config, and the
+// ConfigVolume is the ConfigMap the pod template mounts as the server's config, and the
 // hash of its content the template carries.
-func configVolume(t *corev1.PodTemplateSpec) (name, hash string) {
+func ConfigVolume(t *corev1.PodTemplateSpec) (name, hash string) {
 	for _, v := range t.Spec.Volumes {
 		if v.Name == llsd.VolumeUserConfig && v.ConfigMap != nil {
 			return v.ConfigMap.Name, t.Annotations[llsd.AnnotationUserConfigHash]
@@ -261,54 +261,54 @@ func configVolume(t *corev1.PodTemplateSpec) (name, hash string) {
 // user's own, or the copy of one from another namespace), which the pods of the old
 // template would read as it is now.
 func unrestorable(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment, served *appsv1.ReplicaSet) string {
-	name, hash := configVolume(&dep.Spec.Template)
-	servedName, servedHash := configVolume(&served.Spec.Template)
+	name, hash := ConfigVolume(&dep.Spec.Template)
+	servedName, servedHash := ConfigVolume(&served.Spec.Template)
 	if name != "" && name == servedName && hash != servedHash && !llsd.IsGeneratedConfigMapName(l, name) {
 		return fmt.Sprintf("the config changed inside ConfigMap %s, which keeps no earlier content to go back to; put back its previous content, or fix it", name)
 	}
 	return ""
 }
 
-// applyRollback decides what planDeployment applies, given desired, the Deployment
+// Apply decides what planDeployment applies, given desired, the Deployment
 // made of the CR's inputs, and cur, the Deployment as cached: desired itself; the
 // template the Deployment runs, while the inputs are those rolled back; or the template
 // of the ReplicaSet that last served, when the rollout of these inputs failed.
-func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool, desired *appsv1.Deployment, out *rollbackOutcome) (*appsv1.Deployment, error) {
+func (r *Rollouts) Apply(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool, desired *appsv1.Deployment, out *Outcome) (*appsv1.Deployment, error) {
 	st := &v1alpha2.RollbackStatus{}
 	if l.Status.Rollback != nil {
 		st.ServedReplicaSet = l.Status.Rollback.ServedReplicaSet
 	}
-	out.status = st
+	out.Status = st
 	defer func() {
-		if *out.status == (v1alpha2.RollbackStatus{}) {
-			out.status = nil
+		if *out.Status == (v1alpha2.RollbackStatus{}) {
+			out.Status = nil
 		}
 	}()
 	if !found {
 		st.ServedReplicaSet = ""
 		return desired, nil
 	}
-	owned, current := c.deploymentReplicaSets(l, cur)
-	if served := servedReplicaSet(cur, current); served != "" {
+	owned, current := r.deploymentReplicaSets(l, cur)
+	if served := ServedReplicaSet(cur, current); served != "" {
 		st.ServedReplicaSet = served
 	}
-	if !rollbackEnabled(l) {
+	if !Enabled(l) {
 		return desired, nil
 	}
 	// Most syncs find neither a record of a rollback nor a failing rollout: they read
 	// no more (the hash and our fields of the Deployment cost as much as the rest of
 	// the sync).
-	rec := readRollbackRecord(cur)
-	failure := c.failedRollout(l, cur, current)
+	rec := ReadRollbackRecord(cur)
+	failure := r.failedRollout(l, cur, current)
 	if rec == nil && failure == nil {
 		return desired, nil
 	}
-	hash := inputsHash(&desired.Spec.Template)
-	ours, err := c.deployments.Extract(cur, FieldManager)
+	hash := InputsHash(&desired.Spec.Template)
+	ours, err := r.Extract(cur, llsd.FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 	}
-	if rec != nil && (rec.Inputs == hash || rec.Inputs == templateContentHash(&desired.Spec.Template)) {
+	if rec != nil && (rec.Inputs == hash || rec.Inputs == TemplateContentHash(&desired.Spec.Template)) {
 		return holdRollback(cur, ours, desired, rec, hash, out)
 	}
 
@@ -328,25 +328,25 @@ func (c *Controller) applyRollback(ctx context.Context, l *v1alpha2.LlamaStackDi
 	}
 	served := owned[target]
 	if served == nil {
-		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
+		out.Note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
 		return desired, nil
 	}
 	if why := unrestorable(l, cur, served); why != "" {
-		out.note = "not rolled back: " + why
+		out.Note = "not rolled back: " + why
 		return desired, nil
 	}
 	// Its pods would wait for ever for an object that is gone: with Recreate, nothing
 	// would serve. The ConfigMaps its cached volumes name are checked before any read.
-	if gone, err := c.missingRef(ctx, l.Namespace, &served.Spec.Template, false); err != nil || gone != nil {
+	if gone, err := r.missingRef(ctx, l.Namespace, &served.Spec.Template, false); err != nil || gone != nil {
 		return desired, goneNote(out, gone, target, err)
 	}
-	rb := rollbackRecord{Inputs: hash, ReplicaSet: current.Name, Reason: failure.reason, Message: failure.message}
-	return c.rollBack(ctx, l, cur, target, desired, rb, out)
+	rb := Record{Inputs: hash, ReplicaSet: current.Name, Reason: failure.Reason, Message: failure.Message}
+	return r.rollBack(ctx, l, cur, target, desired, rb, out)
 }
 
 // holdRollback keeps what the Deployment runs while the CR's inputs are those rec
 // rolled back, and the record with it; hash is the inputs' hash.
-func holdRollback(cur *appsv1.Deployment, ours *appsac.DeploymentApplyConfiguration, desired *appsv1.Deployment, rec *rollbackRecord, hash string, out *rollbackOutcome) (*appsv1.Deployment, error) {
+func holdRollback(cur *appsv1.Deployment, ours *appsac.DeploymentApplyConfiguration, desired *appsv1.Deployment, rec *Record, hash string, out *Outcome) (*appsv1.Deployment, error) {
 	// Read into a template of its own: decoded into desired's, JSON would merge the
 	// served template into the failed one (maps, structs, list elements).
 	if ours.Spec != nil && ours.Spec.Template != nil {
@@ -357,49 +357,49 @@ func holdRollback(cur *appsv1.Deployment, ours *appsac.DeploymentApplyConfigurat
 		renewRotating(&held, &desired.Spec.Template)
 		desired.Spec.Template = held
 	}
-	desired.Annotations[annotationRolledBack] = cur.Annotations[annotationRolledBack]
+	desired.Annotations[AnnotationRolledBack] = cur.Annotations[AnnotationRolledBack]
 	if rec.Inputs != hash {
 		// A record of an earlier release, which hashed the rotating content too: it
 		// is written again keyed on the inputs alone, so that a renewal keeps it.
 		rec.Inputs = hash
-		if err := recordRollback(desired, rec); err != nil {
+		if err := WriteRecord(desired, rec); err != nil {
 			return nil, err
 		}
 	}
-	out.held = true
-	out.status.FailedInputs, out.status.FailedReplicaSet, out.status.Reason, out.status.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
-	out.status.LastRollbackTime = rec.Time.DeepCopy()
+	out.Held = true
+	out.Status.FailedInputs, out.Status.FailedReplicaSet, out.Status.Reason, out.Status.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
+	out.Status.LastRollbackTime = rec.Time.DeepCopy()
 	return desired, nil
 }
 
 // rollBack puts the template of ReplicaSet target, the last that served, into desired,
 // with rec, the record of the failed rollout; the template is read live (the cache keeps
 // of a ReplicaSet only its config volumes), and checked for objects that are gone.
-func (c *Controller) rollBack(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, target string, desired *appsv1.Deployment, rec rollbackRecord, out *rollbackOutcome) (*appsv1.Deployment, error) {
-	rs, err := c.kubeclient.AppsV1().ReplicaSets(l.Namespace).Get(ctx, target, metav1.GetOptions{})
+func (r *Rollouts) rollBack(ctx context.Context, l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, target string, desired *appsv1.Deployment, rec Record, out *Outcome) (*appsv1.Deployment, error) {
+	rs, err := r.Client.AppsV1().ReplicaSets(l.Namespace).Get(ctx, target, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
+		out.Note = fmt.Sprintf("not rolled back: ReplicaSet %s, the last that served, is not there", target)
 		return desired, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting ReplicaSet %s/%s to roll back to: %w", l.Namespace, target, err)
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref == nil || ref.UID != cur.UID {
-		out.note = fmt.Sprintf("not rolled back: ReplicaSet %s is no longer the Deployment's", target)
+		out.Note = fmt.Sprintf("not rolled back: ReplicaSet %s is no longer the Deployment's", target)
 		return desired, nil
 	}
-	if gone, err := c.missingRef(ctx, l.Namespace, &rs.Spec.Template, true); err != nil || gone != nil {
+	if gone, err := r.missingRef(ctx, l.Namespace, &rs.Spec.Template, true); err != nil || gone != nil {
 		return desired, goneNote(out, gone, target, err)
 	}
 	tmpl := rs.Spec.Template.DeepCopy()
 	delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	desired.Spec.Template = *tmpl
-	rec.Time = metav1.NewTime(c.clock.Now())
-	if err := recordRollback(desired, &rec); err != nil {
+	rec.Time = metav1.NewTime(r.Now())
+	if err := WriteRecord(desired, &rec); err != nil {
 		return nil, err
 	}
-	out.held, out.rolledBack = true, true
-	st := out.status
+	out.Held, out.RolledBack = true, true
+	st := out.Status
 	st.FailedInputs, st.FailedReplicaSet, st.Reason, st.Message = rec.Inputs, rec.ReplicaSet, rec.Reason, rec.Message
 	st.LastRollbackTime = rec.Time.DeepCopy()
 	klog.FromContext(ctx).Info("Rolling back a failed rollout", "deployment", klog.KObj(cur),
@@ -409,9 +409,9 @@ func (c *Controller) rollBack(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 
 // goneNote says, in out, that the rollback to ReplicaSet target is not made because
 // gone no longer exists; err is returned as it is.
-func goneNote(out *rollbackOutcome, gone *templateRef, target string, err error) error {
+func goneNote(out *Outcome, gone *TemplateRef, target string, err error) error {
 	if err == nil {
-		out.note = fmt.Sprintf("not rolled back: %s, which ReplicaSet %s needs, no longer exists; create it again to allow the rollback, or fix the change", gone, target)
+		out.Note = fmt.Sprintf("not rolled back: %s, which ReplicaSet %s needs, no longer exists; create it again to allow the rollback, or fix the change", gone, target)
 	}
 	return err
 }
@@ -425,23 +425,40 @@ type rollbackWrite struct {
 	written *appsv1.Deployment
 }
 
-// rolledBackSinceCached is cur, the CR's Deployment as cached, or the Deployment a
+// Remember keeps written, the Deployment a rollback of l wrote over before (as cached),
+// until the cache has it (SinceCached).
+func (r *Rollouts) Remember(l *v1alpha2.LlamaStackDistribution, before, written *appsv1.Deployment) {
+	r.written.Store(cache.MetaObjectToName(l), rollbackWrite{uid: before.UID, before: before.ResourceVersion, written: written})
+}
+
+// Remembered tells whether a rollback of the CR of key is kept until the cache has it.
+func (r *Rollouts) Remembered(key cache.ObjectName) bool {
+	_, ok := r.written.Load(key)
+	return ok
+}
+
+// Forget drops what is kept for the CR of key.
+func (r *Rollouts) Forget(key cache.ObjectName) {
+	r.written.Delete(key)
+}
+
+// SinceCached is cur, the CR's Deployment as cached, or the Deployment a
 // rollback of this controller wrote after it when the cache has not seen that write
 // yet: a pod event can bring the CR back first, and the rollback it would see again
 // (the failed template, a crash-looping pod) must not be made, told and counted twice.
-func (c *Controller) rolledBackSinceCached(l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool) *appsv1.Deployment {
+func (r *Rollouts) SinceCached(l *v1alpha2.LlamaStackDistribution, cur *appsv1.Deployment, found bool) *appsv1.Deployment {
 	key := cache.MetaObjectToName(l)
-	v, ok := c.rollbacks.Load(key)
+	v, ok := r.written.Load(key)
 	if !ok {
 		return cur
 	}
 	w := v.(rollbackWrite)
 	// The annotation too, for a store that does not version what it keeps.
 	if found && cur.UID == w.uid && cur.ResourceVersion == w.before &&
-		cur.Annotations[annotationRolledBack] != w.written.Annotations[annotationRolledBack] {
+		cur.Annotations[AnnotationRolledBack] != w.written.Annotations[AnnotationRolledBack] {
 		return w.written
 	}
-	c.rollbacks.Delete(key)
+	r.written.Delete(key)
 	return cur
 }
 
@@ -454,8 +471,8 @@ func fromApplyConfiguration(ac, into any) error {
 	return json.Unmarshal(raw, into)
 }
 
-// rolledBackMessage is the Progressing message while a rollback holds.
-func rolledBackMessage(st *v1alpha2.RollbackStatus) string {
+// RolledBackMessage is the Progressing message while a rollback holds.
+func RolledBackMessage(st *v1alpha2.RollbackStatus) string {
 	msg := "Rolled back to ReplicaSet " + st.ServedReplicaSet + ", the last that served"
 	if st.ServedReplicaSet == "" {
 		msg = "Rolled back to the last ReplicaSet that served"

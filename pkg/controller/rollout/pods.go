@@ -1,4 +1,4 @@
-package controller
+package rollout
 
 import (
 	"fmt"
@@ -24,12 +24,12 @@ import (
 // told only in the pod's status, by the kubelet or the scheduler. The CR reports the
 // first such pod of the current ReplicaSet, in the pod's own words: in DeploymentReady
 // while the Deployment is not available (deploymentReady), else in Progressing while a
-// rollout's old pods serve (rolloutProgress).
+// rollout's old pods serve (Progress).
 
-// podProblem is why a pod does not start: a condition reason and a message naming the
+// PodProblem is why a pod does not start: a condition reason and a message naming the
 // pod (and the container) with the kubelet's or the scheduler's words.
-type podProblem struct {
-	reason, message string
+type PodProblem struct {
+	Reason, Message string
 	// continuing: the container runs again after it exited, and is not ready. That is
 	// a crash loop between two back-offs only if one was reported already (the CR's
 	// status says it, see podProblemFor): the same words continue it, so the status
@@ -41,18 +41,18 @@ type podProblem struct {
 // maxPodDetail caps what is quoted of a kubelet, scheduler or container message.
 const maxPodDetail = 1024
 
-// podProblemOf tells why the pod does not start, or nil when nothing the controller
+// ProblemOf tells why the pod does not start, or nil when nothing the controller
 // recognises holds it up: it is being scheduled or started, it runs, it is terminating
 // or it has ended. It reads only what TransformPod keeps, and its answer changes only
 // when the cause does, so that it can decide both what the status says and when a pod
 // change is worth a sync (podHandler).
-func podProblemOf(p *corev1.Pod) *podProblem {
+func ProblemOf(p *corev1.Pod) *PodProblem {
 	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return nil
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &podProblem{reason: v1alpha2.ReasonUnschedulable, message: fmt.Sprintf("pod %s: %s", p.Name, detail(c.Message, "no node can run it"))}
+			return &PodProblem{Reason: v1alpha2.ReasonUnschedulable, Message: fmt.Sprintf("pod %s: %s", p.Name, detail(c.Message, "no node can run it"))}
 		}
 	}
 	for _, s := range p.Status.InitContainerStatuses {
@@ -77,16 +77,16 @@ var startingReasons = []string{"", "ContainerCreating", "PodInitializing"}
 // message that wraps the same error.
 var pullReasons = []string{"ErrImagePull", "RegistryUnavailable", "SignatureValidationFailed", v1alpha2.ReasonImagePullBackOff}
 
-func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *podProblem {
+func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *PodProblem {
 	prefix := fmt.Sprintf("pod %s: %s %s: ", pod, kind, s.Name)
 	w := s.State.Waiting
 	switch {
 	case w != nil && slices.Contains(pullReasons, w.Reason):
-		return &podProblem{reason: v1alpha2.ReasonImagePullBackOff, message: prefix + detail(stableNetError(pullError(w)), w.Reason)}
+		return &PodProblem{Reason: v1alpha2.ReasonImagePullBackOff, Message: prefix + detail(stableNetError(pullError(w)), w.Reason)}
 	case w != nil && w.Reason == v1alpha2.ReasonCrashLoopBackOff:
 		return crashProblem(prefix, s.LastTerminationState.Terminated)
 	case w != nil && !slices.Contains(startingReasons, w.Reason):
-		if !conditionReason.MatchString(w.Reason) || len(w.Reason) > 1024 || ownReason(w.Reason) {
+		if !conditionReason.MatchString(w.Reason) || len(w.Reason) > 1024 || OwnReason(w.Reason) {
 			// Not a reason a condition can hold, or one the controller gives with a
 			// meaning of its own (a user error, a rollout's progress): the kubelet's
 			// reason goes in the message.
@@ -94,9 +94,9 @@ func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *p
 			if m := strings.TrimSpace(w.Message); m != "" {
 				said += ": " + m
 			}
-			return &podProblem{reason: v1alpha2.ReasonPodNotStarting, message: prefix + detail(said, "")}
+			return &PodProblem{Reason: v1alpha2.ReasonPodNotStarting, Message: prefix + detail(said, "")}
 		}
-		return &podProblem{reason: w.Reason, message: prefix + detail(w.Message, w.Reason)}
+		return &PodProblem{Reason: w.Reason, Message: prefix + detail(w.Message, w.Reason)}
 	case w != nil || s.Ready:
 		return nil
 	}
@@ -118,21 +118,31 @@ func containerProblem(pod, kind string, s *corev1.ContainerStatus, init bool) *p
 	return nil
 }
 
-// ownReason tells whether a reason is one the controller gives its conditions with a
+// OwnReason tells whether a reason is one the controller gives its conditions with a
 // meaning of its own, which a pod's reason must not be taken for (a runtime calling an
 // error ConfigInvalid is not the CR's config): every v1alpha2 reason but those of
-// podProblemOf (podReasons).
-func ownReason(reason string) bool {
+// ProblemOf (PodReasons).
+func OwnReason(reason string) bool {
 	return ownReasons[reason]
 }
 
-// podReasons are the reasons podProblemOf gives of its own; any other it gives is the
+// PodReasons are the reasons ProblemOf gives of its own; any other it gives is the
 // kubelet's.
-var podReasons = []string{v1alpha2.ReasonUnschedulable, v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff,
+var PodReasons = []string{v1alpha2.ReasonUnschedulable, v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff,
 	v1alpha2.ReasonInvalidImageName, v1alpha2.ReasonCreateContainerError, v1alpha2.ReasonRunContainerError,
 	v1alpha2.ReasonCrashLoopBackOff, v1alpha2.ReasonPodNotStarting}
 
-// ownReasons are the v1alpha2 reasons but podReasons (TestReasonsAreClassified checks
+// OwnReasons are the reasons the controller gives with its own meaning, sorted.
+func OwnReasons() []string {
+	out := make([]string, 0, len(ownReasons))
+	for r := range ownReasons {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ownReasons are the v1alpha2 reasons but PodReasons (TestReasonsAreClassified checks
 // that each is in one of the two).
 var ownReasons = map[string]bool{
 	v1alpha2.ReasonDeploymentReady: true, v1alpha2.ReasonDeploymentPending: true, v1alpha2.ReasonDeploymentScaling: true,
@@ -165,7 +175,7 @@ func stableNetError(msg string) string {
 // crashProblem describes a crash loop by how the container last exited: the kubelet's
 // own message ("back-off 40s restarting failed container=... pod=...") says only how
 // long it waits, which grows at each restart and would rewrite the status each time.
-func crashProblem(prefix string, t *corev1.ContainerStateTerminated) *podProblem {
+func crashProblem(prefix string, t *corev1.ContainerStateTerminated) *PodProblem {
 	msg := "restarting after it failed"
 	if t != nil {
 		msg = fmt.Sprintf("restarting after it exited with code %d", t.ExitCode)
@@ -176,7 +186,7 @@ func crashProblem(prefix string, t *corev1.ContainerStateTerminated) *podProblem
 			msg += ": " + detail(m, "")
 		}
 	}
-	return &podProblem{reason: v1alpha2.ReasonCrashLoopBackOff, message: prefix + msg}
+	return &PodProblem{Reason: v1alpha2.ReasonCrashLoopBackOff, Message: prefix + msg}
 }
 
 // pullError is the error of the last pull attempt, the same in the attempt's own state
@@ -212,26 +222,26 @@ func detail(msg, fallback string) string {
 // conditionReason is what metav1.Condition accepts as a reason.
 var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
-// revisionAnnotation is the Deployment controller's revision of a Deployment and of
+// RevisionAnnotation is the Deployment controller's revision of a Deployment and of
 // each of its ReplicaSets: the current ReplicaSet has the Deployment's.
-const revisionAnnotation = "deployment.kubernetes.io/revision"
+const RevisionAnnotation = "deployment.kubernetes.io/revision"
 
-// podProblemFor returns why a current pod of the CR's Deployment does not start, or
+// PodProblemFor returns why a current pod of the CR's Deployment does not start, or
 // nil. The pods are those of the Deployment's current ReplicaSet (those of older
 // ReplicaSets are on their way out in a rollout, and what held them up may be what the
 // new spec fixes); when the current one is not known yet, those of every ReplicaSet of
 // the Deployment. Of several stuck pods the oldest is reported, so that the report
 // stays on one pod while it is stuck. Everything is read from the caches.
-func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) *podProblem {
-	if dep == nil || c.pods == nil {
+func (r *Rollouts) PodProblemFor(l *v1alpha2.LlamaStackDistribution, dep *appsv1.Deployment) *PodProblem {
+	if dep == nil || r.Pods == nil {
 		return nil
 	}
-	owned, current := c.deploymentReplicaSets(l, dep)
-	pods, err := c.pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
+	owned, current := r.deploymentReplicaSets(l, dep)
+	pods, err := r.Pods.Pods(l.Namespace).List(labels.SelectorFromSet(labels.Set{llsd.LabelInstance: l.Name}))
 	if err != nil {
 		return nil
 	}
-	sortOldestFirst(pods)
+	SortOldestFirst(pods)
 	for _, p := range pods {
 		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil || ref.Kind != "ReplicaSet" {
@@ -241,7 +251,7 @@ func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *apps
 		if rs == nil || rs.UID != ref.UID || (current != nil && rs != current) {
 			continue
 		}
-		if pr := podProblemOf(p); pr != nil && (!pr.continuing || reported(l, pr)) {
+		if pr := ProblemOf(p); pr != nil && (!pr.continuing || reported(l, pr)) {
 			return pr
 		}
 	}
@@ -250,9 +260,9 @@ func (c *Controller) podProblemFor(l *v1alpha2.LlamaStackDistribution, dep *apps
 
 // reported tells whether the CR's status reports pr already, in DeploymentReady or
 // Progressing: a crash loop that continues while the container runs again.
-func reported(l *v1alpha2.LlamaStackDistribution, pr *podProblem) bool {
+func reported(l *v1alpha2.LlamaStackDistribution, pr *PodProblem) bool {
 	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionProgressing} {
-		if c := meta.FindStatusCondition(l.Status.Conditions, t); c != nil && c.Reason == pr.reason && strings.Contains(c.Message, pr.message) {
+		if c := meta.FindStatusCondition(l.Status.Conditions, t); c != nil && c.Reason == pr.Reason && strings.Contains(c.Message, pr.Message) {
 			return true
 		}
 	}
