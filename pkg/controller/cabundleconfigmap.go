@@ -14,6 +14,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -25,7 +26,7 @@ const annotationBundleHash = "llamastack.io/bundle-hash"
 type caFailure struct {
 	uid         types.UID
 	sourcesHash string
-	problem     userError
+	problem     fault.Problem
 }
 
 // caRef is one CA bundle source as the cache sees it (keys and a content hash, no data).
@@ -38,7 +39,7 @@ type caRef struct {
 // resolveCABundle finds the CA bundle sources of l in the cache: the ConfigMap of
 // spec.networking.tls.caBundle, then the namespace's odh-trusted-ca-bundle when it
 // exists. It checks what can be checked without their data.
-func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *userError) {
+func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *fault.Problem) {
 	var refs []caRef
 	if tls := llsd.Networking(l).TLS; tls != nil && tls.CABundle != nil {
 		spec := tls.CABundle
@@ -54,7 +55,7 @@ func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRe
 			}
 		}
 		if err := validateCAKeys(keys); err != nil {
-			return nil, &userError{v1alpha2.ReasonCABundleInvalid, err.Error()}
+			return nil, &fault.Problem{Reason: v1alpha2.ReasonCABundleInvalid, Message: err.Error()}
 		}
 		cm, problem := c.referencedConfigMap(l, "spec.networking.tls.caBundle (v1alpha1 spec.server.tlsConfig.caBundle)", "CA bundle ConfigMap", ns, name)
 		if problem != nil {
@@ -62,7 +63,7 @@ func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRe
 		}
 		for _, k := range keys {
 			if _, ok := cm.Data[k]; !ok {
-				return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+				return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
 					"CA bundle ConfigMap %s/%s has no key '%s'", ns, name, k)}
 			}
 		}
@@ -121,7 +122,7 @@ func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHas
 // sources are read live only when their cached hashes changed, or when the managed
 // ConfigMap was edited. Without sources nothing is done here: deleteUnneededConfigMaps
 // deletes the ConfigMap once the Deployment no longer mounts it.
-func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackDistribution, refs []caRef) (string, *userError, error) {
+func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackDistribution, refs []caRef) (string, *fault.Problem, error) {
 	if len(refs) == 0 {
 		return "", nil, nil
 	}
@@ -134,7 +135,7 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 			return "", &problem, nil
 		}
 	}
-	var problem *userError
+	var problem *fault.Problem
 	var desired *corev1.ConfigMap
 	cur, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
 		Name: llsd.CABundleConfigMapName(l),
@@ -159,7 +160,7 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 				c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
 			}
 			if err != nil {
-				problem = &userError{v1alpha2.ReasonCABundleInvalid, err.Error()}
+				problem = &fault.Problem{Reason: v1alpha2.ReasonCABundleInvalid, Message: err.Error()}
 				c.caFailures.Store(key, caFailure{uid: l.UID, sourcesHash: sourcesHash, problem: *problem})
 				return nil, nil
 			}

@@ -41,6 +41,7 @@ import (
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
@@ -380,7 +381,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	if namespaceTerminating(err) {
+	if fault.NamespaceTerminating(err) {
 		// Nothing can be created there any more, and the CR is about to go too.
 		observeSync(start, "dropped")
 		logger.V(2).Info("Namespace is being deleted, dropping", "err", err)
@@ -395,7 +396,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	if real := withoutConflicts(err); real == nil {
+	if real := fault.WithoutConflicts(err); real == nil {
 		// The cache was behind a write (often our own status update): retry quietly.
 		observeSync(start, "conflict")
 		logger.V(4).Info("Conflict, requeuing", "err", err)
@@ -411,7 +412,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // server saying that the CR itself is not found, and the CR is indeed gone: read live,
 // as the cache may not have seen the deletion yet.
 func (c *Controller) deletedDuringSync(ctx context.Context, key cache.ObjectName, err error) bool {
-	if !notFoundCR(err, key) {
+	if !fault.NotFoundCR(err, key) {
 		return false
 	}
 	_, getErr := c.client.LlamastackV1alpha2().LlamaStackDistributions(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
@@ -498,14 +499,14 @@ func podAffinity(l *v1alpha2.LlamaStackDistribution, legacy bool) *corev1.Affini
 // Deployment), or two mounts at the same directory, however written (the storage mount
 // path may also meet the user-config or CA bundle mount; the API server rejects only
 // equal strings, and one volume would hide the other). The user gets the reason.
-func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *userError {
+func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *fault.Problem {
 	if uc != nil {
 		in.userConfigMap = uc.mountName
 	}
 	volumes := map[string]bool{}
 	for _, v := range podVolumes(l, in) {
 		if volumes[v.Name] {
-			return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
+			return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 				"spec.workload.overrides.volumes (v1alpha1 spec.server.podOverrides.volumes): the volume name %q is used by the controller; choose another name", v.Name)}
 		}
 		volumes[v.Name] = true

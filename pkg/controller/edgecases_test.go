@@ -21,6 +21,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 )
 
 // The API server mirrors serviceAccountName into the deprecated serviceAccount field.
@@ -183,13 +184,13 @@ func TestAPIErrorIsReportedAndRetried(t *testing.T) {
 func TestWithoutConflicts(t *testing.T) {
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "services"}, "x", errors.New("changed"))
 	real := errors.New("etcdserver: request timed out")
-	assert.Nil(t, withoutConflicts(conflict))
-	assert.Nil(t, withoutConflicts(errors.Join(conflict, fmt.Errorf("applying: %w", conflict))))
-	got := withoutConflicts(errors.Join(conflict, real))
+	assert.Nil(t, fault.WithoutConflicts(conflict))
+	assert.Nil(t, fault.WithoutConflicts(errors.Join(conflict, fmt.Errorf("applying: %w", conflict))))
+	got := fault.WithoutConflicts(errors.Join(conflict, real))
 	require.Error(t, got)
 	assert.Equal(t, real.Error(), got.Error())
-	assert.Equal(t, real, withoutConflicts(real))
-	assert.Nil(t, withoutConflicts(nil))
+	assert.Equal(t, real, fault.WithoutConflicts(real))
+	assert.Nil(t, fault.WithoutConflicts(nil))
 }
 
 func TestNamespaceTerminating(t *testing.T) {
@@ -197,11 +198,11 @@ func TestNamespaceTerminating(t *testing.T) {
 		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
 		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}},
 	}}
-	assert.True(t, namespaceTerminating(terminating))
-	assert.True(t, namespaceTerminating(fmt.Errorf("applying Service: %w", terminating)))
-	assert.True(t, namespaceTerminating(errors.Join(errors.New("other"), fmt.Errorf("applying: %w", terminating))))
-	assert.False(t, namespaceTerminating(apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "x", errors.New("rbac"))))
-	assert.False(t, namespaceTerminating(errors.New("plain")))
+	assert.True(t, fault.NamespaceTerminating(terminating))
+	assert.True(t, fault.NamespaceTerminating(fmt.Errorf("applying Service: %w", terminating)))
+	assert.True(t, fault.NamespaceTerminating(errors.Join(errors.New("other"), fmt.Errorf("applying: %w", terminating))))
+	assert.False(t, fault.NamespaceTerminating(apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "x", errors.New("rbac"))))
+	assert.False(t, fault.NamespaceTerminating(errors.New("plain")))
 }
 
 // Syncs for other reasons while a recheck is pending do not grow its backoff, and a

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -24,7 +25,7 @@ const envField = "spec.workload.overrides.env (v1alpha1 spec.server.containerSpe
 // that same port), the generated config's path and its Secret-sourced variables, and
 // the certificate the server serves TLS with. A user config of the user's own
 // (overrideConfig) may still be pointed elsewhere, as upstream allowed.
-func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *userError {
+func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *fault.Problem {
 	user := llsd.Overrides(l).Env
 	if len(user) == 0 {
 		return nil
@@ -38,20 +39,20 @@ func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *userE
 		switch name := e.Name; {
 		case name == envPort || name == envOGXPort:
 			if e.ValueFrom != nil || strings.TrimSpace(e.Value) != p {
-				return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
+				return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 					"%s sets %s, which the controller sets to the server's port %s (spec.networking.port), where the probes, the Service and the NetworkPolicy reach it: the server would listen elsewhere; remove it and set spec.networking.port",
 					envField, name, p)}
 			}
 		case generated[name] != "":
-			return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which the generated config reads for a value the CR takes from a Secret (apiKey or secretRefs of a provider, or a storage password): it would replace that value; remove it and set the provider's apiKey or secretRefs",
 				envField, name)}
 		case generatesConfig(l) && (name == envLlamaStackConfig || name == envOGXConfig || name == envRunConfigPath):
-			return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which points the server at the config the controller generates (%s): the server would read another file than the CR describes; remove it (use overrideConfig to run a file of your own)",
 				envField, name, userConfigPath)}
 		case in.tls != nil && (name == envUvicornCertFile || name == envUvicornKeyFile):
-			return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
+			return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which tells the server where the certificate of spec.networking.tls.secretName is (%s): remove it",
 				envField, name, serverTLSMountPath)}
 		}

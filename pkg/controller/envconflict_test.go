@@ -51,9 +51,9 @@ func TestEnvConflict(t *testing.T) {
 				return
 			}
 			require.NotNil(t, p)
-			assert.Equal(t, tc.reason, p.reason)
-			assert.Contains(t, p.message, tc.message)
-			assert.Contains(t, p.message, "spec.workload.overrides.env")
+			assert.Equal(t, tc.reason, p.Reason)
+			assert.Contains(t, p.Message, tc.message)
+			assert.Contains(t, p.Message, "spec.workload.overrides.env")
 		})
 	}
 }

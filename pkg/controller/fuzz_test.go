@@ -24,6 +24,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
@@ -70,8 +71,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
-			obs.problems = append(obs.problems, userError{v1alpha2.ReasonConfigMapNotFound,
-				fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
+			obs.problems = append(obs.problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)

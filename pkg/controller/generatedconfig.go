@@ -16,6 +16,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -55,7 +56,7 @@ type generation struct {
 	// resolved is status.resolvedDistribution on success.
 	resolved v1alpha2.ResolvedDistributionStatus
 	// problem is why nothing could be generated: a user error.
-	problem *userError
+	problem *fault.Problem
 }
 
 // configMapName is the generated ConfigMap's name.
@@ -81,15 +82,15 @@ func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
 // reading the base failed.
 func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, img serverImage) (*generation, error) {
 	g := &generation{}
-	report := func(p *userError) (*generation, error) {
-		if p.reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
-			p.message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
+	report := func(p *fault.Problem) (*generation, error) {
+		if p.Reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
+			p.Message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
 		}
 		g.problem = p
 		return g, nil
 	}
 	fail := func(reason, field, message string) (*generation, error) {
-		return report(&userError{reason, field + ": " + message})
+		return report(&fault.Problem{Reason: reason, Message: field + ": " + message})
 	}
 	image, version, problem := img.forConfig()
 	if problem != nil {
@@ -145,7 +146,7 @@ func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 // readBaseConfig returns the content of spec.baseConfig's key. The ConfigMap cache says
 // whether it exists, has the key, and the hash of its content; the content itself is
 // read live only when that hash differs from the one last read for this CR.
-func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name, key string) ([]byte, *userError, error) {
+func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name, key string) ([]byte, *fault.Problem, error) {
 	cm, problem := c.referencedConfigMap(l, "spec.baseConfig", "ConfigMap", l.Namespace, name)
 	if problem != nil {
 		return nil, problem, nil
@@ -153,7 +154,7 @@ func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackD
 	_, inData := cm.Data[key]
 	_, inBinary := cm.BinaryData[key]
 	if !inData && !inBinary {
-		return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
 	}
 	crKey := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
@@ -162,10 +163,10 @@ func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackD
 	case err != nil:
 		return nil, nil, err
 	case !exists:
-		return nil, &userError{v1alpha2.ReasonConfigMapNotFound, fmt.Sprintf(
+		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.baseConfig was not found", l.Namespace, name)}, nil
 	case !found:
-		return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
 			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
 	}
 	return content, nil, nil

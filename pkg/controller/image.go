@@ -10,6 +10,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -44,14 +45,13 @@ const (
 // of the named distribution, overridden by the operator ConfigMap. While image-overrides
 // does not say clearly which image a distribution runs (it is missing or does not parse,
 // or its entry is invalid), a running Deployment keeps its image.
-func (c *Controller) chooseImage(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (serverImage, *userError) {
+func (c *Controller) chooseImage(l *v1alpha2.LlamaStackDistribution, cfg operatorConfig) (serverImage, *fault.Problem) {
 	dist := l.Spec.Distribution
 	if dist.Image != "" {
 		return serverImage{ref: dist.Image, from: imageFromSpec}, nil
 	}
 	if dist.Name == "" {
-		return serverImage{}, &userError{v1alpha2.ReasonDistributionNotSupported,
-			"spec.distribution (v1alpha1 spec.server.distribution) needs a name or an image"}
+		return serverImage{}, &fault.Problem{Reason: v1alpha2.ReasonDistributionNotSupported, Message: "spec.distribution (v1alpha1 spec.server.distribution) needs a name or an image"}
 	}
 	image, ok := c.distributions[dist.Name]
 	if !ok {
@@ -64,7 +64,7 @@ func (c *Controller) chooseImage(l *v1alpha2.LlamaStackDistribution, cfg operato
 			}
 		}
 		slices.Sort(names)
-		return serverImage{}, &userError{v1alpha2.ReasonDistributionNotSupported, fmt.Sprintf(
+		return serverImage{}, &fault.Problem{Reason: v1alpha2.ReasonDistributionNotSupported, Message: fmt.Sprintf(
 			"distribution %q is not supported; supported distributions: %s (or set spec.distribution.image; v1alpha1 spec.server.distribution.image)",
 			dist.Name, strings.Join(names, ", "))}
 	}
@@ -81,7 +81,7 @@ func (c *Controller) chooseImage(l *v1alpha2.LlamaStackDistribution, cfg operato
 		// Known, but no image is published: say what to use. What runs is kept, as
 		// for every user error, so a Deployment is never moved to an image that
 		// cannot be pulled.
-		return serverImage{}, &userError{v1alpha2.ReasonDistributionNotPublished, d.Note}
+		return serverImage{}, &fault.Problem{Reason: v1alpha2.ReasonDistributionNotPublished, Message: d.Note}
 	}
 	return serverImage{ref: image, from: imageFromPin, dist: d}, nil
 }
@@ -91,7 +91,7 @@ func (c *Controller) chooseImage(l *v1alpha2.LlamaStackDistribution, cfg operato
 // gets no config (a problem of the field that chose it). A running image kept while
 // image-overrides cannot be read is kept only if its tag tells its version; otherwise
 // the config is written for the pinned image, which the Deployment then runs.
-func (img serverImage) forConfig() (image, version string, problem *userError) {
+func (img serverImage) forConfig() (image, version string, problem *fault.Problem) {
 	d := img.dist
 	switch {
 	case img.from == imageFromSpec:
@@ -120,8 +120,8 @@ func (img serverImage) forConfig() (image, version string, problem *userError) {
 }
 
 // baseConfigRequired is the problem of a field whose image's config shape is not known.
-func baseConfigRequired(field, message string) *userError {
-	return &userError{v1alpha2.ReasonBaseConfigRequired, field + ": " + message}
+func baseConfigRequired(field, message string) *fault.Problem {
+	return &fault.Problem{Reason: v1alpha2.ReasonBaseConfigRequired, Message: field + ": " + message}
 }
 
 // runningImage is the image the controller last chose for the CR's Deployment, if it

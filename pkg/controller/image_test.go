@@ -41,8 +41,8 @@ func TestServerImageForConfig(t *testing.T) {
 			image, version, problem := tc.img.forConfig()
 			if tc.problemField != "" {
 				require.NotNil(t, problem)
-				assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, problem.reason)
-				assert.Contains(t, problem.message, tc.problemField+": ")
+				assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, problem.Reason)
+				assert.Contains(t, problem.Message, tc.problemField+": ")
 				return
 			}
 			require.Nil(t, problem)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -35,7 +36,7 @@ const userConfigField = "spec.overrideConfig (v1alpha1 spec.server.userConfig)"
 
 // checkUserConfig returns a problem when the CR's user config would not start the
 // server version of image. A transient error reading the file is returned as such.
-func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*userError, error) {
+func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*fault.Problem, error) {
 	if uc == nil {
 		return nil, nil
 	}
@@ -68,14 +69,14 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 	running := c.runningImage(l)
 	from := imageServerVersion(running)
 	if l.Spec.Distribution.Name != "" && running != "" && running != image && from != "" && from != to {
-		return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+		return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 			"%s (ConfigMap %s/%s) does not fit server %s, which distribution %s now runs (%s): %v. "+
 				"It keeps running %s (server %s). Update the config for server %s, or hold the old line with image-overrides in the operator ConfigMap "+
 				"(for example %s: docker.io/ogxai/distribution-%s:0.6.1, a published pre-rename image)",
 			userConfigField, ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
 			l.Spec.Distribution.Name, l.Spec.Distribution.Name)}, nil
 	}
-	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+	return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 		"%s (ConfigMap %s/%s) would stop server %s (image %s) at start-up: %v. Nothing is rolled out; fix the file, or set the annotation %s: \"true\" on the CR to roll it out unchecked",
 		userConfigField, ns, name, to, image, perr, annotationSkipConfigCheck)}, nil
 }

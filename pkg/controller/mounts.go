@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -144,12 +145,12 @@ func pathContains(dir, p string) bool {
 // container. The API server compares mount paths as strings, so it accepts /.llama and
 // /.llama/ side by side; the runtime then mounts both at one directory and one
 // volume silently hides the other.
-func mountPathConflict(mounts []serverMount) *userError {
+func mountPathConflict(mounts []serverMount) *fault.Problem {
 	first, second, ok := sameMountPath(mounts)
 	if !ok {
 		return nil
 	}
-	return &userError{v1alpha2.ReasonResourceInvalid, fmt.Sprintf(
+	return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 		"two volumes would be mounted at one directory, %s, of the server container: %s and %s; mount one of them elsewhere (spec.workload.storage.mountPath or spec.workload.overrides.volumeMounts; v1alpha1 spec.server.storage.mountPath or spec.server.podOverrides.volumeMounts)",
 		path.Clean(second.MountPath), first, second)}
 }

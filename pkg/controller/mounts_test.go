@@ -77,9 +77,9 @@ func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
 				return
 			}
 			require.NotNil(t, got)
-			assert.Equal(t, v1alpha2.ReasonResourceInvalid, got.reason)
+			assert.Equal(t, v1alpha2.ReasonResourceInvalid, got.Reason)
 			for _, w := range tc.want {
-				assert.Contains(t, got.message, w)
+				assert.Contains(t, got.Message, w)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/podtest"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
@@ -526,7 +527,7 @@ func v1alpha2Reasons(t *testing.T) map[string]string {
 }
 
 // userErrorReasons reads the reasons the controller and configgen give user errors:
-// userError{v1alpha2.ReasonX, ...}, generate's fail(v1alpha2.ReasonX, ...) and
+// fault.Problem{Reason: v1alpha2.ReasonX, Message: ...}, generate's fail(v1alpha2.ReasonX, ...) and
 // configgen's Error{Reason: v1alpha2.ReasonX}.
 func userErrorReasons(t *testing.T) []string {
 	t.Helper()
@@ -551,14 +552,16 @@ func userErrorReasons(t *testing.T) []string {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CompositeLit:
-					id, ok := n.Type.(*ast.Ident)
-					if !ok || len(n.Elts) == 0 {
-						return true
+					var name string
+					switch t := n.Type.(type) {
+					case *ast.Ident:
+						name = t.Name
+					case *ast.SelectorExpr:
+						if x, ok := t.X.(*ast.Ident); ok {
+							name = x.Name + "." + t.Sel.Name
+						}
 					}
-					switch {
-					case id.Name == "userError":
-						reason(n.Elts[0])
-					case id.Name == "Error":
+					if name == "fault.Problem" || name == "Error" {
 						for _, e := range n.Elts {
 							if kv, ok := e.(*ast.KeyValueExpr); ok {
 								if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Reason" {
@@ -595,6 +598,6 @@ func TestReasonsAreClassified(t *testing.T) {
 	for _, name := range users {
 		v, ok := all[name]
 		require.True(t, ok, name)
-		assert.True(t, isProblemReason(v), "a user error's reason %s is a problem", name)
+		assert.True(t, fault.IsReason(v), "a user error's reason %s is a problem", name)
 	}
 }

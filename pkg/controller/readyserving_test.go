@@ -14,6 +14,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 )
 
 // Ready means serving: a change configgen refuses leaves a CR whose Deployment serves
@@ -150,7 +151,7 @@ func TestMissingConfigMapOfAServingCRIsARefusedChange(t *testing.T) {
 // count (or scaled to zero, as asked), the Service, and the storage if any.
 func TestProblemWhileServing(t *testing.T) {
 	f := newFixture(t)
-	problems := []userError{{reason: v1alpha2.ReasonTLSSecretNotFound, message: "Secret demo/tls not found"}}
+	problems := []fault.Problem{{Reason: v1alpha2.ReasonTLSSecretNotFound, Message: "Secret demo/tls not found"}}
 	available := func(n int32) *appsv1.Deployment {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: testNamespace, Generation: 1},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 )
 
 // revision is what the server pods are made from, as one sync resolves it from the CR
@@ -32,18 +33,18 @@ type revision struct {
 	gen *generation
 	// problems are the user's problems with these inputs, in the order they are told
 	// (nil entries are none).
-	problems []*userError
+	problems []*fault.Problem
 }
 
 // findings collects what a sync finds wrong: problems the user can act on, in the order
 // they are found, and errors that are retried.
 type findings struct {
-	problems []userError
+	problems []fault.Problem
 	errs     []error
 }
 
 // add records the problems that are not nil.
-func (f *findings) add(ps ...*userError) {
+func (f *findings) add(ps ...*fault.Problem) {
 	for _, p := range ps {
 		if p != nil {
 			f.problems = append(f.problems, *p)
@@ -57,12 +58,11 @@ func (f *findings) add(ps ...*userError) {
 func (f *findings) report(err error) bool {
 	var no *children.NotOwnedError
 	if errors.As(err, &no) {
-		f.problems = append(f.problems, userError{v1alpha2.ReasonResourceNotOwned, no.Error()})
+		f.problems = append(f.problems, fault.Problem{Reason: v1alpha2.ReasonResourceNotOwned, Message: no.Error()})
 		return true
 	}
 	if apierrors.IsInvalid(err) {
-		f.problems = append(f.problems, userError{v1alpha2.ReasonResourceInvalid,
-			"the spec makes a child the API server rejects: " + err.Error()})
+		f.problems = append(f.problems, fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: "the spec makes a child the API server rejects: " + err.Error()})
 		return true
 	}
 	if err != nil {
@@ -110,7 +110,7 @@ func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStack
 	// A CR that asks for a generated config runs it: the ConfigMap is mounted where a
 	// user config would be, the image is the one the config was generated for. A
 	// failure is a user error, so what runs is kept.
-	var genProblem *userError
+	var genProblem *fault.Problem
 	if imgProblem == nil && generatesConfig(l) {
 		var err error
 		rev.gen, err = c.generate(ctx, l, img)
@@ -119,7 +119,7 @@ func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStack
 			genProblem = rev.gen.problem
 		}
 	}
-	rev.problems = []*userError{imgProblem, ucProblem, caProblem, tlsProblem, genProblem}
+	rev.problems = []*fault.Problem{imgProblem, ucProblem, caProblem, tlsProblem, genProblem}
 	return rev
 }
 
@@ -137,7 +137,7 @@ func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStack
 	}
 	copyProblem, err := c.ensureUserConfigCopy(ctx, l, rev.uc)
 	f.report(err)
-	var bundleProblem *userError
+	var bundleProblem *fault.Problem
 	rev.caHash, bundleProblem, err = c.ensureCABundle(ctx, l, rev.caRefs)
 	f.report(err)
 	if g := rev.gen; g != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -85,7 +86,7 @@ type tlsSecretMemo struct {
 	name       string
 	read       time.Time
 	tls        serverTLS
-	problem    *userError
+	problem    *fault.Problem
 	// failures counts the reads in a row that found a problem.
 	failures int
 }
@@ -121,7 +122,7 @@ func (t *tlsSecretMemos) last(key cache.ObjectName) *serverTLS {
 // it must hold a certificate and the key that goes with it, as the server would load
 // them. A missing or unusable Secret is a problem: what runs is kept and the CR is looked
 // at again on the recheck back-off, since no event announces the Secret's creation.
-func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*serverTLS, *userError, error) {
+func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*serverTLS, *fault.Problem, error) {
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
 	name := tlsSecretName(l)
 	if name == "" {
@@ -147,7 +148,7 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 	memo := tlsSecretMemo{uid: l.UID, generation: l.Generation, name: name, read: now}
 	switch {
 	case apierrors.IsNotFound(err):
-		memo.problem = &userError{v1alpha2.ReasonTLSSecretNotFound, fmt.Sprintf(
+		memo.problem = &fault.Problem{Reason: v1alpha2.ReasonTLSSecretNotFound, Message: fmt.Sprintf(
 			"spec.networking.tls.secretName: Secret %s/%s was not found; create it (type kubernetes.io/tls with tls.crt and tls.key, as cert-manager writes) and the server is rolled out serving HTTPS; until then what runs is kept",
 			l.Namespace, name)}
 	case err != nil:
@@ -170,7 +171,7 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 
 // checkTLSSecret checks that secret holds a certificate and its key, as the server loads
 // them, and returns their hash and the CA certificate.
-func checkTLSSecret(secret *corev1.Secret) (serverTLS, *userError) {
+func checkTLSSecret(secret *corev1.Secret) (serverTLS, *fault.Problem) {
 	where := fmt.Sprintf("spec.networking.tls.secretName: Secret %s/%s", secret.Namespace, secret.Name)
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	for _, k := range []struct {
@@ -178,12 +179,12 @@ func checkTLSSecret(secret *corev1.Secret) (serverTLS, *userError) {
 		data []byte
 	}{{corev1.TLSCertKey, crt}, {corev1.TLSPrivateKeyKey, key}} {
 		if len(k.data) == 0 {
-			return serverTLS{}, &userError{v1alpha2.ReasonTLSSecretInvalid, fmt.Sprintf(
+			return serverTLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 				"%s has no %s: the server needs tls.crt and tls.key (a Secret of type kubernetes.io/tls); what runs is kept", where, k.name)}
 		}
 	}
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
-		return serverTLS{}, &userError{v1alpha2.ReasonTLSSecretInvalid, fmt.Sprintf(
+		return serverTLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 			"%s: the server could not load tls.crt and tls.key (%v); what runs is kept", where, err)}
 	}
 	h := sha256.New()
@@ -210,7 +211,7 @@ func servesTLS(d *appsv1.Deployment) bool {
 // image whose line is not known) reads its certificate only from the config, which the
 // controller does not write. The controller's script for llama-stack 0.3 to 0.7 passes
 // the certificate itself. The file is read as for a version move (userConfigs).
-func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*userError, error) {
+func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*fault.Problem, error) {
 	if uc == nil || generatesConfig(l) {
 		return nil, nil
 	}
@@ -231,7 +232,7 @@ func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaSt
 	if version == "" {
 		server = "the server of image " + image
 	}
-	return &userError{v1alpha2.ReasonConfigInvalid, fmt.Sprintf(
+	return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 		"spec.networking.tls: %s reads its certificate only from its config, and the config of overrideConfig (ConfigMap %s/%s) names none, so it would serve plain HTTP; "+
 			"add to it server.tls_certfile: %s and server.tls_keyfile: %s (where the Secret %s is mounted); until then what runs is kept",
 		server, ns, name, serverCertFile, serverKeyFile, tlsSecretName(l))}, nil

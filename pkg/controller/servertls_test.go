@@ -103,9 +103,9 @@ func TestCheckTLSSecret(t *testing.T) {
 			got, problem := checkTLSSecret(s)
 			if tc.problem != "" {
 				require.NotNil(t, problem)
-				assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, problem.reason)
-				assert.Contains(t, problem.message, tc.problem)
-				assert.Contains(t, problem.message, "Secret demo/serving")
+				assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, problem.Reason)
+				assert.Contains(t, problem.Message, tc.problem)
+				assert.Contains(t, problem.Message, "Secret demo/serving")
 				return
 			}
 			require.Nil(t, problem)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
@@ -44,7 +45,7 @@ type observed struct {
 	// probe is the server's last answer; nil before the first one (or without probing).
 	probe *probe.Result
 	// problems are user errors, in the order found.
-	problems []userError
+	problems []fault.Problem
 	// mountsChecked: the server container's mounts were worked out, and nestedMounts
 	// are those hiding part of another volume. Unchecked, the last report stands.
 	mountsChecked bool

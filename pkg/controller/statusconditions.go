@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
@@ -46,14 +47,14 @@ func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) 
 	case g == nil:
 		return keepAsIs
 	case g.problem != nil:
-		return setTo(metav1.ConditionFalse, g.problem.reason, g.problem.message)
+		return setTo(metav1.ConditionFalse, g.problem.Reason, g.problem.Message)
 	}
 	msg := fmt.Sprintf("Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource)
 	if len(obs.problems) > 0 {
 		// Nothing was applied: the ConfigMap may not exist, or be someone else's
 		// object of that name, so it is not named.
 		msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
-			g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].reason)
+			g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].Reason)
 	} else if obs.rollback != nil && obs.rollback.Held {
 		msg += "; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"
 	}
@@ -77,7 +78,7 @@ func refused(l *v1alpha2.LlamaStackDistribution, obs observed) bool {
 // is why the CR is not; else whether the Deployment is available (deploymentReady).
 func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
 	if len(obs.problems) > 0 && !servesAsAsked(l, obs) {
-		return setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+		return setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
 	}
 	return trueOrFalse(deploymentReady(l, obs.deployment, obs.pod))
 }
@@ -89,7 +90,7 @@ func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs observed) cond
 	case obs.deployment == nil:
 		return dropped
 	case refused(l, obs):
-		return setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+		return setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
 	case obs.rollback != nil && obs.rollback.Held:
 		// The failed inputs are held back: what runs is the last that served.
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.rollback.Status))
@@ -152,7 +153,7 @@ func serviceReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) con
 	case len(obs.problems) > 0:
 		// Not attempted: a problem stops the children where they are.
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", llsd.ServiceName(l), obs.problems[0].reason))
+			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", llsd.ServiceName(l), obs.problems[0].Reason))
 	}
 	return setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, fmt.Sprintf("Service %s is not created yet", llsd.ServiceName(l)))
 }
@@ -187,7 +188,7 @@ func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) con
 		return dropped
 	case p == nil && len(obs.problems) > 0:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", llsd.PVCName(l), obs.problems[0].reason))
+			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", llsd.PVCName(l), obs.problems[0].Reason))
 	case p == nil:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf("PersistentVolumeClaim %s is not created yet", llsd.PVCName(l)))
 	case p.DeletionTimestamp != nil:
@@ -240,7 +241,7 @@ func readyCondition(l *v1alpha2.LlamaStackDistribution, obs observed, conds []me
 	stuck := deploymentStuck(conds)
 	switch {
 	case len(obs.problems) > 0 && !refused(l, obs):
-		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, obs.problems[0].reason, problemsMessage(obs.problems))
+		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
 	case obs.deployment == nil:
 		return v1alpha2.PhasePending, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending")
 	case servesAsAsked(l, obs) && scaledToZero(l):

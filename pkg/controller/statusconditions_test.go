@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
@@ -48,7 +49,7 @@ func withProvidersSpec(l *v1alpha2.LlamaStackDistribution) {
 }
 
 var (
-	aProblem = userError{v1alpha2.ReasonConfigMapNotFound, "ConfigMap cfg not found"}
+	aProblem = fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: "ConfigMap cfg not found"}
 	deadline = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 		Reason: v1alpha2.ReasonProgressDeadlineExceeded, Message: "ReplicaSet app-1 has timed out progressing."}
 	crashing = &rollout.PodProblem{Reason: "CrashLoopBackOff", Message: "pod app-1-x: the server exited (1)"}
@@ -97,18 +98,18 @@ func TestDeploymentReadyCondition(t *testing.T) {
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, "Deployment has 1 of 3 replicas available"),
 		},
 		"a problem while nothing serves is why": {
-			obs:  observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}, problems: []userError{aProblem}},
-			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+			obs:  observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"a problem while it serves as asked leaves it ready": {
-			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []userError{aProblem}},
+			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
 		"a problem while the storage is unbound is why": {
 			mods: hubMods(withClaim),
 			obs: observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, pvc: boundPVC(corev1.ClaimPending),
-				problems: []userError{aProblem}},
-			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+				problems: []fault.Problem{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -147,8 +148,8 @@ func TestProgressingCondition(t *testing.T) {
 				"Deployment rollout stopped making progress: "+deadline.Message),
 		},
 		"a change refused while it serves": {
-			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []userError{aProblem}},
-			want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
+			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"rolled back and held": {
 			obs:  observed{deployment: availableDeployment(1, 1), rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
@@ -230,7 +231,7 @@ func TestServiceReadyCondition(t *testing.T) {
 		serviceReadyCondition(l, observed{service: &corev1.Service{}}))
 	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
 		"Service app-service is not created while the CR has a problem (ConfigMapNotFound)"),
-		serviceReadyCondition(l, observed{problems: []userError{aProblem}}))
+		serviceReadyCondition(l, observed{problems: []fault.Problem{aProblem}}))
 	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, "Service app-service is not created yet"),
 		serviceReadyCondition(l, observed{}))
 }
@@ -275,7 +276,7 @@ func TestStorageConditions(t *testing.T) {
 		},
 		"not attempted for a problem": {
 			mods: hubMods(withClaim),
-			obs:  observed{problems: []userError{aProblem}},
+			obs:  observed{problems: []fault.Problem{aProblem}},
 			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
 				"PersistentVolumeClaim app-pvc is not created while the CR has a problem (ConfigMapNotFound)"),
 			inSync: keepAsIs, warning: dropped,
@@ -309,7 +310,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 	prev := &v1alpha2.ResolvedDistributionStatus{ServerVersion: "0.7.1"}
 	resolved := v1alpha2.ResolvedDistributionStatus{ServerVersion: "1.3.0", ConfigSource: "distribution starter"}
 	ok := &generation{resolved: resolved, out: &configgen.Output{Hash: strings.Repeat("a", 64)}}
-	failed := &generation{problem: &userError{v1alpha2.ReasonConfigInvalid, "providers.inference: unknown provider"}}
+	failed := &generation{problem: &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: "providers.inference: unknown provider"}}
 	generated := []metav1.Condition{{Type: v1alpha2.ConditionConfigGenerated}}
 	for name, tc := range map[string]struct {
 		mods     []func(*v1alpha2.LlamaStackDistribution)
@@ -323,7 +324,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 		"not run":                           {mods: hubMods(withProvidersSpec), want: keepAsIs, resolved: prev},
 		"failed: what runs stays described": {
 			mods: hubMods(withProvidersSpec), obs: observed{generation: failed},
-			want: setTo(metav1.ConditionFalse, failed.problem.reason, failed.problem.message), resolved: prev,
+			want: setTo(metav1.ConditionFalse, failed.problem.Reason, failed.problem.Message), resolved: prev,
 		},
 		"generated": {
 			mods: hubMods(withProvidersSpec), obs: observed{generation: ok},
@@ -332,7 +333,7 @@ func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 			resolved: &resolved,
 		},
 		"generated, held by a problem": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, problems: []userError{aProblem}},
+			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
 				"Generated a config for server 1.3.0 from distribution starter; it is not rolled out while the CR has a problem (ConfigMapNotFound)"),
 			resolved: prev,
@@ -367,11 +368,11 @@ func TestReadyCondition(t *testing.T) {
 		want  conditionUpdate
 	}{
 		"a problem while nothing serves": {
-			obs:   observed{problems: []userError{aProblem}},
-			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, aProblem.reason, aProblem.message),
+			obs:   observed{problems: []fault.Problem{aProblem}},
+			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"a change refused while it serves": {
-			obs:   observed{deployment: serves.deployment, service: serves.service, problems: []userError{aProblem}},
+			obs:   observed{deployment: serves.deployment, service: serves.service, problems: []fault.Problem{aProblem}},
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
 		},
 		"no Deployment": {

@@ -12,13 +12,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
 // updateStatus writes the status when it differs from the CR's, then records the Events
 // of a phase change and of each new problem: only once the write succeeded, so a
 // conflict and its retry cannot record them twice.
-func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDistribution, st v1alpha2.LlamaStackDistributionStatus, problems []userError) error {
+func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDistribution, st v1alpha2.LlamaStackDistributionStatus, problems []fault.Problem) error {
 	if equality.Semantic.DeepEqual(l.Status, st) {
 		return nil
 	}
@@ -32,12 +33,12 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 	logger.V(2).Info("Updated status", "phase", st.Phase)
 
 	old := reportedProblem(l.Status.Conditions)
-	if len(problems) > 0 && (old == nil || old.Message != problemsMessage(problems)) {
+	if len(problems) > 0 && (old == nil || old.Message != fault.Message(problems)) {
 		// One line per transition, at the default verbosity, for whoever reads the logs.
 		logger.Info("LlamaStackDistribution cannot converge until its spec or environment changes",
-			"reason", problems[0].reason, "problems", problemsMessage(problems))
+			"reason", problems[0].Reason, "problems", fault.Message(problems))
 		for _, p := range problems {
-			c.recorder.Event(l, corev1.EventTypeWarning, p.reason, p.message)
+			c.recorder.Event(l, corev1.EventTypeWarning, p.Reason, p.Message)
 		}
 	} else if len(problems) == 0 && old != nil {
 		logger.Info("LlamaStackDistribution's problem is resolved", "was", old.Reason)
@@ -133,7 +134,7 @@ func samePodReport(previous []metav1.Condition, now *metav1.Condition) bool {
 // Deployment serves as asked. A problem moving from one to the other is the same one.
 func reportedProblem(conds []metav1.Condition) *metav1.Condition {
 	for _, t := range []string{v1alpha2.ConditionDeploymentReady, v1alpha2.ConditionProgressing} {
-		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse && isProblemReason(c.Reason) {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse && fault.IsReason(c.Reason) {
 			return c
 		}
 	}

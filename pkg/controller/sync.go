@@ -14,6 +14,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 )
@@ -39,7 +40,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// The ready gauge follows what the CR reports, whichever way the sync ends.
 	reported := l.Status
 	defer func() { setReadyGauge(key, reported) }()
-	write := func(st v1alpha2.LlamaStackDistributionStatus, problems []userError) error {
+	write := func(st v1alpha2.LlamaStackDistributionStatus, problems []fault.Problem) error {
 		if err := c.updateStatus(ctx, l, st, problems); err != nil {
 			return err
 		}
@@ -57,11 +58,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	obs, err := c.ensureChildren(childCtx, l)
 	c.recordChildWrites(l, written)
 	if err != nil {
-		if real := withoutConflicts(err); real != nil && !namespaceTerminating(err) && ctx.Err() == nil {
+		if real := fault.WithoutConflicts(err); real != nil && !fault.NamespaceTerminating(err) && ctx.Err() == nil {
 			// One failed request is retried quietly; one that keeps failing is reported,
 			// as upstream did, while the retries go on.
 			if c.failingFor(key, l.UID, c.clock.Now()) >= persistentErrorAfter {
-				obs.problems = append(obs.problems, userError{v1alpha2.ReasonDeploymentFailed, "Resource reconciliation failed: " + real.Error()})
+				obs.problems = append(obs.problems, fault.Problem{Reason: v1alpha2.ReasonDeploymentFailed, Message: "Resource reconciliation failed: " + real.Error()})
 				if serr := write(c.calculateStatus(l, obs, now), obs.problems); serr != nil {
 					logger.V(2).Info("Could not report the failure in status", "err", serr)
 				}
@@ -73,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// Read also while the Deployment is available: a rollout's new pod may be stuck
 	// while the old ones serve (rollout.Progress).
 	obs.pod = c.rollouts.PodProblemFor(l, obs.deployment)
-	if slices.ContainsFunc(obs.problems, func(p userError) bool { return p.reason == v1alpha2.ReasonResourceNotOwned }) {
+	if slices.ContainsFunc(obs.problems, func(p fault.Problem) bool { return p.Reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
 	} else {

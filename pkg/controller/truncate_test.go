@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestConditionMessageIsTruncated(t *testing.T) {
 	f := newFixture(t)
 	long := strings.Repeat("é", maxConditionMessage)
-	st := f.c.calculateStatus(newLLSD("app"), observed{problems: []userError{{reason: "Invalid", message: long}}}, metav1.Now())
+	st := f.c.calculateStatus(newLLSD("app"), observed{problems: []fault.Problem{{Reason: "Invalid", Message: long}}}, metav1.Now())
 	cut := 0
 	for _, c := range st.Conditions {
 		assert.LessOrEqual(t, len(c.Message), maxConditionMessage, "condition %s", c.Type)

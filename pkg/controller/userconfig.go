@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
@@ -33,7 +34,7 @@ func userConfigNamespace(l *v1alpha2.LlamaStackDistribution) string {
 
 // resolveUserConfig checks the referenced ConfigMap: it must exist, hold config.yaml,
 // and, in another namespace, allow this CR's namespace. nil, nil when none is referenced.
-func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*userConfig, *userError) {
+func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*userConfig, *fault.Problem) {
 	uc := l.Spec.OverrideConfig
 	if uc == nil {
 		return nil, nil
@@ -45,7 +46,7 @@ func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*use
 	}
 	if _, ok := cm.Data[llsd.UserConfigKey]; !ok {
 		if _, ok := cm.BinaryData[llsd.UserConfigKey]; !ok {
-			return nil, &userError{v1alpha2.ReasonConfigMapKeyMissing, fmt.Sprintf(
+			return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
 				"ConfigMap %s/%s referenced by "+userConfigField+" has no key %s", ns, name, llsd.UserConfigKey)}
 		}
 	}
@@ -61,10 +62,10 @@ func (c *Controller) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*use
 // what the kind of ConfigMap) in the cache. One in another namespace must be watched and
 // must opt in; a missing one and one that has not opted in get the same answer there, so
 // a CR cannot probe which ConfigMaps exist elsewhere.
-func (c *Controller) referencedConfigMap(l *v1alpha2.LlamaStackDistribution, field, what, ns, name string) (*corev1.ConfigMap, *userError) {
+func (c *Controller) referencedConfigMap(l *v1alpha2.LlamaStackDistribution, field, what, ns, name string) (*corev1.ConfigMap, *fault.Problem) {
 	crossNamespace := ns != l.Namespace
 	if crossNamespace && c.watchNamespace != "" {
-		return nil, &userError{v1alpha2.ReasonConfigMapNotAllowed, fmt.Sprintf(
+		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapNotAllowed, Message: fmt.Sprintf(
 			"%s refers to ConfigMap %s/%s in another namespace, which this controller does not watch (it runs with --namespace=%s); use a ConfigMap in namespace %s",
 			field, ns, name, c.watchNamespace, l.Namespace)}
 	}
@@ -73,7 +74,7 @@ func (c *Controller) referencedConfigMap(l *v1alpha2.LlamaStackDistribution, fie
 		return nil, notAllowed(ns, name, l.Namespace)
 	}
 	if err != nil {
-		return nil, &userError{v1alpha2.ReasonConfigMapNotFound, fmt.Sprintf(
+		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf(
 			"%s %s/%s referenced by %s was not found", what, ns, name, field)}
 	}
 	return cm, nil
@@ -113,11 +114,11 @@ func newUserConfigCopy(l *v1alpha2.LlamaStackDistribution, source *corev1.Config
 // the hashes differ. uc.hash is set to the hash of what the copy holds, so the pods roll
 // exactly when the mounted content changes. A source that withdrew its opt-in since the
 // cache saw it is a user error.
-func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) (*userError, error) {
+func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) (*fault.Problem, error) {
 	if uc == nil || uc.source == nil {
 		return nil, nil
 	}
-	var problem *userError
+	var problem *fault.Problem
 	_, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
 		Name: llsd.UserConfigCopyName(l),
 		// The copy holds the source's content (an edit of the copy is repaired).
@@ -143,8 +144,8 @@ func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.Llama
 }
 
 // notAllowed reports a cross-namespace ConfigMap that is missing or has not opted in.
-func notAllowed(ns, name, crNamespace string) *userError {
-	return &userError{v1alpha2.ReasonConfigMapNotAllowed, fmt.Sprintf(
+func notAllowed(ns, name, crNamespace string) *fault.Problem {
+	return &fault.Problem{Reason: v1alpha2.ReasonConfigMapNotAllowed, Message: fmt.Sprintf(
 		"ConfigMap %s/%s cannot be used from namespace %s: it must exist and list %s in its annotation %s (a comma-separated list of namespaces, or \"*\")",
 		ns, name, crNamespace, crNamespace, AllowedNamespacesAnnotation)}
 }

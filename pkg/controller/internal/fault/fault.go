@@ -1,4 +1,7 @@
-package controller
+// Package fault holds what a sync of a LlamaStackDistribution finds wrong: the
+// problems only the user can fix (a condition and an Event, never a retry loop), and
+// the API errors a sync treats apart (conflicts, a terminating namespace, the CR gone).
+package fault
 
 import (
 	"errors"
@@ -12,27 +15,26 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
-// The problem and error types: user errors (reported in conditions and Events, not
-// retried), an object of someone else's under a child's name, and the API errors a
-// sync treats apart (conflicts, a terminating namespace, the CR itself gone).
-
-// userError is a problem only the user can fix. It becomes a condition and an Event,
+// Problem is a problem only the user can fix. It becomes a condition and an Event,
 // never a retry loop.
-type userError struct {
-	reason  string
-	message string
+type Problem struct {
+	// Reason is the condition's and the Event's reason.
+	Reason string
+	// Message says what is wrong and what to do.
+	Message string
 }
 
-func problemsMessage(problems []userError) string {
+// Message is the messages of problems, joined.
+func Message(problems []Problem) string {
 	msgs := make([]string, 0, len(problems))
 	for _, p := range problems {
-		msgs = append(msgs, p.message)
+		msgs = append(msgs, p.Message)
 	}
 	return strings.Join(msgs, "; ")
 }
 
-// isProblemReason tells whether reason is one of a user error (userError.reason).
-func isProblemReason(reason string) bool {
+// IsReason tells whether reason is one of a Problem.
+func IsReason(reason string) bool {
 	switch reason {
 	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonDistributionNotPublished, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
 		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonTLSSecretNotFound, v1alpha2.ReasonTLSSecretInvalid, v1alpha2.ReasonResourceNotOwned,
@@ -43,16 +45,16 @@ func isProblemReason(reason string) bool {
 	return false
 }
 
-// withoutConflicts returns err without the conflicts joined in it (nil when it held
+// WithoutConflicts returns err without the conflicts joined in it (nil when it held
 // only conflicts): a conflict is a quiet retry, and must not hide a real error.
-func withoutConflicts(err error) error {
+func WithoutConflicts(err error) error {
 	if err == nil {
 		return nil
 	}
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var rest []error
 		for _, e := range joined.Unwrap() {
-			if r := withoutConflicts(e); r != nil {
+			if r := WithoutConflicts(e); r != nil {
 				rest = append(rest, r)
 			}
 		}
@@ -64,9 +66,11 @@ func withoutConflicts(err error) error {
 	return err
 }
 
-func notFoundCR(err error, key cache.ObjectName) bool {
+// NotFoundCR tells whether err, or one of the errors joined in it, says the CR of key
+// is not found.
+func NotFoundCR(err error, key cache.ObjectName) bool {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		return slices.ContainsFunc(joined.Unwrap(), func(e error) bool { return notFoundCR(e, key) })
+		return slices.ContainsFunc(joined.Unwrap(), func(e error) bool { return NotFoundCR(e, key) })
 	}
 	var status apierrors.APIStatus
 	if !apierrors.IsNotFound(err) || !errors.As(err, &status) || status.Status().Details == nil {
@@ -76,11 +80,11 @@ func notFoundCR(err error, key cache.ObjectName) bool {
 	return d.Group == v1alpha2.SchemeGroupVersion.Group && d.Kind == "llamastackdistributions" && d.Name == key.Name
 }
 
-// namespaceTerminating reports whether err, or one of the errors joined in it, is the
+// NamespaceTerminating reports whether err, or one of the errors joined in it, is the
 // API server refusing to create an object in a namespace that is being deleted.
-func namespaceTerminating(err error) bool {
+func NamespaceTerminating(err error) bool {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		return slices.ContainsFunc(joined.Unwrap(), namespaceTerminating)
+		return slices.ContainsFunc(joined.Unwrap(), NamespaceTerminating)
 	}
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
