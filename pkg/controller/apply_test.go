@@ -308,7 +308,11 @@ func TestDeleteIfOwned(t *testing.T) {
 			}
 			f.kubeclient.ClearActions()
 
-			err := f.c.services.DeleteIfOwned(f.ctx, hub(l), "app-service")
+			// The controller never deletes its Services (they go with the CR): the engine
+			// is tried on the same kind bound with deletion.
+			services := children.NewKind(f.c.recorder, "Service", f.c.services.Cached, f.kubeclient.CoreV1().Services,
+				coreac.ExtractService, 0)
+			err := services.DeleteIfOwned(f.ctx, hub(l), "app-service")
 
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)

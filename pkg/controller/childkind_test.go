@@ -15,8 +15,9 @@ import (
 )
 
 // TestChildKindWiring checks that each kind's functions reach that kind's resource
-// with the expected verb, and that the kinds the controller never deletes or takes
-// over have no delete or patch function.
+// with the expected verb, and that the kinds the controller never deletes (the
+// Deployment and Service, which go with the CR, and the claim) or takes over have no
+// delete or patch function.
 func TestChildKindWiring(t *testing.T) {
 	f := newFixture(t)
 	c := f.c
@@ -26,8 +27,8 @@ func TestChildKindWiring(t *testing.T) {
 		wantPatch  bool
 		wantDelete bool
 	}{
-		{"deployments", wiringCheck(f, c.deployments), true, true},
-		{"services", wiringCheck(f, c.services), true, true},
+		{"deployments", wiringCheck(f, c.deployments), true, false},
+		{"services", wiringCheck(f, c.services), true, false},
 		{"persistentvolumeclaims", wiringCheck(f, c.pvcs), false, false},
 		{"horizontalpodautoscalers", wiringCheck(f, c.hpas), true, true},
 		{"poddisruptionbudgets", wiringCheck(f, c.pdbs), true, true},

@@ -39,10 +39,12 @@ import (
 func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]children.Bound, error) {
 	k := c.kubeclient
 	b := children.Binder{Factory: f, Recorder: c.recorder}
+	// The Deployment and the Service are wanted as long as the CR is: they go with it
+	// (garbage collection), never deleted by the controller.
 	c.deployments = children.Bind(&b, appsv1.SchemeGroupVersion.WithResource("deployments"), "Deployment",
-		k.AppsV1().Deployments, appsac.ExtractDeployment, 0)
+		k.AppsV1().Deployments, appsac.ExtractDeployment, children.NeverDelete)
 	c.services = children.Bind(&b, corev1.SchemeGroupVersion.WithResource("services"), "Service",
-		k.CoreV1().Services, coreac.ExtractService, 0)
+		k.CoreV1().Services, coreac.ExtractService, children.NeverDelete)
 	// The controller never deletes a PersistentVolumeClaim: it holds the user's data.
 	// Nor takes over its fields from a previous manager: its spec is all but immutable,
 	// and dropping a field from it would be refused.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -121,6 +122,31 @@ func TestRBACMatchesWhatTheControllerDoes(t *testing.T) {
 	}
 	require.Empty(t, missing, "the controller sends requests %s does not grant (add rules for them)", clusterRoleFile)
 	require.Empty(t, excess, "%s grants what the controller never uses (remove it, or add a documented exception)", clusterRoleFile)
+}
+
+// The ClusterRole grants each kind of the table what its writer needs: get, list and
+// watch for its cache, create and patch for server-side apply (and the take-over), and
+// delete for the kinds the controller deletes, and no delete for the others (the
+// claim). The optional kinds' informers are granted their list and watch.
+func TestClusterRoleGrantsEveryKindOfTheTable(t *testing.T) {
+	f := newFixture(t)
+	granted := clusterRolePermissions(t, clusterRoleFile)
+	has := func(gvr schema.GroupVersionResource, verb string) bool {
+		return granted.Has(permission(gvr.Group, gvr.Resource, verb))
+	}
+	require.NotEmpty(t, f.c.childKinds)
+	for _, k := range f.c.childKinds {
+		for _, verb := range []string{"get", "list", "watch", "create", "patch"} {
+			assert.True(t, has(k.Resource, verb), "%s: %s is not granted", k.Kind, verb)
+		}
+		assert.Equal(t, k.Deletes, has(k.Resource, "delete"), "%s: delete granted as the controller deletes it", k.Kind)
+	}
+	require.NotEmpty(t, f.c.optionalKinds)
+	for _, k := range f.c.optionalKinds {
+		for _, verb := range []string{"list", "watch"} {
+			assert.True(t, has(k.resource, verb), "%s: %s is not granted", k.kind, verb)
+		}
+	}
 }
 
 // clusterRolePermissions expands the rules of a ClusterRole into permissions.

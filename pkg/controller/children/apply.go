@@ -327,6 +327,9 @@ func (k *Kind[T, AC]) DeleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackD
 	if !llsd.IsControlledBy(cur, l) {
 		return nil
 	}
+	if k.Delete == nil {
+		return fmt.Errorf("%s %s/%s is not the CR's to delete: the controller never deletes a %s", k.Name, l.Namespace, name, k.Name)
+	}
 	uid := cur.GetUID()
 	err = k.Delete(ctx, l.Namespace, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

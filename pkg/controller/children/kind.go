@@ -28,6 +28,9 @@ type Bound struct {
 	Resource schema.GroupVersionResource
 	Kind     string
 	Informer cache.SharedIndexInformer
+	// Deletes tells whether the controller deletes objects of the kind (the claim,
+	// which holds the user's data, it never does).
+	Deletes bool
 }
 
 // Bind binds one kind to the factory's informer for its resource.
@@ -41,7 +44,7 @@ func Bind[T metav1.Object, AC any, C TypedClient[T, AC]](
 		return nil
 	}
 	informer := generic.Informer()
-	b.Kinds = append(b.Kinds, Bound{Resource: gvr, Kind: kind, Informer: informer})
+	b.Kinds = append(b.Kinds, Bound{Resource: gvr, Kind: kind, Informer: informer, Deletes: flags&NeverDelete == 0})
 	return NewKind(b.Recorder, kind, FromIndexer[T](informer.GetIndexer(), gvr.GroupResource()), client, extract, flags)
 }
 
