@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -100,4 +102,69 @@ func TestPodConflictIsReportedWithoutApplying(t *testing.T) {
 			assert.True(t, hasEvent(f.events(), "Warning ResourceInvalid"))
 		})
 	}
+}
+
+// A v1alpha2 CR whose features meet (storage, an Ingress, autoscaling, a disruption
+// budget), from its first sync to Ready: every write is exactly what its builder makes
+// of the CR, and the status is compared whole: phase, replicas, URLs and each
+// condition's status, reason and message.
+func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
+	l := newLLSD("demo", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Workload.Storage = &v1alpha2.PVCStorageSpec{}
+		l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 4}
+		l.Spec.Workload.PodDisruptionBudget = &v1alpha2.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{Hostname: "llama.example.com"}}
+	})
+	f := newFixture(t, l)
+	h := f.llsd("demo")
+	image := builtinDistributions()["starter"]
+	version := imageServerVersion(image)
+	checkWrites(t, f.sync("demo"), []expectedWrite{
+		{"patch", "persistentvolumeclaims", "demo-pvc", children.NewPVC(h)},
+		{"patch", "services", "demo-service", children.NewService(h, children.AskedListening(h, version))},
+		{"patch", "deployments", "demo", newDeployment(h, deploymentInputs{image: image, replicas: ptr.To[int32](2),
+			serverVersion: version, distro: "starter"})},
+		{"patch", "horizontalpodautoscalers", "demo-hpa", children.NewHPA(h)},
+		{"patch", "poddisruptionbudgets", "demo-pdb", children.NewPDB(h)},
+		{"patch", "ingresses", "demo-ingress", children.NewIngress(h)},
+		{"update", "llamastackdistributions/status", "demo", nil},
+	})
+
+	f.setPVCPhase("demo-pvc", corev1.ClaimBound)
+	f.setDeploymentStatus("demo", rolledOut)
+	f.converge("demo")
+	got := f.llsd("demo").Status
+	for i := range got.Conditions {
+		got.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	require.NotNil(t, got.Version.LastUpdated)
+	got.Version.LastUpdated = nil
+	ready := func(condType, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: reason, Message: message}
+	}
+	want := v1alpha2.LlamaStackDistributionStatus{
+		ObservedGeneration: 1,
+		Phase:              v1alpha2.PhaseReady,
+		Version:            v1alpha2.VersionInfo{OperatorVersion: "test"},
+		// The distributions with a published image.
+		DistributionConfig: v1alpha2.DistributionConfig{ActiveDistribution: "starter", AvailableDistributions: map[string]string{
+			"postgres-demo": builtinDistributions()["postgres-demo"], "starter": image}},
+		Conditions: []metav1.Condition{
+			ready(v1alpha2.ConditionDeploymentReady, "DeploymentReady", "Deployment is ready"),
+			ready(v1alpha2.ConditionProgressing, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"),
+			ready(v1alpha2.ConditionServiceReady, "ServiceReady", "Service is ready"),
+			ready(v1alpha2.ConditionStorageInSync, "InSync", "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"),
+			// Features meeting: ReadWriteOnce storage under autoscaling.
+			ready(v1alpha2.ConditionStorageAccessWarning, "ReadWriteOnceShared", "ReadWriteOnce storage with more than one replica or autoscaling: "+
+				"pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica"),
+			ready(v1alpha2.ConditionStorageReady, "StorageReady", "Storage is ready"),
+			ready(v1alpha2.ConditionReady, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
+		},
+		AvailableReplicas: 2,
+		Replicas:          2,
+		Selector:          "app=llama-stack,app.kubernetes.io/instance=demo",
+		ServiceURL:        "http://demo-service.demo.svc.cluster.local:8321",
+		RouteURL:          ptr.To("http://llama.example.com"),
+	}
+	assert.Equal(t, want, got)
 }

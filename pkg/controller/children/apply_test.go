@@ -266,3 +266,19 @@ func TestNewNotOwnedError(t *testing.T) {
 		})
 	}
 }
+
+// A kind bound without delete (the Deployment, the Service, the claim) never sends one:
+// asked to delete a child of the CR, it says so.
+func TestDeleteIfOwnedOfAKindNeverDeleted(t *testing.T) {
+	l := testCR("app")
+	svc := &corev1.Service{ObjectMeta: llsd.ChildObjectMeta(l, llsd.ServiceName(l))}
+	k := &Kind[*corev1.Service, coreac.ServiceApplyConfiguration]{Name: "Service",
+		Cached: func(string, string) (*corev1.Service, error) { return svc, nil }}
+	err := k.DeleteIfOwned(t.Context(), l, llsd.ServiceName(l))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the controller never deletes a Service")
+
+	// Someone else's is left alone without a word, as with any kind.
+	svc.OwnerReferences = nil
+	assert.NoError(t, k.DeleteIfOwned(t.Context(), l, llsd.ServiceName(l)))
+}
