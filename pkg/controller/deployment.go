@@ -534,9 +534,7 @@ type deploymentPlan struct {
 	// desired is the Deployment to apply; nil when there is nothing to apply (the
 	// object of that name is not the CR's, or is being deleted).
 	desired *appsv1.Deployment
-	// cur is the Deployment as looked up; nil when there is none.
-	cur *appsv1.Deployment
-	rb  rollout.Outcome
+	rb      rollout.Outcome
 }
 
 // planDeployment decides the Deployment of the CR's inputs: its replicas, its template
@@ -559,13 +557,10 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 	}
 	cur, found := c.rollouts.SinceCached(l, looked.Obj, looked.Found), looked.Found
 	p.o.Looked = &children.Lookup[*appsv1.Deployment]{Obj: cur, Found: found}
-	if found {
-		p.cur = cur
-		if !llsd.IsControlledBy(cur, l) || cur.DeletionTimestamp != nil {
-			// The write refuses it, or waits for the next one.
-			p.o.Build = func(context.Context, *appsv1.Deployment, bool) (metav1.Object, error) { return nil, nil }
-			return p, nil
-		}
+	if found && (!llsd.IsControlledBy(cur, l) || cur.DeletionTimestamp != nil) {
+		// The write refuses it, or waits for the next one.
+		p.o.Build = func(context.Context, *appsv1.Deployment, bool) (metav1.Object, error) { return nil, nil }
+		return p, nil
 	}
 	if l.Spec.Workload.Autoscaling == nil {
 		in.replicas = ptr.To(llsd.SpecReplicas(l))
@@ -600,7 +595,8 @@ func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStack
 	if err == nil && p.rb.RolledBack {
 		c.recorder.Event(l, corev1.EventTypeWarning, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(p.rb.Status))
 		rollbacksTotal.Inc()
-		c.rollouts.Remember(l, p.cur, dep)
+		// A rollback is made only of a Deployment there was (Looked found).
+		c.rollouts.Remember(l, p.o.Looked.Obj, dep)
 	}
 	return dep, p.rb, err
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
@@ -198,12 +200,7 @@ func servesTLS(d *appsv1.Deployment) bool {
 	if d == nil {
 		return false
 	}
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		if p := ctr.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(d.Spec.Template.Spec.Containers, children.ProbedOverHTTPS)
 }
 
 // checkUserConfigTLS returns a problem when the server would serve plain HTTP with the

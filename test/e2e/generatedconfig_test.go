@@ -29,22 +29,8 @@ import (
 func TestGeneratedConfigRollsAndKeepsWhatRuns(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	_, err := env.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vllm-creds"},
-		StringData: map[string]string{"api-key": "not-a-real-key"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	crs := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns)
-	_, err = crs.Create(ctx, &v1alpha2.LlamaStackDistribution{
-		ObjectMeta: metav1.ObjectMeta{Name: "gen"},
-		Spec: v1alpha2.LlamaStackDistributionSpec{
-			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
-			Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
-				Provider: "vllm", Endpoint: "http://vllm.models.svc:8000/v1",
-				APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
-			}}},
-		},
-	}, metav1.CreateOptions{})
+	_, err := crs.Create(ctx, vllmCR(t, ns, "gen", "http://vllm.models.svc:8000/v1", "not-a-real-key"), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	waitReady(t, ns, "gen")
@@ -181,6 +167,27 @@ func checkGenerated(t *testing.T, ns, name string) string {
 	require.NotNil(t, key.ValueFrom)
 	assert.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "vllm-creds"}, Key: "api-key"}, key.ValueFrom.SecretKeyRef)
 	return want.Hash
+}
+
+// vllmCR is a CR of name in ns whose config is generated for one vLLM provider at
+// endpoint; its API key, key, is in the Secret vllm-creds, which it creates.
+func vllmCR(t *testing.T, ns, name, endpoint, key string) *v1alpha2.LlamaStackDistribution {
+	t.Helper()
+	_, err := env.kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "vllm-creds"},
+		StringData: map[string]string{"api-key": key},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return &v1alpha2.LlamaStackDistribution{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha2.LlamaStackDistributionSpec{
+			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+			Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+				Provider: "vllm", Endpoint: endpoint,
+				APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
+			}}},
+		},
+	}
 }
 
 // editHub changes a CR in v1alpha2, retrying on conflicts.

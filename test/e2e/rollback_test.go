@@ -35,27 +35,13 @@ func TestFailedRolloutIsRolledBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			ns := newNamespace(t)
-			_, err := env.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: "vllm-creds"},
-				StringData: map[string]string{"api-key": "not-a-real-key"},
-			}, metav1.CreateOptions{})
-			require.NoError(t, err)
-			cr := &v1alpha2.LlamaStackDistribution{
-				ObjectMeta: metav1.ObjectMeta{Name: "gen"},
-				Spec: v1alpha2.LlamaStackDistributionSpec{
-					Distribution: v1alpha2.DistributionSpec{Name: "starter"},
-					Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
-						Provider: "vllm", Endpoint: "http://vllm.models.svc:8000/v1",
-						APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
-					}}},
-				},
-			}
+			cr := vllmCR(t, ns, "gen", "http://vllm.models.svc:8000/v1", "not-a-real-key")
 			if storage {
 				cr.Spec.Workload.Storage = &v1alpha2.PVCStorageSpec{}
 				createPV(t, ns+"-pv", "10Gi")
 			}
 			crs := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns)
-			_, err = crs.Create(ctx, cr, metav1.CreateOptions{})
+			_, err := crs.Create(ctx, cr, metav1.CreateOptions{})
 			require.NoError(t, err)
 			waitReady(t, ns, "gen")
 			served := waitRollback(t, ns, "gen", "the ReplicaSet that serves is remembered", func(rb *v1alpha2.RollbackStatus) bool {

@@ -37,23 +37,10 @@ func TestGeneratedConfigServedByTheServer(t *testing.T) {
 	ns := newNamespace(t)
 	servers := env.servers.readConfig(t, ns, "served")
 	apiKey := fmt.Sprintf("vllm-key-%08x", rand.Uint32())
-	_, err := env.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vllm-creds"},
-		StringData: map[string]string{"api-key": apiKey},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	const endpoint = "http://vllm.models.svc:8000/v1"
-	_, err = env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, &v1alpha2.LlamaStackDistribution{
-		ObjectMeta: metav1.ObjectMeta{Name: "served"},
-		Spec: v1alpha2.LlamaStackDistributionSpec{
-			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
-			Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
-				Provider: "vllm", Endpoint: endpoint,
-				APIKey: &v1alpha2.SecretValue{SecretKeyRef: v1alpha2.SecretKeyRef{Name: "vllm-creds", Key: "api-key"}},
-			}}},
-			Resources: &v1alpha2.ResourcesSpec{Models: []v1alpha2.ModelConfig{{Name: "llama3-8b", ProviderModelID: "meta-llama/Llama-3.1-8B-Instruct"}}},
-		},
-	}, metav1.CreateOptions{})
+	cr := vllmCR(t, ns, "served", endpoint, apiKey)
+	cr.Spec.Resources = &v1alpha2.ResourcesSpec{Models: []v1alpha2.ModelConfig{{Name: "llama3-8b", ProviderModelID: "meta-llama/Llama-3.1-8B-Instruct"}}}
+	_, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, cr, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	starter, ok := configgen.LookupDistribution("starter")

@@ -44,7 +44,7 @@ func ListeningOf(t *corev1.PodTemplateSpec, container string) (s Listening, ok b
 				s.Port, ok = p.ContainerPort, true
 			}
 		}
-		if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+		if ProbedOverHTTPS(c) {
 			s.HTTPS = true
 		}
 		return s, ok
@@ -61,4 +61,11 @@ func ListeningFrom(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, ser
 		}
 	}
 	return AskedListening(l, serverVersion)
+}
+
+// ProbedOverHTTPS tells whether c's readiness probe asks over HTTPS: the server in it
+// serves TLS.
+func ProbedOverHTTPS(c corev1.Container) bool {
+	p := c.ReadinessProbe
+	return p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS
 }
