@@ -63,6 +63,14 @@ func Convert(in *unstructured.Unstructured, toAPIVersion string) (*unstructured.
 	if err != nil {
 		return nil, fmt.Errorf("encoding the %s object: %w", toAPIVersion, err)
 	}
+	if r := hub.Spec.Workload.Replicas; r != nil && toAPIVersion == v1alpha1.SchemeGroupVersion.String() {
+		// v1alpha1's replicas is an int that its Go type leaves out at 0; left out, the
+		// API server's default (1) would fill a v1alpha1 client's write of it and undo
+		// a scale to zero.
+		if err := unstructured.SetNestedField(content, int64(*r), "spec", "replicas"); err != nil {
+			return nil, fmt.Errorf("encoding the %s object: %w", toAPIVersion, err)
+		}
+	}
 	return &unstructured.Unstructured{Object: content}, nil
 }
 

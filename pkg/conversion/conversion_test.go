@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -108,6 +109,13 @@ func TestExamplesRoundTripThroughTheWebhook(t *testing.T) {
 	} {
 		for name, obj := range examples(t, tc.dir) {
 			t.Run(tc.from+"/"+name, func(t *testing.T) {
+				if tc.from == "v1alpha1" {
+					// The API server fills in v1alpha1's schema defaults before the
+					// webhook sees a v1alpha1 object.
+					if _, ok, _ := unstructured.NestedString(obj.Object, "spec", "server", "containerSpec", "name"); !ok {
+						require.NoError(t, unstructured.SetNestedField(obj.Object, v1alpha1.DefaultContainerName, "spec", "server", "containerSpec", "name"))
+					}
+				}
 				there := review(t, tc.to, obj)
 				require.Equal(t, metav1.StatusSuccess, there.Result.Status, there.Result.Message)
 				require.Len(t, there.ConvertedObjects, 1)
@@ -161,4 +169,32 @@ func TestSameVersionIsACopy(t *testing.T) {
 	assert.Equal(t, obj.Object, out.Object)
 	out.SetName("changed")
 	assert.NotEqual(t, "changed", obj.GetName())
+}
+
+// TestScaledToZeroReadsAsZeroInV1alpha1: a CR scaled to zero says replicas: 0 in
+// v1alpha1, so that a v1alpha1 client's write of what it read (which the API server
+// defaults to 1 where replicas is missing) keeps it at zero; an unset one stays unset.
+func TestScaledToZeroReadsAsZeroInV1alpha1(t *testing.T) {
+	for _, replicas := range []*int32{ptr.To[int32](0), ptr.To[int32](3), nil} {
+		hub := &v1alpha2.LlamaStackDistribution{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha2.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
+			ObjectMeta: metav1.ObjectMeta{Name: "llsd", Namespace: "ns"},
+			Spec: v1alpha2.LlamaStackDistributionSpec{
+				Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+				Workload:     v1alpha2.WorkloadSpec{Replicas: replicas},
+			},
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(hub)
+		require.NoError(t, err)
+		spoke, err := Convert(&unstructured.Unstructured{Object: content}, v1alpha1.SchemeGroupVersion.String())
+		require.NoError(t, err)
+		got, found, err := unstructured.NestedInt64(spoke.Object, "spec", "replicas")
+		require.NoError(t, err)
+		if replicas == nil {
+			assert.False(t, found, "unset stays unset")
+			continue
+		}
+		assert.True(t, found, "replicas %d is written", *replicas)
+		assert.Equal(t, int64(*replicas), got)
+	}
 }

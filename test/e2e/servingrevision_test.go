@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
@@ -26,7 +29,8 @@ import (
 // and so do the Service's port, the Route (edge, to the http port) and serviceURL. For
 // a minute after, the TLS Secret replaced as cert-manager would renew it, the
 // Deployment's template stays the served ReplicaSet's: the failed spec never comes
-// back, and there is one rollback.
+// back, and there is one rollback. A v1alpha1 client's edit during the hold (scaling
+// through the conversion webhook) scales the served pods and keeps the hold.
 func TestRolledBackTLSChangeLeavesTheChildrenOnHTTP(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -82,6 +86,25 @@ func TestRolledBackTLSChangeLeavesTheChildrenOnHTTP(t *testing.T) {
 	termination, target := routeTLS()
 	assert.Equal(t, "edge", termination, "the Route does not reencrypt to an HTTP server")
 	assert.Equal(t, "http", target)
+
+	// A v1alpha1 client scales the CR during the hold: its read-edit-write goes through
+	// the conversion webhook and gives the controller back the whole v1alpha2 spec (the
+	// Route, the TLS it asked for) with only the replicas changed. The pods scale; the
+	// template stays the served one.
+	before, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	edit(t, ns, "app", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Labels = map[string]string{"team": "a"}
+		l.Spec.Replicas = 2
+	})
+	after, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	wantSpec := before.Spec.DeepCopy()
+	wantSpec.Workload.Replicas = ptr.To[int32](2)
+	assert.True(t, equality.Semantic.DeepEqual(*wantSpec, after.Spec), "only the replicas change:\n%s", cmp.Diff(*wantSpec, after.Spec))
+	waitDeployment(t, ns, "app", "scaled by the v1alpha1 edit", func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == 2
+	})
 
 	// The certificate is renewed during the hold.
 	renewed := servingSecret(t, "app-cert", "app-service."+ns+".svc")

@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -252,4 +256,46 @@ func TestV1alpha1WritesThatWouldDropV1alpha2FieldsAreRefused(t *testing.T) {
 		delete(l.Annotations, "llamastack.io/conversion-data")
 		l.Spec.Replicas = 2
 	})
+}
+
+// A v1alpha2 CR scaled to zero that does not name its container, labelled by a v1alpha1
+// client (a merge patch, which the API server defaults with v1alpha1's schema before
+// the webhook converts it back): the v1alpha2 spec is exactly what it was, so the
+// Deployment stays at zero replicas and nothing rolls. Before, the patch read replicas
+// as missing and got the default 1 (the pods started), and named the container.
+func TestV1alpha1LabelLeavesAScaledToZeroCRAsItWas(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	const name = "idle"
+	cr := &v1alpha2.LlamaStackDistribution{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha2.LlamaStackDistributionSpec{
+			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+			Workload:     v1alpha2.WorkloadSpec{Replicas: ptr.To[int32](0)},
+		},
+	}
+	_, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, cr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	d := waitDeployment(t, ns, name, "the Deployment at zero", func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == 0
+	})
+	before := getHub(t, ns, name)
+
+	v1 := env.dynamic.Resource(llsdResource).Namespace(ns)
+	read, err := v1.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	replicas, found, err := unstructured.NestedInt64(read.Object, "spec", "replicas")
+	require.NoError(t, err)
+	assert.True(t, found && replicas == 0, "read in v1alpha1: replicas %d (found %v)", replicas, found)
+	_, err = v1.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+
+	after := getHub(t, ns, name)
+	assert.Equal(t, "a", after.Labels["team"])
+	assert.True(t, equality.Semantic.DeepEqual(before.Spec, after.Spec), "the spec is as it was:\n%s", cmp.Diff(before.Spec, after.Spec))
+	assert.Equal(t, before.Generation, after.Generation, "no spec change, no new generation")
+	settle(t)
+	now := deployment(t, ns, name)
+	assert.Equal(t, ptr.To[int32](0), now.Spec.Replicas, "still at zero")
+	assert.Equal(t, d.Generation, now.Generation, "the Deployment is not written")
 }

@@ -344,7 +344,7 @@ func workloadToHub(in *LlamaStackDistribution) v1alpha2.WorkloadSpec {
 	}
 	w.TopologySpreadConstraints = srv.TopologySpreadConstraints
 	ov := v1alpha2.WorkloadOverrides{
-		ContainerName:            cs.Name,
+		ContainerName:            hubContainerName(cs.Name),
 		Env:                      cs.Env,
 		Command:                  cs.Command,
 		Args:                     cs.Args,
@@ -465,6 +465,21 @@ func fromHub(in *v1alpha2.LlamaStackDistribution, hints shape) *LlamaStackDistri
 	return out
 }
 
+// DefaultContainerName is the server container's name when the CR does not name it:
+// v1alpha1's schema default, v1alpha2's unset overrides.containerName.
+const DefaultContainerName = "llama-stack"
+
+// hubContainerName is v1alpha2's overrides.containerName for v1alpha1's
+// containerSpec.name: the default stays unset. The API server writes v1alpha1's
+// schema default into every v1alpha1 write, so a v1alpha1 client's edit of a CR that
+// never named its container would otherwise name it in v1alpha2.
+func hubContainerName(name string) string {
+	if name == DefaultContainerName {
+		return ""
+	}
+	return name
+}
+
 // workloadFromHub writes the v1alpha2 workload w into srv.
 func workloadFromHub(w *v1alpha2.WorkloadSpec, srv *ServerSpec, hints shape) {
 	srv.Workers = w.Workers
@@ -479,8 +494,11 @@ func workloadFromHub(w *v1alpha2.WorkloadSpec, srv *ServerSpec, hints shape) {
 		srv.PodDisruptionBudget = (*PodDisruptionBudgetSpec)(p)
 	}
 	srv.TopologySpreadConstraints = w.TopologySpreadConstraints
+	srv.ContainerSpec.Name = DefaultContainerName
 	if ov := w.Overrides; ov != nil {
-		srv.ContainerSpec.Name = ov.ContainerName
+		if ov.ContainerName != "" {
+			srv.ContainerSpec.Name = ov.ContainerName
+		}
 		srv.ContainerSpec.Env = ov.Env
 		srv.ContainerSpec.Command = ov.Command
 		srv.ContainerSpec.Args = ov.Args

@@ -75,6 +75,16 @@ func viaJSON[T any](t *testing.T, obj *T) *T {
 	return out
 }
 
+// apiServerDefaults fills in l the default of v1alpha1's schema that conversion maps
+// back to unset, the container's name, as the API server does in every v1alpha1 write
+// before conversion sees it.
+func apiServerDefaults(l *LlamaStackDistribution) *LlamaStackDistribution {
+	if l.Spec.Server.ContainerSpec.Name == "" {
+		l.Spec.Server.ContainerSpec.Name = DefaultContainerName
+	}
+	return l
+}
+
 func assertSame(t *testing.T, want, got any, format string, args ...any) {
 	t.Helper()
 	if !equality.Semantic.DeepEqual(want, got) {
@@ -92,7 +102,7 @@ func TestRoundTripFromV1alpha1(t *testing.T) {
 		filler(int64(i)).Fill(in)
 		in.TypeMeta = metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"}
 		delete(in.Annotations, ConversionDataAnnotation)
-		in = viaJSON(t, in)
+		in = viaJSON(t, apiServerDefaults(in))
 		orig := in.DeepCopy()
 
 		hub := &v1alpha2.LlamaStackDistribution{}
@@ -317,6 +327,7 @@ func TestExamplesConvert(t *testing.T) {
 			require.NoError(t, yaml.UnmarshalStrict(hubs[i], hub), file)
 			want := &LlamaStackDistribution{}
 			require.NoError(t, yaml.UnmarshalStrict(spokes[i], want), v1file)
+			want = apiServerDefaults(want)
 
 			got := &LlamaStackDistribution{}
 			require.NoError(t, got.ConvertFrom(hub))
@@ -478,5 +489,32 @@ func TestStatusKeepsItsNames(t *testing.T) {
 		require.NoError(t, in.ConvertTo(hub))
 		got, _ := jsonAt(t, hub, "status")
 		assert.Equal(t, want, got, "seed %d", i)
+	}
+}
+
+// TestDefaultContainerNameStaysUnset: a v1alpha2 object that does not name its
+// container reads in v1alpha1 with the schema's default name, and a v1alpha1 client's
+// write of it (which the API server defaults the same) leaves it unnamed in v1alpha2;
+// one that names the default keeps it.
+func TestDefaultContainerNameStaysUnset(t *testing.T) {
+	for _, named := range []string{"", DefaultContainerName} {
+		hub := &v1alpha2.LlamaStackDistribution{
+			ObjectMeta: metav1.ObjectMeta{Name: "llsd", Namespace: "ns"},
+			Spec: v1alpha2.LlamaStackDistributionSpec{
+				Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+				Workload:     v1alpha2.WorkloadSpec{Replicas: ptr.To[int32](1)},
+			},
+		}
+		if named != "" {
+			hub.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{ContainerName: named}
+		}
+		spoke := &LlamaStackDistribution{}
+		require.NoError(t, spoke.ConvertFrom(hub))
+		assert.Equal(t, DefaultContainerName, spoke.Spec.Server.ContainerSpec.Name, "named %q", named)
+		spoke = viaJSON(t, apiServerDefaults(spoke))
+		spoke.Labels = map[string]string{"team": "a"}
+		back := &v1alpha2.LlamaStackDistribution{}
+		require.NoError(t, spoke.ConvertTo(back))
+		assert.Equal(t, hub.Spec, back.Spec, "named %q", named)
 	}
 }

@@ -266,7 +266,7 @@ func assertV1alpha1WritesKeepV1alpha2Fields(t *testing.T, seed, edits int64) {
 		require.NoError(t, spoke.ConvertFrom(hub))
 		spoke = viaJSON(t, spoke)
 		history = append(history, editV1alpha1(&spoke.Spec, edits+round)...)
-		spoke = viaJSON(t, spoke)
+		spoke = viaJSON(t, apiServerDefaults(spoke))
 		written := spoke.DeepCopy()
 
 		hub = &v1alpha2.LlamaStackDistribution{}
