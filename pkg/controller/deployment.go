@@ -17,19 +17,9 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
-
-// Environment variables the controller sets on the server container.
-const (
-	envHFHome           = "HF_HOME"
-	envWorkers          = "LLS_WORKERS"
-	envPort             = "LLS_PORT"
-	envLlamaStackConfig = "LLAMA_STACK_CONFIG"
-)
-
-// userConfigPath is where the server finds the user's run configuration.
-const userConfigPath = llsd.UserConfigMountPath + llsd.UserConfigKey
 
 // Probes of the server container, all an HTTP GET of /v1/health on the container port.
 //
@@ -97,10 +87,10 @@ else:
 const startupScript = `mode="$(python3 -c "` + serverVersionProbe + `" 2>/dev/null)" || mode=uvicorn
 case "$mode" in
 distribution)
-  exec python3 -m llama_stack.distribution.server.server --config ` + userConfigPath + `
+  exec python3 -m llama_stack.distribution.server.server --config ` + revision.UserConfigPath + `
   ;;
 core)
-  exec python3 -m llama_stack.core.server.server ` + userConfigPath + `
+  exec python3 -m llama_stack.core.server.server ` + revision.UserConfigPath + `
   ;;
 *)
   exec uvicorn llama_stack.core.server.server:create_app --host 0.0.0.0 --port "${LLS_PORT:-8321}" --workers "${LLS_WORKERS:-1}" --factory
@@ -108,35 +98,12 @@ core)
 esac
 `
 
-// deploymentInputs are the facts the Deployment depends on beyond the CR.
-type deploymentInputs struct {
-	image          string // resolved container image
-	userConfigMap  string // ConfigMap mounted at /etc/llama-stack/ ("" = no user config)
-	userConfigHash string // content hash of that ConfigMap's data, for the pod-template annotation
-	replicas       *int32 // nil: leave spec.replicas unset (an HPA owns it)
-	caBundleHash   string // content hash of the managed CA bundle ("" = no CA bundle mounted)
-	openShift      bool   // the cluster is OpenShift: its SCC assigns the pod's user and fsGroup
-	// configEnv are the variables of a generated config, each from a Secret key.
-	configEnv []corev1.EnvVar
-	// serverVersion is the server version the image runs ("" when not known): it
-	// decides how the server starts (serverstart.go).
-	serverVersion string
-	// distro is the distribution whose data the server keeps ("" when not known).
-	distro string
-	// tls is the server's certificate when it serves HTTPS; nil for plain HTTP.
-	tls *serverTLS
-	// legacySpread leaves the default spreading out, as releases before this one did
-	// at one replica: for a running Deployment without it that nothing else changes
-	// (ensureDeployment), so that upgrading the controller rolls no pod.
-	legacySpread bool
-}
-
 // newDeployment builds the desired server Deployment of l. It makes no API
 // calls and neither aliases nor mutates l.
-func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *appsv1.Deployment {
+func newDeployment(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) *appsv1.Deployment {
 	var replicas *int32
-	if in.replicas != nil {
-		replicas = ptr.To(*in.replicas)
+	if in.Replicas != nil {
+		replicas = ptr.To(*in.Replicas)
 	}
 
 	// The rolling-update parameters are the API server's defaults, set explicitly so that
@@ -161,7 +128,7 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 			Name:            llsd.DeploymentName(l),
 			Namespace:       l.Namespace,
 			Labels:          llsd.ChildLabels(l),
-			Annotations:     map[string]string{llsd.AnnotationDistribution: llsd.DistributionLabel(l), llsd.AnnotationImage: in.image},
+			Annotations:     map[string]string{llsd.AnnotationDistribution: llsd.DistributionLabel(l), llsd.AnnotationImage: in.Image},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -181,16 +148,16 @@ func newDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *app
 
 // podAnnotations are the pod template's hashes of the content its pods read (config,
 // CA bundle, certificate): a change of it rolls the pods.
-func podAnnotations(in deploymentInputs) map[string]string {
+func podAnnotations(in revision.Inputs) map[string]string {
 	annotations := map[string]string{}
-	if in.userConfigMap != "" {
-		annotations[llsd.AnnotationUserConfigHash] = in.userConfigHash
+	if in.UserConfigMap != "" {
+		annotations[llsd.AnnotationUserConfigHash] = in.UserConfigHash
 	}
-	if in.caBundleHash != "" {
-		annotations[llsd.AnnotationCABundleHash] = in.caBundleHash
+	if in.CABundleHash != "" {
+		annotations[llsd.AnnotationCABundleHash] = in.CABundleHash
 	}
-	if in.tls != nil {
-		annotations[llsd.AnnotationTLSHash] = in.tls.hash
+	if in.TLS != nil {
+		annotations[llsd.AnnotationTLSHash] = in.TLS.Hash
 	}
 	if len(annotations) == 0 {
 		return nil
@@ -199,14 +166,14 @@ func podAnnotations(in deploymentInputs) map[string]string {
 }
 
 // newPodSpec is the spec of the server pods of l.
-func newPodSpec(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.PodSpec {
+func newPodSpec(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) corev1.PodSpec {
 	overrides := llsd.Overrides(l)
 	podSpec := corev1.PodSpec{
 		Containers:                []corev1.Container{serverContainer(l, in)},
 		Volumes:                   podVolumes(l, in),
-		SecurityContext:           podSecurityContext(overrides, in.openShift),
-		TopologySpreadConstraints: topologySpreadConstraints(l, in.legacySpread),
-		Affinity:                  podAffinity(l, in.legacySpread),
+		SecurityContext:           podSecurityContext(overrides, in.OpenShift),
+		TopologySpreadConstraints: topologySpreadConstraints(l, in.LegacySpread),
+		Affinity:                  podAffinity(l, in.LegacySpread),
 	}
 	if overrides.ServiceAccountName != "" {
 		podSpec.ServiceAccountName = overrides.ServiceAccountName
@@ -239,37 +206,37 @@ func storageMountPath(l *v1alpha2.LlamaStackDistribution) string {
 	return llsd.DefaultMountPath
 }
 
-func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) corev1.Container {
+func serverContainer(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) corev1.Container {
 	cs := llsd.Overrides(l)
 	p := llsd.Port(l)
 
 	ports := []corev1.ContainerPort{{ContainerPort: p, Protocol: corev1.ProtocolTCP}}
-	if children.MetricsOn(l, in.serverVersion) {
+	if children.MetricsOn(l, in.ServerVersion) {
 		ports = append(ports, children.MetricsContainerPort())
 	}
 	c := corev1.Container{
 		Name:            llsd.ContainerName(l),
-		Image:           in.image,
+		Image:           in.Image,
 		Ports:           ports,
 		Env:             mergeEnv(controllerEnv(l, in), cs.Env),
 		Resources:       resolveResources(l),
 		SecurityContext: containerSecurityContext(cs.ContainerSecurityContext),
 		StartupProbe: &corev1.Probe{
-			ProbeHandler:        healthCheck(p, in.tls != nil),
+			ProbeHandler:        healthCheck(p, in.TLS != nil),
 			InitialDelaySeconds: startupInitialDelaySeconds,
 			TimeoutSeconds:      startupTimeoutSeconds,
 			FailureThreshold:    startupFailureThreshold,
 			SuccessThreshold:    startupSuccessThreshold,
 		},
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     healthCheck(p, in.tls != nil),
+			ProbeHandler:     healthCheck(p, in.TLS != nil),
 			PeriodSeconds:    readinessPeriodSeconds,
 			TimeoutSeconds:   readinessTimeoutSeconds,
 			FailureThreshold: readinessFailureThreshold,
 			SuccessThreshold: readinessSuccessThreshold,
 		},
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     healthCheck(p, in.tls != nil),
+			ProbeHandler:     healthCheck(p, in.TLS != nil),
 			PeriodSeconds:    livenessPeriodSeconds,
 			TimeoutSeconds:   livenessTimeoutSeconds,
 			FailureThreshold: livenessFailureThreshold,
@@ -278,7 +245,7 @@ func serverContainer(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) co
 		VolumeMounts: volumeMounts(l, in),
 	}
 
-	c.Command = serverCommand(lineOf(in.serverVersion), in)
+	c.Command = serverCommand(lineOf(in.ServerVersion), in)
 	if len(cs.Command) > 0 {
 		c.Command = append([]string(nil), cs.Command...)
 	}
@@ -395,7 +362,7 @@ func containerSecurityContext(user *corev1.SecurityContext) *corev1.SecurityCont
 	}
 }
 
-func volumeMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.VolumeMount {
+func volumeMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []corev1.VolumeMount {
 	sm := serverMounts(l, in)
 	mounts := make([]corev1.VolumeMount, len(sm))
 	for i := range sm {
@@ -404,7 +371,7 @@ func volumeMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []cor
 	return mounts
 }
 
-func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.Volume {
+func podVolumes(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []corev1.Volume {
 	storage := corev1.Volume{Name: llsd.VolumeStorage}
 	if l.Spec.Workload.Storage != nil {
 		storage.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: llsd.PVCName(l)}
@@ -412,20 +379,20 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
 	volumes := []corev1.Volume{storage}
-	if in.caBundleHash != "" {
+	if in.CABundleHash != "" {
 		volumes = append(volumes, corev1.Volume{
 			Name: llsd.VolumeCABundle,
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: llsd.CABundleConfigMapName(l)},
-				Items:                []corev1.KeyToPath{{Key: caBundleKey, Path: caBundleKey}},
+				Items:                []corev1.KeyToPath{{Key: revision.CABundleKey, Path: revision.CABundleKey}},
 			}},
 		})
 	}
-	if in.tls != nil {
+	if in.TLS != nil {
 		volumes = append(volumes, corev1.Volume{
 			Name: llsd.VolumeServerTLS,
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: tlsSecretName(l),
+				SecretName: revision.TLSSecretName(l),
 				Items: []corev1.KeyToPath{
 					{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey},
 					{Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey},
@@ -433,11 +400,11 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev
 			}},
 		})
 	}
-	if in.userConfigMap != "" {
+	if in.UserConfigMap != "" {
 		volumes = append(volumes, corev1.Volume{
 			Name: llsd.VolumeUserConfig,
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: in.userConfigMap},
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.UserConfigMap},
 			}},
 		})
 	}
@@ -499,9 +466,9 @@ func podAffinity(l *v1alpha2.LlamaStackDistribution, legacy bool) *corev1.Affini
 // Deployment), or two mounts at the same directory, however written (the storage mount
 // path may also meet the user-config or CA bundle mount; the API server rejects only
 // equal strings, and one volume would hide the other). The user gets the reason.
-func podConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) *fault.Problem {
+func podConflict(l *v1alpha2.LlamaStackDistribution, in revision.Inputs, uc *userConfig) *fault.Problem {
 	if uc != nil {
-		in.userConfigMap = uc.mountName
+		in.UserConfigMap = uc.mountName
 	}
 	volumes := map[string]bool{}
 	for _, v := range podVolumes(l, in) {
@@ -543,9 +510,9 @@ type deploymentPlan struct {
 // for as long as it still owns the field, and drops it once the HPA (or anyone) has
 // written it. It writes nothing but the take-over of a Deployment the upstream
 // operator made.
-func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) (*deploymentPlan, error) {
+func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in revision.Inputs, uc *userConfig) (*deploymentPlan, error) {
 	if uc != nil {
-		in.userConfigMap, in.userConfigHash = uc.mountName, uc.hash
+		in.UserConfigMap, in.UserConfigHash = uc.mountName, uc.hash
 	}
 	p := &deploymentPlan{o: children.EnsureOptions[*appsv1.Deployment]{Name: llsd.DeploymentName(l)}}
 	// On a cache miss (the Deployment lost its managed-by label, say) it is read live:
@@ -563,16 +530,16 @@ func (c *Controller) planDeployment(ctx context.Context, l *v1alpha2.LlamaStackD
 		return p, nil
 	}
 	if l.Spec.Workload.Autoscaling == nil {
-		in.replicas = ptr.To(llsd.SpecReplicas(l))
+		in.Replicas = ptr.To(llsd.SpecReplicas(l))
 	} else if !found {
-		in.replicas = ptr.To(children.HPAMinReplicas(l))
+		in.Replicas = ptr.To(children.HPAMinReplicas(l))
 	} else {
 		owned, err := c.deployments.Extract(cur, FieldManager)
 		if err != nil {
 			return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
 		}
 		if owned.Spec != nil && owned.Spec.Replicas != nil && cur.Spec.Replicas != nil {
-			in.replicas = ptr.To(*cur.Spec.Replicas)
+			in.Replicas = ptr.To(*cur.Spec.Replicas)
 			// The count comes from the cache: a stale one must not undo the HPA's write.
 			p.o.Precondition = true
 		}
@@ -602,7 +569,7 @@ func (c *Controller) applyDeployment(ctx context.Context, l *v1alpha2.LlamaStack
 }
 
 // desiredDeployment is the Deployment made of the CR's inputs, given the one that exists.
-func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
+func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in revision.Inputs, cur *appsv1.Deployment, found bool) (*appsv1.Deployment, error) {
 	desired := newDeployment(l, in)
 	if !found || hasSpreading(&cur.Spec.Template.Spec) {
 		return desired, nil
@@ -613,7 +580,7 @@ func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in de
 	// change of the pod template, which rolls the pods anyway; a write of the
 	// Deployment's own metadata or replicas rolls nothing and does not bring it,
 	// scaling up included: scaling never rolls pods.
-	in.legacySpread = true
+	in.LegacySpread = true
 	legacy := newDeployment(l, in)
 	owned, err := c.deployments.Extract(cur, FieldManager)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // testImage is starter's pinned image.
@@ -44,13 +45,13 @@ func testLLSD(mutate func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStac
 	return l
 }
 
-func defaultInputs() deploymentInputs {
-	return deploymentInputs{image: testImage, replicas: ptr.To(int32(1)), serverVersion: "0.7.1"}
+func defaultInputs() revision.Inputs {
+	return revision.Inputs{Image: testImage, Replicas: ptr.To(int32(1)), ServerVersion: "0.7.1"}
 }
 
-func withUserConfig(in deploymentInputs) deploymentInputs {
-	in.userConfigMap = "my-config"
-	in.userConfigHash = "sha256:abc"
+func withUserConfig(in revision.Inputs) revision.Inputs {
+	in.UserConfigMap = "my-config"
+	in.UserConfigHash = "sha256:abc"
 	return in
 }
 
@@ -267,7 +268,7 @@ var storageVolume = corev1.Volume{
 func TestNewDeployment(t *testing.T) {
 	tests := map[string]struct {
 		mutate func(*v1alpha1.LlamaStackDistribution)
-		in     deploymentInputs
+		in     revision.Inputs
 		want   *appsv1.Deployment
 	}{
 		"default CR": {
@@ -520,7 +521,7 @@ func TestNewDeployment(t *testing.T) {
 		},
 		"more than one replica spreads the pods": {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 3 },
-			in:     deploymentInputs{image: testImage, replicas: ptr.To(int32(3)), serverVersion: "0.7.1"},
+			in:     revision.Inputs{Image: testImage, Replicas: ptr.To(int32(3)), ServerVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
 				d.Spec.Replicas = ptr.To(int32(3))
 				d.Spec.Template.Spec.TopologySpreadConstraints = defaultSpread()
@@ -563,11 +564,11 @@ func TestNewDeployment(t *testing.T) {
 			mutate: func(l *v1alpha1.LlamaStackDistribution) {
 				l.Spec.Server.Autoscaling = &v1alpha1.AutoscalingSpec{MaxReplicas: 5}
 			},
-			in:   deploymentInputs{image: testImage, serverVersion: "0.7.1"},
+			in:   revision.Inputs{Image: testImage, ServerVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = nil }),
 		},
 		"replicas set from the inputs": {
-			in:   deploymentInputs{image: testImage, replicas: ptr.To(int32(0)), serverVersion: "0.7.1"},
+			in:   revision.Inputs{Image: testImage, Replicas: ptr.To(int32(0)), ServerVersion: "0.7.1"},
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) { d.Spec.Replicas = ptr.To(int32(0)) }),
 		},
 	}
@@ -631,7 +632,7 @@ func fullLLSD(l *v1alpha1.LlamaStackDistribution) {
 func TestNewDeploymentDoesNotMutateOrAliasItsInput(t *testing.T) {
 	tests := map[string]struct {
 		mutate func(*v1alpha1.LlamaStackDistribution)
-		in     deploymentInputs
+		in     revision.Inputs
 	}{
 		"default CR":          {in: defaultInputs()},
 		"every field set":     {mutate: fullLLSD, in: withUserConfig(defaultInputs())},
@@ -686,8 +687,8 @@ func TestNewDeploymentDoesNotMutateOrAliasItsInput(t *testing.T) {
 				*d.Spec.Replicas = 99
 			}
 			assert.Equal(t, before, l, "newDeployment output aliases its input")
-			if tc.in.replicas != nil {
-				assert.NotEqual(t, int32(99), *tc.in.replicas, "replicas aliased")
+			if tc.in.Replicas != nil {
+				assert.NotEqual(t, int32(99), *tc.in.Replicas, "replicas aliased")
 			}
 		})
 	}
@@ -867,7 +868,7 @@ func TestPodSecurityContextOnOpenShift(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			in := defaultInputs()
-			in.openShift = tc.openShift
+			in.OpenShift = tc.openShift
 			d := newDeployment(hub(testLLSD(tc.mutate)), in)
 			assert.Equal(t, tc.want, d.Spec.Template.Spec.SecurityContext)
 			// The container's restricted defaults are the same everywhere.

@@ -20,6 +20,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
@@ -87,12 +88,12 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	for _, e := range ctr.Env {
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, userConfigPath, env[envRunConfigPath])
-	assert.Equal(t, userConfigPath, env[envOGXConfig])
+	assert.Equal(t, revision.UserConfigPath, env[envRunConfigPath])
+	assert.Equal(t, revision.UserConfigPath, env[envOGXConfig])
 	assert.Equal(t, "8321", env[envOGXPort])
 	assert.Equal(t, llsd.DefaultMountPath, env[envOGXConfigDir])
 	assert.Equal(t, llsd.DefaultMountPath+"/distributions/starter", env[envSQLiteDir])
-	assert.NotContains(t, env, envLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
+	assert.NotContains(t, env, revision.EnvLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
 	assert.Contains(t, cm.Data["config.yaml"], "insecure: true", "told explicitly that it runs without TLS")
 	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true})
 	require.Len(t, want.Env, 1)

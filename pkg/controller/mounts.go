@@ -10,6 +10,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // serverMount is a volume mount of the server container and where it comes from.
@@ -38,27 +39,27 @@ func (m serverMount) String() string {
 
 // serverMounts are the server container's volume mounts in order: the controller's
 // (storage, user config, CA bundle), then the user's.
-func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []serverMount {
+func serverMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []serverMount {
 	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: llsd.VolumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		storage.field, storage.field1 = "spec.workload.storage.mountPath", "spec.server.storage.mountPath"
 	}
 	mounts := []serverMount{storage}
-	if in.userConfigMap != "" {
+	if in.UserConfigMap != "" {
 		mounts = append(mounts, serverMount{
 			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true},
 			what:        "the user config volume",
 		})
 	}
-	if in.caBundleHash != "" {
+	if in.CABundleHash != "" {
 		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeCABundle, MountPath: caBundleMountPath, ReadOnly: true},
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeCABundle, MountPath: revision.CABundleMountPath, ReadOnly: true},
 			what:        "the CA bundle volume",
 		})
 	}
-	if in.tls != nil {
+	if in.TLS != nil {
 		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true},
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: revision.ServerTLSMountPath, ReadOnly: true},
 			what:        "the TLS certificate volume",
 			field:       "spec.networking.tls.secretName",
 		})
@@ -171,9 +172,9 @@ func nestedMountsMessage(nested []mountNesting) string {
 
 // podNestedMounts are the nested mounts of the server container as ensureChildren
 // builds it (see podConflict).
-func podNestedMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) []mountNesting {
+func podNestedMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs, uc *userConfig) []mountNesting {
 	if uc != nil {
-		in.userConfigMap = uc.mountName
+		in.UserConfigMap = uc.mountName
 	}
 	return nestedMounts(serverMounts(l, in))
 }

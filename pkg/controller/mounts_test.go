@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // withMounts adds podOverrides volumes (emptyDirs) and their mounts at the given paths,
@@ -37,11 +38,11 @@ func withStorageAt(p string) func(*v1alpha1.LlamaStackDistribution) {
 // Mount paths are compared as directories: however a path is written, two volumes at
 // one directory are a conflict, and the message names both as written.
 func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
-	withUserConfig := deploymentInputs{userConfigMap: "cfg"}
-	withCA := deploymentInputs{caBundleHash: "h"}
+	withUserConfig := revision.Inputs{UserConfigMap: "cfg"}
+	withCA := revision.Inputs{CABundleHash: "h"}
 	tests := map[string]struct {
 		edits []func(*v1alpha1.LlamaStackDistribution)
-		in    deploymentInputs
+		in    revision.Inputs
 		want  []string // substrings of the message; none: no conflict
 	}{
 		"the same string": {edits: fns(withMounts("/.llama")), want: []string{
@@ -187,7 +188,7 @@ func TestNestedMounts(t *testing.T) {
 func TestNestedMountsMessage(t *testing.T) {
 	assert.Empty(t, nestedMountsMessage(nil))
 	l := newLLSDv1("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
-	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"})))
+	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), revision.Inputs{UserConfigMap: "cfg"})))
 	// In the order of the inner mounts: the controller's come first.
 	assert.Equal(t,
 		`the user config volume "user-config" at "/etc/llama-stack/" hides the path "llama-stack" inside spec.workload.overrides.volumeMounts[1] (volume "v1"; v1alpha1 spec.server.podOverrides.volumeMounts[1]) at "/etc"; `+
@@ -199,7 +200,7 @@ func TestNestedMountsMessage(t *testing.T) {
 // volumeMounts is serverMounts without the origins: the Deployment's mounts, in order.
 func TestVolumeMountsFollowServerMounts(t *testing.T) {
 	l := newLLSDv1("demo", withMounts("/models"))
-	got := volumeMounts(hub(l), deploymentInputs{userConfigMap: "cfg", caBundleHash: "h"})
+	got := volumeMounts(hub(l), revision.Inputs{UserConfigMap: "cfg", CABundleHash: "h"})
 	assert.Equal(t, []corev1.VolumeMount{
 		{Name: "lls-storage", MountPath: "/.llama"},
 		{Name: "user-config", MountPath: "/etc/llama-stack/", ReadOnly: true},

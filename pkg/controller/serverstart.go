@@ -9,6 +9,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // How the server container starts, by server line. llama-stack (up to 0.7) and OGX
@@ -75,8 +76,8 @@ fi
 
 // serverCommand is the command the controller sets on the server container, nil for
 // the image's own.
-func serverCommand(line serverLine, in deploymentInputs) []string {
-	if in.userConfigMap == "" {
+func serverCommand(line serverLine, in revision.Inputs) []string {
+	if in.UserConfigMap == "" {
 		return nil
 	}
 	switch line {
@@ -91,26 +92,26 @@ func serverCommand(line serverLine, in deploymentInputs) []string {
 // controllerEnv is the controller's own environment of the server: upstream's
 // variables in upstream's order for llama-stack, OGX's for OGX, both for an unknown
 // line; then the generated config's Secret-sourced variables.
-func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []corev1.EnvVar {
-	line := lineOf(in.serverVersion)
+func controllerEnv(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []corev1.EnvVar {
+	line := lineOf(in.ServerVersion)
 	mount := storageMountPath(l)
 	workers := strconv.Itoa(int(serverWorkers(l)))
 	port := strconv.Itoa(int(llsd.Port(l)))
-	env := []corev1.EnvVar{{Name: envHFHome, Value: mount}}
-	if in.caBundleHash != "" {
-		env = append(env, corev1.EnvVar{Name: llsd.EnvSSLCertFile, Value: caBundleFile})
+	env := []corev1.EnvVar{{Name: revision.EnvHFHome, Value: mount}}
+	if in.CABundleHash != "" {
+		env = append(env, corev1.EnvVar{Name: llsd.EnvSSLCertFile, Value: revision.CABundleFile})
 	}
 	if line != lineOGX {
 		env = append(env,
-			corev1.EnvVar{Name: envWorkers, Value: workers},
-			corev1.EnvVar{Name: envPort, Value: port},
-			corev1.EnvVar{Name: envLlamaStackConfig, Value: userConfigPath},
+			corev1.EnvVar{Name: revision.EnvWorkers, Value: workers},
+			corev1.EnvVar{Name: revision.EnvPort, Value: port},
+			corev1.EnvVar{Name: revision.EnvLlamaStackConfig, Value: revision.UserConfigPath},
 		)
-		if in.tls != nil {
+		if in.TLS != nil {
 			// The uvicorn the controller's script starts reads its TLS from these.
 			env = append(env,
-				corev1.EnvVar{Name: envUvicornCertFile, Value: serverCertFile},
-				corev1.EnvVar{Name: envUvicornKeyFile, Value: serverKeyFile},
+				corev1.EnvVar{Name: revision.EnvUvicornCertFile, Value: revision.ServerCertFile},
+				corev1.EnvVar{Name: revision.EnvUvicornKeyFile, Value: revision.ServerKeyFile},
 			)
 		}
 	}
@@ -120,26 +121,26 @@ func controllerEnv(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []co
 			corev1.EnvVar{Name: envOGXWorkers, Value: workers},
 			corev1.EnvVar{Name: envOGXPort, Value: port},
 		)
-		if in.userConfigMap != "" {
+		if in.UserConfigMap != "" {
 			env = append(env,
-				corev1.EnvVar{Name: envRunConfigPath, Value: userConfigPath},
-				corev1.EnvVar{Name: envOGXConfig, Value: userConfigPath},
+				corev1.EnvVar{Name: envRunConfigPath, Value: revision.UserConfigPath},
+				corev1.EnvVar{Name: envOGXConfig, Value: revision.UserConfigPath},
 			)
 		}
-		if children.MetricsOn(l, in.serverVersion) {
+		if children.MetricsOn(l, in.ServerVersion) {
 			env = append(env, children.MetricsEnv()...)
 		}
-		if in.distro != "" {
+		if in.Distro != "" {
 			// Where a llama-stack server of this distribution kept them on the
 			// volume mounted at /.llama (~/.llama/distributions/<name>).
-			dir := mount + "/distributions/" + in.distro
+			dir := mount + "/distributions/" + in.Distro
 			env = append(env,
 				corev1.EnvVar{Name: envSQLiteDir, Value: dir},
 				corev1.EnvVar{Name: envFilesDir, Value: dir + "/files"},
 			)
 		}
 	}
-	for _, e := range in.configEnv {
+	for _, e := range in.ConfigEnv {
 		env = append(env, *e.DeepCopy())
 	}
 	return env

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 func TestLineOf(t *testing.T) {
@@ -103,7 +104,7 @@ func TestServerStartByLine(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			in := deploymentInputs{image: "example.com/server:x", replicas: ptr.To(int32(1)), serverVersion: tc.version, distro: tc.distro}
+			in := revision.Inputs{Image: "example.com/server:x", Replicas: ptr.To(int32(1)), ServerVersion: tc.version, Distro: tc.distro}
 			if tc.config {
 				in = withUserConfig(in)
 			}
@@ -122,7 +123,7 @@ func TestServerStartByLine(t *testing.T) {
 func TestServerStartUserCommandWins(t *testing.T) {
 	l := testLLSD(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Command = []string{"my-server"} })
 	for _, v := range []string{"0.7.1", "1.3.0", ""} {
-		in := withUserConfig(deploymentInputs{image: testImage, serverVersion: v})
+		in := withUserConfig(revision.Inputs{Image: testImage, ServerVersion: v})
 		assert.Equal(t, []string{"my-server"}, serverOf(t, newDeployment(hub(l), in)).Command, v)
 	}
 }
@@ -179,7 +180,7 @@ func TestProbeStartupScriptRuns(t *testing.T) {
 			if tc.ogx {
 				ogx = "yes"
 			}
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_OGX=" + ogx, "RUN_CONFIG_PATH=" + userConfigPath}
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_OGX=" + ogx, "RUN_CONFIG_PATH=" + revision.UserConfigPath}
 			var out strings.Builder
 			cmd.Stdout = &out
 			require.NoError(t, cmd.Run())

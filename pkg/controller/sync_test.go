@@ -20,6 +20,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The first sync of a minimal CR applies its Deployment and Service, exactly as their
@@ -29,8 +30,8 @@ func TestCreateThenNoOp(t *testing.T) {
 	f := newFixture(t, l)
 	image := builtinDistributions()["starter"]
 	checkWrites(t, f.sync("demo"), []expectedWrite{
-		{"patch", "deployments", "demo", newDeployment(l, deploymentInputs{image: image, replicas: ptr.To(int32(1)),
-			serverVersion: imageServerVersion(image), distro: "starter"})},
+		{"patch", "deployments", "demo", newDeployment(l, revision.Inputs{Image: image, Replicas: ptr.To(int32(1)),
+			ServerVersion: imageServerVersion(image), Distro: "starter"})},
 		{"patch", "services", "demo-service", children.NewService(l, children.AskedListening(l, imageServerVersion(image)))},
 		{"update", "llamastackdistributions/status", "demo", nil},
 	})
@@ -122,8 +123,8 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "demo-pvc", children.NewPVC(h)},
 		{"patch", "services", "demo-service", children.NewService(h, children.AskedListening(h, version))},
-		{"patch", "deployments", "demo", newDeployment(h, deploymentInputs{image: image, replicas: ptr.To[int32](2),
-			serverVersion: version, distro: "starter"})},
+		{"patch", "deployments", "demo", newDeployment(h, revision.Inputs{Image: image, Replicas: ptr.To[int32](2),
+			ServerVersion: version, Distro: "starter"})},
 		{"patch", "horizontalpodautoscalers", "demo-hpa", children.NewHPA(h)},
 		{"patch", "poddisruptionbudgets", "demo-pdb", children.NewPDB(h)},
 		{"patch", "ingresses", "demo-ingress", children.NewIngress(h)},
