@@ -86,8 +86,8 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, cm)
 		in.CABundleHash = caBundleMountHash(cm)
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(h, in, nil)
-	if conflict := podConflict(h, in, nil); conflict != nil {
+	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(h, in)
+	if conflict := children.PodConflict(h, in); conflict != nil {
 		obs.problems = append(obs.problems, *conflict)
 	}
 	if len(obs.problems) > 0 {
@@ -103,7 +103,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		min := children.HPAMinReplicas(h)
 		in.Replicas = &min
 	}
-	obs.deployment = newDeployment(h, in)
+	obs.deployment = children.NewDeployment(h, in)
 	obs.service = children.NewService(h, children.AskedListening(h, in.ServerVersion))
 	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.ServerVersion)))
 	if spec.Server.Storage != nil {

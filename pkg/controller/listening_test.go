@@ -37,7 +37,7 @@ func TestListeningOf(t *testing.T) {
 			if llsd.TLSEnabled(l) {
 				in.TLS = &revision.TLS{Hash: "h"}
 			}
-			d := newDeployment(l, in)
+			d := children.NewDeployment(l, in)
 			got, ok := children.ListeningOf(&d.Spec.Template, llsd.ContainerName(l))
 			require.True(t, ok)
 			assert.Equal(t, tc.want, got)

@@ -150,10 +150,14 @@ func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStack
 	rev.problems = append(rev.problems, copyProblem, bundleProblem)
 }
 
-// deploymentInputs are the facts of the revision the Deployment is made of.
+// deploymentInputs are the facts of the revision the Deployment is made of, the config
+// it mounts included.
 func (rev *resolvedRevision) deploymentInputs(l *v1alpha2.LlamaStackDistribution, openShift bool) revision.Inputs {
 	in := revision.Inputs{Image: rev.image, CABundleHash: rev.caHash, OpenShift: openShift,
 		ServerVersion: imageServerVersion(rev.image), Distro: l.Spec.Distribution.Name, TLS: rev.tls}
+	if uc := rev.uc; uc != nil {
+		in.UserConfigMap, in.UserConfigHash = uc.mountName, uc.hash
+	}
 	if g := rev.gen; g != nil {
 		in.ConfigEnv = g.out.Env
 		in.ServerVersion, in.Distro = g.resolved.ServerVersion, g.out.Distro

@@ -40,7 +40,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	l := newLLSD("app")
 	image := builtinDistributions()["starter"]
 	in := revision.Inputs{Image: image, Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
-	c := serverContainerOf(t, newDeployment(l, in))
+	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, "1", envValue(t, c.Env, "OGX_METRICS_ENDPOINT_ENABLED"))
 	assert.Equal(t, "0.0.0.0", envValue(t, c.Env, "OGX_METRICS_HOST"))
 	assert.Equal(t, "9464", envValue(t, c.Env, "OGX_METRICS_PORT"))
@@ -52,7 +52,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 
 	for _, version := range []string{"0.7.1", "0.8.0", ""} {
 		in.ServerVersion = version
-		c := serverContainerOf(t, newDeployment(l, in))
+		c := serverContainerOf(t, children.NewDeployment(l, in))
 		assert.Len(t, c.Ports, 1, version)
 		for _, e := range c.Env {
 			assert.NotContains(t, e.Name, "OGX_METRICS", version)
@@ -67,7 +67,7 @@ func TestMetricsStayOffWhenTheAPIHasTheirPort(t *testing.T) {
 	l := newLLSD("app")
 	l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9464}
 	in := revision.Inputs{Image: builtinDistributions()["starter"], Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
-	c := serverContainerOf(t, newDeployment(l, in))
+	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 9464, Protocol: corev1.ProtocolTCP}}, c.Ports)
 	for _, e := range c.Env {
 		assert.NotContains(t, e.Name, "OGX_METRICS")

@@ -133,7 +133,7 @@ func TestDeploymentServesTLS(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := revision.Inputs{Image: "img", UserConfigMap: "cfg", ServerVersion: tc.version, TLS: &revision.TLS{Hash: "h1"}}
-			d := newDeployment(l, in)
+			d := children.NewDeployment(l, in)
 			ctr := serverContainerOf(t, d)
 			for _, p := range []*corev1.Probe{ctr.StartupProbe, ctr.ReadinessProbe, ctr.LivenessProbe} {
 				assert.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme)
@@ -159,7 +159,7 @@ func TestDeploymentServesTLS(t *testing.T) {
 			assert.True(t, servesTLS(d))
 		})
 	}
-	plain := newDeployment(l, revision.Inputs{Image: "img"})
+	plain := children.NewDeployment(l, revision.Inputs{Image: "img"})
 	assert.False(t, servesTLS(plain))
 	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
 	assert.NotContains(t, plain.Spec.Template.Annotations, llsd.AnnotationTLSHash)

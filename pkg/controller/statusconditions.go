@@ -211,7 +211,7 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 	if !obs.mountsChecked {
 		return keepAsIs
 	}
-	if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
+	if msg := children.NestedMountsMessage(obs.nestedMounts); msg != "" {
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, msg)
 	}
 	return dropped

@@ -215,14 +215,14 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if rev.tls != nil {
 		asked.serverCA = rev.tls.CA
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, rev.uc)
+	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(l, in)
 	var plan *deploymentPlan
-	if conflict := podConflict(l, in, rev.uc); conflict != nil {
+	if conflict := children.PodConflict(l, in); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		f.add(conflict)
 	} else if inputsReady {
 		var err error
-		if plan, err = c.planDeployment(ctx, l, in, rev.uc); err != nil {
+		if plan, err = c.planDeployment(ctx, l, in); err != nil {
 			f.report(err)
 		}
 	}

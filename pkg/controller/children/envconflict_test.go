@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -57,19 +57,4 @@ func TestEnvConflict(t *testing.T) {
 			assert.Contains(t, p.Message, "spec.workload.overrides.env")
 		})
 	}
-}
-
-// A conflicting variable rolls nothing: the running Deployment is kept and the CR says why.
-func TestEnvConflictKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
-	f.converge("app")
-	before := f.deployment("app").Spec.Template
-	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "OGX_PORT", Value: "9000"}}}
-	})
-	f.converge("app")
-	assert.Equal(t, before, f.deployment("app").Spec.Template)
-	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
-	assert.Equal(t, v1alpha2.ReasonResourceInvalid, c.Reason)
-	assert.Contains(t, c.Message, "OGX_PORT")
 }

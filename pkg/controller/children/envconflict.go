@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func envConflict(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) *fault.
 	}
 	for _, e := range user {
 		switch name := e.Name; {
-		case name == revision.EnvPort || name == envOGXPort:
+		case name == revision.EnvPort || name == EnvOGXPort:
 			if e.ValueFrom != nil || strings.TrimSpace(e.Value) != p {
 				return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 					"%s sets %s, which the controller sets to the server's port %s (spec.networking.port), where the probes, the Service and the NetworkPolicy reach it: the server would listen elsewhere; remove it and set spec.networking.port",
@@ -48,7 +48,7 @@ func envConflict(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) *fault.
 			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which the generated config reads for a value the CR takes from a Secret (apiKey or secretRefs of a provider, or a storage password): it would replace that value; remove it and set the provider's apiKey or secretRefs",
 				envField, name)}
-		case revision.GeneratesConfig(l) && (name == revision.EnvLlamaStackConfig || name == envOGXConfig || name == envRunConfigPath):
+		case revision.GeneratesConfig(l) && (name == revision.EnvLlamaStackConfig || name == EnvOGXConfig || name == EnvRunConfigPath):
 			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which points the server at the config the controller generates (%s): the server would read another file than the CR describes; remove it (use overrideConfig to run a file of your own)",
 				envField, name, revision.UserConfigPath)}
