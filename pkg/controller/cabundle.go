@@ -9,18 +9,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // CA bundle: the certificates of spec.networking.tls.caBundle and of the namespace's
-// odh-trusted-ca-bundle, gathered into one managed ConfigMap and mounted into the server pod.
+// odh-trusted-ca-bundle, gathered into one managed ConfigMap and mounted into the server pod
+// (its key, mount path and file are revision.CABundleKey, CABundleMountPath and
+// CABundleFile).
 const (
-	// caBundleKey is the key of the managed ConfigMap, and the default key read from an
-	// explicitly referenced one.
-	caBundleKey = "ca-bundle.crt"
-	// caBundleMountPath is the directory the managed ConfigMap is mounted at.
-	caBundleMountPath = "/etc/ssl/certs/ca-bundle"
-	// caBundleFile is the mounted bundle, the value of SSL_CERT_FILE.
-	caBundleFile = caBundleMountPath + "/" + caBundleKey
 	// odhTrustedCABundle is the ConfigMap in the CR's namespace whose certificates are
 	// added when it exists (OpenShift AI injects it).
 	odhTrustedCABundle = "odh-trusted-ca-bundle"
@@ -32,7 +29,7 @@ const (
 	maxCABundleCerts = 1000
 	// maxBundleBytes is the most the managed ConfigMap can hold under its one key: the
 	// API server limits a ConfigMap's keys and values to 1 MiB in total.
-	maxBundleBytes = 1024*1024 - len(caBundleKey)
+	maxBundleBytes = 1024*1024 - len(revision.CABundleKey)
 
 	maxCAKeyLength = 253
 )

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // testCAKey signs every test certificate: one key keeps generating a thousand certificates quick.
@@ -55,7 +57,7 @@ func explicitCA(keys []string, data map[string]string) caSource {
 	return caSource{Namespace: "ns", Name: "ca", Data: data, Keys: keys}
 }
 
-func defaultCAKeys() []string { return []string{caBundleKey} }
+func defaultCAKeys() []string { return []string{revision.CABundleKey} }
 
 func odhCA(data map[string]string) caSource {
 	return caSource{Namespace: "ns", Name: odhTrustedCABundle, Data: data, Optional: true}
@@ -68,7 +70,7 @@ func TestValidateCAKeys(t *testing.T) {
 		wantErr string
 	}{
 		{name: "none", keys: nil},
-		{name: "valid keys", keys: []string{caBundleKey, "tls_ca.pem", "a", "A1", "ca-bundle-2.crt", strings.Repeat("a", 253)}},
+		{name: "valid keys", keys: []string{revision.CABundleKey, "tls_ca.pem", "a", "A1", "ca-bundle-2.crt", strings.Repeat("a", 253)}},
 		{name: "empty", keys: []string{""}, wantErr: "a CA bundle ConfigMap key is empty"},
 		{name: "254 characters", keys: []string{strings.Repeat("a", 254)},
 			wantErr: "CA bundle ConfigMap key '" + strings.Repeat("a", 254) + "' is too long (at most 253 characters)"},
@@ -117,10 +119,10 @@ func TestBuildCABundle(t *testing.T) {
 	}{
 		{name: "no sources"},
 		{name: "one certificate",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: c1})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: c1})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "several certificates in one key",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: c1 + c2 + c3})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: c1 + c2 + c3})},
 			wantBundle: c1 + "\n" + c2 + "\n" + c3, wantCerts: 3},
 		{name: "explicit keys in the given order",
 			sources:    []caSource{explicitCA([]string{"b", "a"}, map[string]string{"a": c1, "b": c2})},
@@ -130,7 +132,7 @@ func TestBuildCABundle(t *testing.T) {
 			wantBundle: c2 + "\n" + c3 + "\n" + c1, wantCerts: 3},
 		{name: "sources in the given order",
 			sources: []caSource{
-				explicitCA(def, map[string]string{caBundleKey: c3}),
+				explicitCA(def, map[string]string{revision.CABundleKey: c3}),
 				odhCA(map[string]string{"b": c1, "a": c2}),
 			},
 			wantBundle: c3 + "\n" + c2 + "\n" + c1, wantCerts: 3},
@@ -138,7 +140,7 @@ func TestBuildCABundle(t *testing.T) {
 			sources:    []caSource{explicitCA([]string{"blank", "ca"}, map[string]string{"blank": " \n\t\n", "ca": c1})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "explicit whitespace only",
-			sources: []caSource{explicitCA(def, map[string]string{caBundleKey: "  \n\n "})},
+			sources: []caSource{explicitCA(def, map[string]string{revision.CABundleKey: "  \n\n "})},
 			wantErr: "no valid certificate found in CA bundle ConfigMap ns/ca (keys read: 'ca-bundle.crt')"},
 		{name: "explicit empty value",
 			sources: []caSource{explicitCA([]string{"a", "b"}, map[string]string{"a": "", "b": ""})},
@@ -153,30 +155,30 @@ func TestBuildCABundle(t *testing.T) {
 		{name: "optional without certificates next to explicit ones",
 			sources: []caSource{
 				odhCA(map[string]string{"a": " "}),
-				explicitCA(def, map[string]string{caBundleKey: c1}),
+				explicitCA(def, map[string]string{revision.CABundleKey: c1}),
 			},
 			wantBundle: c1, wantCerts: 1},
 		{name: "explicit without certificates next to optional ones",
 			sources: []caSource{
-				explicitCA(def, map[string]string{caBundleKey: "\n"}),
+				explicitCA(def, map[string]string{revision.CABundleKey: "\n"}),
 				odhCA(map[string]string{"a": c1}),
 			},
 			wantBundle: c1, wantCerts: 1},
 		{name: "non-certificate blocks are skipped",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: publicKey + c1 + publicKey})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: publicKey + c1 + publicKey})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "explicit key with only a public key",
-			sources: []caSource{explicitCA(def, map[string]string{caBundleKey: publicKey})},
+			sources: []caSource{explicitCA(def, map[string]string{revision.CABundleKey: publicKey})},
 			wantErr: "key 'ca-bundle.crt' of CA bundle ConfigMap ns/ca: it holds no PEM certificate"},
 		{name: "explicit key with plain text",
-			sources: []caSource{explicitCA(def, map[string]string{caBundleKey: "hello"})},
+			sources: []caSource{explicitCA(def, map[string]string{revision.CABundleKey: "hello"})},
 			wantErr: "key 'ca-bundle.crt' of CA bundle ConfigMap ns/ca: it holds no PEM certificate"},
 		{name: "optional key with only a public key is skipped",
 			sources:    []caSource{odhCA(map[string]string{"pub": publicKey, "ca": c1})},
 			wantBundle: c1, wantCerts: 1,
 			wantWarnings: []string{"key 'pub' of CA bundle ConfigMap ns/odh-trusted-ca-bundle: it holds no PEM certificate"}},
 		{name: "explicit garbage in a certificate block",
-			sources: []caSource{explicitCA(def, map[string]string{caBundleKey: garbage})},
+			sources: []caSource{explicitCA(def, map[string]string{revision.CABundleKey: garbage})},
 			wantErr: "key 'ca-bundle.crt' of CA bundle ConfigMap ns/ca: certificate 1 does not parse: "},
 		{name: "explicit garbage after a good certificate",
 			sources: []caSource{explicitCA([]string{"x.crt"}, map[string]string{"x.crt": c1 + garbage})},
@@ -189,16 +191,16 @@ func TestBuildCABundle(t *testing.T) {
 				"key 'c' of CA bundle ConfigMap ns/odh-trusted-ca-bundle: certificate 2 does not parse: ",
 			}},
 		{name: "text around blocks is ignored",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: "# corporate CA\n" + c1 + "trailing text\n"})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: "# corporate CA\n" + c1 + "trailing text\n"})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "CRLF line endings",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: strings.ReplaceAll(c1, "\n", "\r\n")})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: strings.ReplaceAll(c1, "\n", "\r\n")})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "headers are dropped",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: withHeaders})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: withHeaders})},
 			wantBundle: c1, wantCerts: 1},
 		{name: "duplicates in one key are removed",
-			sources:    []caSource{explicitCA(def, map[string]string{caBundleKey: c1 + c2 + c1 + withHeaders})},
+			sources:    []caSource{explicitCA(def, map[string]string{revision.CABundleKey: c1 + c2 + c1 + withHeaders})},
 			wantBundle: c1 + "\n" + c2, wantCerts: 2},
 		{name: "duplicates across keys and sources are removed, first place kept",
 			sources: []caSource{
@@ -217,7 +219,7 @@ func TestBuildCABundle(t *testing.T) {
 		{name: "errors of explicit sources keep the warnings so far",
 			sources: []caSource{
 				odhCA(map[string]string{"a": publicKey}),
-				explicitCA(def, map[string]string{caBundleKey: garbage}),
+				explicitCA(def, map[string]string{revision.CABundleKey: garbage}),
 			},
 			wantWarnings: []string{"key 'a' of CA bundle ConfigMap ns/odh-trusted-ca-bundle: it holds no PEM certificate"},
 			wantErr:      "key 'ca-bundle.crt' of CA bundle ConfigMap ns/ca: certificate 1 does not parse: "},
@@ -250,7 +252,7 @@ func TestBuildCABundle(t *testing.T) {
 				pool := x509.NewCertPool()
 				assert.True(t, pool.AppendCertsFromPEM([]byte(bundle)))
 				// The bundle read back is itself.
-				again, m, _, err := buildCABundle([]caSource{explicitCA(def, map[string]string{caBundleKey: bundle})})
+				again, m, _, err := buildCABundle([]caSource{explicitCA(def, map[string]string{revision.CABundleKey: bundle})})
 				require.NoError(t, err)
 				assert.Equal(t, bundle, again)
 				assert.Equal(t, n, m)
@@ -271,12 +273,12 @@ func TestBuildCABundleCertificateLimit(t *testing.T) {
 	assert.Equal(t, maxCABundleCerts, n)
 	assert.Equal(t, strings.Join(certs[:maxCABundleCerts], "\n"), bundle)
 
-	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: strings.Join(certs, "")})})
+	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: strings.Join(certs, "")})})
 	assert.EqualError(t, err, limit)
 
 	// The limit is across sources, optional ones included.
 	_, _, warnings, err := buildCABundle([]caSource{
-		explicitCA(defaultCAKeys(), map[string]string{caBundleKey: strings.Join(certs[:600], "")}),
+		explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: strings.Join(certs[:600], "")}),
 		odhCA(map[string]string{"a": strings.Join(certs[600:], "")}),
 	})
 	assert.EqualError(t, err, limit)
@@ -291,23 +293,23 @@ func TestBuildCABundleSizeLimit(t *testing.T) {
 	require.Equal(t, 10485760, maxCABundleBytes)
 
 	padded := c1 + strings.Repeat(" ", maxCABundleBytes-len(c1))
-	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: padded})})
+	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: padded})})
 	require.NoError(t, err, "exactly the limit is allowed")
 	assert.Equal(t, c1, bundle)
 	assert.Equal(t, 1, n)
 
-	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: padded + "\n"})})
+	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: padded + "\n"})})
 	assert.EqualError(t, err, limit)
 
 	half := strings.Repeat("\n", maxCABundleBytes/2)
 	_, _, _, err = buildCABundle([]caSource{
-		explicitCA(defaultCAKeys(), map[string]string{caBundleKey: c1}),
+		explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: c1}),
 		odhCA(map[string]string{"a": half, "b": half}),
 	})
 	assert.EqualError(t, err, limit, "summed across keys and sources")
 
 	// Keys not read do not count.
-	bundle, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: c1, "other": padded + padded})})
+	bundle, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: c1, "other": padded + padded})})
 	require.NoError(t, err)
 	assert.Equal(t, c1, bundle)
 }
@@ -336,7 +338,7 @@ func TestBuildCABundleIsDeterministic(t *testing.T) {
 }
 
 func TestCABundlePaths(t *testing.T) {
-	assert.Equal(t, "/etc/ssl/certs/ca-bundle/ca-bundle.crt", caBundleFile)
+	assert.Equal(t, "/etc/ssl/certs/ca-bundle/ca-bundle.crt", revision.CABundleFile)
 }
 
 // A bundle larger than a ConfigMap can hold is the user's problem, not an apply the API
@@ -361,10 +363,10 @@ func TestCABundleTooLargeForConfigMap(t *testing.T) {
 	}
 	a, b := largeCert(1), largeCert(2)
 	require.Less(t, len(a), maxConfigMapBytes)
-	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: a}), odhCA(map[string]string{"b": b})})
+	_, _, _, err = buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: a}), odhCA(map[string]string{"b": b})})
 	require.ErrorContains(t, err, "more than the 1048563 a ConfigMap can hold")
 
-	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{caBundleKey: a})})
+	bundle, n, _, err := buildCABundle([]caSource{explicitCA(defaultCAKeys(), map[string]string{revision.CABundleKey: a})})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	l := newLLSD("big")

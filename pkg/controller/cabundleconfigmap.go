@@ -16,6 +16,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // annotationBundleHash on the managed CA bundle ConfigMap records the hash of the data
@@ -47,7 +48,7 @@ func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRe
 		if ns == "" {
 			ns = l.Namespace
 		}
-		keys := []string{caBundleKey}
+		keys := []string{revision.CABundleKey}
 		if len(spec.ConfigMapKeys) > 0 {
 			keys = make([]string, len(spec.ConfigMapKeys))
 			for i, k := range spec.ConfigMapKeys {
@@ -87,7 +88,7 @@ func caSourcesHash(refs []caRef) string {
 // caBundleMountHash is the content hash of a managed CA bundle ConfigMap, or "" when it
 // holds no certificate (then nothing is mounted).
 func caBundleMountHash(cm *corev1.ConfigMap) string {
-	if _, ok := cm.Data[caBundleKey]; !ok {
+	if _, ok := cm.Data[revision.CABundleKey]; !ok {
 		return ""
 	}
 	return configMapHash(cm)
@@ -99,7 +100,7 @@ func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHas
 	lbls[llsd.LabelComponent] = "ca-bundle"
 	data := map[string]string{}
 	if bundle != "" {
-		data[caBundleKey] = bundle
+		data[revision.CABundleKey] = bundle
 	}
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},

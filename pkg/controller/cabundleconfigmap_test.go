@@ -14,6 +14,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 func withCABundle(name, namespace string, keys ...v1alpha1.ConfigMapKey) func(*v1alpha1.LlamaStackDistribution) {
@@ -58,13 +59,13 @@ func TestCABundleLifecycle(t *testing.T) {
 	certs := testCertPEMs(t, 3)
 	f := newFixture(t,
 		newLLSDv1("app", withCABundle("custom-ca", "")),
-		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0]}, nil))
+		configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: certs[0]}, nil))
 	f.converge("app")
 
 	cm := f.managedCA("app")
 	require.NotNil(t, cm)
 	assertControlledChild(t, cm, f.llsd("app"))
-	assert.Equal(t, certs[0], cm.Data[caBundleKey])
+	assert.Equal(t, certs[0], cm.Data[revision.CABundleKey])
 	assert.Equal(t, "ca-bundle", cm.Labels["app.kubernetes.io/component"])
 	d := f.deployment("app")
 	assert.True(t, caMount(t, d))
@@ -73,25 +74,25 @@ func TestCABundleLifecycle(t *testing.T) {
 	assert.Empty(t, f.sync("app"), "a resync of an unchanged CR sends nothing")
 
 	// A source change rolls the pods through the content hash.
-	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0] + certs[1]}, nil))
+	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: certs[0] + certs[1]}, nil))
 	f.converge("app")
-	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[revision.CABundleKey])
 	second := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationCABundleHash]
 	assert.NotEqual(t, first, second)
 
 	// A metadata-only edit of the source rolls nothing and writes nothing.
-	src := configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: certs[0] + certs[1]}, map[string]string{"note": "x"})
+	src := configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: certs[0] + certs[1]}, map[string]string{"note": "x"})
 	f.putConfigMap(src)
 	assert.Empty(t, mutating(f.sync("app")))
 
 	// An edit of the managed ConfigMap is repaired.
 	tampered := f.managedCA("app")
-	tampered.Data[caBundleKey] = certs[2]
+	tampered.Data[revision.CABundleKey] = certs[2]
 	_, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, tampered, metav1.UpdateOptions{FieldManager: "kubectl"})
 	require.NoError(t, err)
 	f.refreshCaches()
 	f.converge("app")
-	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[revision.CABundleKey])
 
 	// Removing tlsConfig deletes the mount, and the managed ConfigMap once rolled out
 	// (upstream's RBAC could not).
@@ -121,12 +122,12 @@ func TestODHTrustedCABundle(t *testing.T) {
 	// Certificates in two keys: sorted key order, so nothing churns (upstream §12.7).
 	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"z.crt": certs[1], "a.crt": certs[0]}, nil))
 	f.converge("app")
-	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[revision.CABundleKey])
 	assert.True(t, caMount(t, f.deployment("app")))
 	// A bad key in the ODH bundle is skipped with a Warning, not a failure.
 	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"a.crt": certs[0], "bad.crt": "-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"}, nil))
 	f.converge("app")
-	assert.Equal(t, certs[0], f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, certs[0], f.managedCA("app").Data[revision.CABundleKey])
 	assert.True(t, hasEvent(f.events(), "CABundleKeySkipped"))
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
@@ -142,13 +143,13 @@ func TestCABundleUserErrors(t *testing.T) {
 		facts  []string
 	}{
 		"missing ConfigMap": {reason: v1alpha2.ReasonConfigMapNotFound, facts: []string{testNamespace + "/custom-ca", "not found"}},
-		"missing key": {data: map[string]string{caBundleKey: cert}, keys: []v1alpha1.ConfigMapKey{"zz"},
+		"missing key": {data: map[string]string{revision.CABundleKey: cert}, keys: []v1alpha1.ConfigMapKey{"zz"},
 			reason: v1alpha2.ReasonConfigMapKeyMissing, facts: []string{"'zz'", testNamespace + "/custom-ca"}},
-		"no certificate": {data: map[string]string{caBundleKey: "not a certificate"},
+		"no certificate": {data: map[string]string{revision.CABundleKey: "not a certificate"},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'", "custom-ca"}},
-		"a public key only": {data: map[string]string{caBundleKey: pemBlock("PUBLIC KEY", []byte("x"))},
+		"a public key only": {data: map[string]string{revision.CABundleKey: pemBlock("PUBLIC KEY", []byte("x"))},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"custom-ca"}},
-		"a certificate that does not parse": {data: map[string]string{caBundleKey: pemBlock("CERTIFICATE", []byte("garbage"))},
+		"a certificate that does not parse": {data: map[string]string{revision.CABundleKey: pemBlock("CERTIFICATE", []byte("garbage"))},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'"}},
 	}
 	for name, tc := range tests {
@@ -174,13 +175,13 @@ func TestCABundleUserErrors(t *testing.T) {
 func TestCABundleCrossNamespace(t *testing.T) {
 	cert := testCertPEMs(t, 1)[0]
 	f := newFixture(t, newLLSDv1("app", withCABundle("shared-ca", "other")),
-		configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, nil))
+		configMap("other", "shared-ca", map[string]string{revision.CABundleKey: cert}, nil))
 	f.sync("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/shared-ca")
 
-	f.putConfigMap(configMap("other", "shared-ca", map[string]string{caBundleKey: cert}, map[string]string{AllowedNamespacesAnnotation: "*"}))
+	f.putConfigMap(configMap("other", "shared-ca", map[string]string{revision.CABundleKey: cert}, map[string]string{AllowedNamespacesAnnotation: "*"}))
 	f.converge("app")
-	assert.Equal(t, cert, f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, cert, f.managedCA("app").Data[revision.CABundleKey])
 	assert.True(t, caMount(t, f.deployment("app")))
 }
 
@@ -188,13 +189,13 @@ func TestCABundleCrossNamespace(t *testing.T) {
 // makes the controller look again.
 func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
 	f := newFixture(t, newLLSDv1("app", withCABundle("custom-ca", "")),
-		configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: "no certificate"}, nil))
+		configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: "no certificate"}, nil))
 	f.sync("app")
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonCABundleInvalid)
 	assert.Empty(t, f.sync("app"), "no reads and no writes while nothing changed")
 
 	cert := testCertPEMs(t, 1)[0]
-	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{caBundleKey: cert}, nil))
+	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: cert}, nil))
 	f.converge("app")
-	assert.Equal(t, cert, f.managedCA("app").Data[caBundleKey])
+	assert.Equal(t, cert, f.managedCA("app").Data[revision.CABundleKey])
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
@@ -62,7 +63,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	if problem != nil {
 		obs.problems = append(obs.problems, *problem)
 	}
-	in := deploymentInputs{image: img.ref}
+	in := revision.Inputs{Image: img.ref}
 	if uc := spec.Server.UserConfig; uc != nil {
 		source := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(h), Name: uc.ConfigMapName},
@@ -75,18 +76,18 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
-			in.userConfigMap, in.userConfigHash = cp.Name, cp.Annotations[llsd.AnnotationSourceHash]
+			in.UserConfigMap, in.UserConfigHash = cp.Name, cp.Annotations[llsd.AnnotationSourceHash]
 		default:
-			in.userConfigMap, in.userConfigHash = source.Name, configMapHash(source)
+			in.UserConfigMap, in.UserConfigHash = source.Name, configMapHash(source)
 		}
 	}
 	if caBundle {
 		cm := newCABundleConfigMap(h, configData, "sources")
 		res.children = append(res.children, cm)
-		in.caBundleHash = caBundleMountHash(cm)
+		in.CABundleHash = caBundleMountHash(cm)
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(h, in, nil)
-	if conflict := podConflict(h, in, nil); conflict != nil {
+	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(h, in)
+	if conflict := children.PodConflict(h, in); conflict != nil {
 		obs.problems = append(obs.problems, *conflict)
 	}
 	if len(obs.problems) > 0 {
@@ -97,14 +98,14 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		return res
 	}
 	if spec.Server.Autoscaling == nil {
-		in.replicas = &l.Spec.Replicas
+		in.Replicas = &l.Spec.Replicas
 	} else {
 		min := children.HPAMinReplicas(h)
-		in.replicas = &min
+		in.Replicas = &min
 	}
-	obs.deployment = newDeployment(h, in)
-	obs.service = children.NewService(h, children.AskedListening(h, in.serverVersion))
-	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.serverVersion)))
+	obs.deployment = children.NewDeployment(h, in)
+	obs.service = children.NewService(h, children.AskedListening(h, in.ServerVersion))
+	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.ServerVersion)))
 	if spec.Server.Storage != nil {
 		obs.pvc = children.NewPVC(h)
 		res.children = append(res.children, obs.pvc)
@@ -124,7 +125,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		// providers reach the status. configData stands for what it says.
 		c.prober = &probe.Prober{}
 		d := obs.deployment.DeepCopy()
-		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.replicas), max(1, *in.replicas), max(1, *in.replicas)
+		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.Replicas), max(1, *in.Replicas), max(1, *in.Replicas)
 		obs.deployment = d
 		obs.probe = &probe.Result{UID: l.UID, Info: probe.Info{
 			Healthy: strings.HasPrefix(configData, "ok"), HealthMessage: configData, Version: configData,

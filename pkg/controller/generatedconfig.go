@@ -18,6 +18,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // Generated config (v1alpha2): a CR that sets providers, resources, storage, disabled
@@ -32,20 +33,6 @@ const generatedConfigComponent = "config"
 
 // reasonSecretInSettings is the Event of a provider setting that looks like a credential.
 const reasonSecretInSettings = "SecretInSettings"
-
-// generatesConfig is the gate: the CR sets one of the v1alpha2 fields that only
-// generation reads, or serves TLS without a config of its own (the server has to be
-// told where its certificate is, which only a config tells every version).
-// overrideConfig (v1alpha1 userConfig) is the user's whole file.
-func generatesConfig(l *v1alpha2.LlamaStackDistribution) bool {
-	return generatesForFields(l) || (llsd.TLSEnabled(l) && l.Spec.OverrideConfig == nil)
-}
-
-// generatesForFields tells whether the CR sets a field that only generation reads.
-func generatesForFields(l *v1alpha2.LlamaStackDistribution) bool {
-	s := &l.Spec
-	return s.Providers != nil || s.Resources != nil || s.Storage != nil || len(s.Disabled) > 0 || s.BaseConfig != nil
-}
 
 // generation is the outcome of config generation for a CR that asks for it.
 type generation struct {
@@ -83,7 +70,7 @@ func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
 func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, img serverImage) (*generation, error) {
 	g := &generation{}
 	report := func(p *fault.Problem) (*generation, error) {
-		if p.Reason == v1alpha2.ReasonBaseConfigRequired && !generatesForFields(l) {
+		if p.Reason == v1alpha2.ReasonBaseConfigRequired && !revision.GeneratesForFields(l) {
 			p.Message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
 		}
 		g.problem = p

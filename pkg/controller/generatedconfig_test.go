@@ -19,7 +19,9 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
@@ -87,12 +89,12 @@ func TestGeneratedConfigIsCreatedAndMounted(t *testing.T) {
 	for _, e := range ctr.Env {
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, userConfigPath, env[envRunConfigPath])
-	assert.Equal(t, userConfigPath, env[envOGXConfig])
-	assert.Equal(t, "8321", env[envOGXPort])
-	assert.Equal(t, llsd.DefaultMountPath, env[envOGXConfigDir])
-	assert.Equal(t, llsd.DefaultMountPath+"/distributions/starter", env[envSQLiteDir])
-	assert.NotContains(t, env, envLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
+	assert.Equal(t, revision.UserConfigPath, env[children.EnvRunConfigPath])
+	assert.Equal(t, revision.UserConfigPath, env[children.EnvOGXConfig])
+	assert.Equal(t, "8321", env[children.EnvOGXPort])
+	assert.Equal(t, llsd.DefaultMountPath, env[children.EnvOGXConfigDir])
+	assert.Equal(t, llsd.DefaultMountPath+"/distributions/starter", env[children.EnvSQLiteDir])
+	assert.NotContains(t, env, revision.EnvLlamaStackConfig, "an OGX server reads no LLAMA_STACK_* variable")
 	assert.Contains(t, cm.Data["config.yaml"], "insecure: true", "told explicitly that it runs without TLS")
 	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true})
 	require.Len(t, want.Env, 1)
@@ -249,7 +251,7 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	assert.Equal(t, "quay.io/me/starter:0.7.1", st.ResolvedDistribution.Image)
 	assert.Equal(t, "quay.io/me/starter:0.7.1", serverContainerOf(t, f.deployment("app")).Image)
 	assert.Equal(t, "distribution:starter@0.7.1", st.ResolvedDistribution.ConfigSource, "the base the controller has for 0.7.1")
-	assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, serverContainerOf(t, f.deployment("app")).Command, "a 0.7.1 server starts the llama-stack way")
+	assert.Equal(t, []string{"/bin/sh", "-c", children.StartupScript}, serverContainerOf(t, f.deployment("app")).Command, "a 0.7.1 server starts the llama-stack way")
 
 	// A direct image: the base comes from spec.baseConfig, the version from its tag.
 	d, _ := configgen.LookupDistribution("starter")

@@ -51,3 +51,10 @@ func TestServerImageForConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestImageServerVersion(t *testing.T) {
+	assert.Equal(t, "0.7.1", imageServerVersion("docker.io/llamastack/distribution-starter:0.7.1"))
+	assert.Equal(t, "1.3.0", imageServerVersion("quay.io/me/ogx:v1.3.0"))
+	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx:latest"))
+	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx"))
+}

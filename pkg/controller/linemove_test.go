@@ -8,6 +8,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 const (
@@ -40,7 +41,7 @@ func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
 		assert.Contains(t, c.Message, want)
 	}
 	d := f.deployment("app")
-	assert.Equal(t, []string{"/bin/sh", "-c", startupScript}, serverContainerOf(t, d).Command, "the running pod template is untouched")
+	assert.Equal(t, []string{"/bin/sh", "-c", children.StartupScript}, serverContainerOf(t, d).Command, "the running pod template is untouched")
 	// An unchanged CR does not read the file again.
 	assert.Empty(t, f.sync("app"), "nothing read or written once the file is known")
 

@@ -13,6 +13,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
@@ -32,11 +33,11 @@ func TestListeningOf(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSD("app", tc.mods...)
-			in := deploymentInputs{image: testImage, serverVersion: tc.version}
+			in := revision.Inputs{Image: testImage, ServerVersion: tc.version}
 			if llsd.TLSEnabled(l) {
-				in.tls = &serverTLS{hash: "h"}
+				in.TLS = &revision.TLS{Hash: "h"}
 			}
-			d := newDeployment(l, in)
+			d := children.NewDeployment(l, in)
 			got, ok := children.ListeningOf(&d.Spec.Template, llsd.ContainerName(l))
 			require.True(t, ok)
 			assert.Equal(t, tc.want, got)

@@ -39,6 +39,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 )
@@ -206,7 +207,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{llsd.UserConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
-		configMap(testNamespace, "ca", map[string]string{caBundleKey: testCertPEMs(t, 1)[0]}, nil),
+		configMap(testNamespace, "ca", map[string]string{revision.CABundleKey: testCertPEMs(t, 1)[0]}, nil),
 	)
 	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute and a
 	// ServiceMonitor are made and deleted too.

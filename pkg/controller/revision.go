@@ -9,12 +9,14 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
-// revision is what the server pods are made from, as one sync resolves it from the CR
-// and the caches: the image, the config mounted and its hash, the CA bundle, the
-// server's certificate. A sync resolves it first, then makes every child from it.
-type revision struct {
+// resolvedRevision is what the server pods are made from, as one sync resolves it from
+// the CR and the caches: the image, the config mounted and its hash, the CA bundle, the
+// server's certificate (the types the pods are built of are the package revision). A
+// sync resolves it first, then makes every child from it.
+type resolvedRevision struct {
 	// cfg is the operator ConfigMap as the sync read it.
 	cfg operatorConfig
 	// img is the image the CR asks for; image the one the pods run (a generated
@@ -28,7 +30,7 @@ type revision struct {
 	caRefs []caRef
 	caHash string
 	// tls is the server's certificate when it serves HTTPS.
-	tls *serverTLS
+	tls *revision.TLS
 	// gen is the generated config; nil when the CR does not ask for one.
 	gen *generation
 	// problems are the user's problems with these inputs, in the order they are told
@@ -82,8 +84,8 @@ func (f *findings) err() error { return errors.Join(f.errs...) }
 // resolveRevision resolves the CR's inputs and checks them as the server they are for
 // would: a user config on the image's server version and with its TLS, a generated
 // config. It writes nothing; what it finds wrong is in rev.problems and f.
-func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStackDistribution, f *findings) *revision {
-	rev := &revision{cfg: c.currentOperatorConfig()}
+func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStackDistribution, f *findings) *resolvedRevision {
+	rev := &resolvedRevision{cfg: c.currentOperatorConfig()}
 	img, imgProblem := c.chooseImage(l, rev.cfg)
 	rev.img, rev.image = img, img.ref
 	uc, ucProblem := c.resolveUserConfig(l)
@@ -111,7 +113,7 @@ func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStack
 	// user config would be, the image is the one the config was generated for. A
 	// failure is a user error, so what runs is kept.
 	var genProblem *fault.Problem
-	if imgProblem == nil && generatesConfig(l) {
+	if imgProblem == nil && revision.GeneratesConfig(l) {
 		var err error
 		rev.gen, err = c.generate(ctx, l, img)
 		f.report(err)
@@ -126,7 +128,7 @@ func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStack
 // writeConfigMaps writes the ConfigMaps the revision mounts (the copy of the user's
 // config, the CA bundle, the generated config) when its inputs have no problem and
 // nothing failed so far; the revision then names what it mounts.
-func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision, f *findings) {
+func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, f *findings) {
 	for _, p := range rev.problems {
 		if p != nil {
 			return
@@ -148,13 +150,17 @@ func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStack
 	rev.problems = append(rev.problems, copyProblem, bundleProblem)
 }
 
-// deploymentInputs are the facts of the revision the Deployment is made of.
-func (rev *revision) deploymentInputs(l *v1alpha2.LlamaStackDistribution, openShift bool) deploymentInputs {
-	in := deploymentInputs{image: rev.image, caBundleHash: rev.caHash, openShift: openShift,
-		serverVersion: imageServerVersion(rev.image), distro: l.Spec.Distribution.Name, tls: rev.tls}
+// deploymentInputs are the facts of the revision the Deployment is made of, the config
+// it mounts included.
+func (rev *resolvedRevision) deploymentInputs(l *v1alpha2.LlamaStackDistribution, openShift bool) revision.Inputs {
+	in := revision.Inputs{Image: rev.image, CABundleHash: rev.caHash, OpenShift: openShift,
+		ServerVersion: imageServerVersion(rev.image), Distro: l.Spec.Distribution.Name, TLS: rev.tls}
+	if uc := rev.uc; uc != nil {
+		in.UserConfigMap, in.UserConfigHash = uc.mountName, uc.hash
+	}
 	if g := rev.gen; g != nil {
-		in.configEnv = g.out.Env
-		in.serverVersion, in.distro = g.resolved.ServerVersion, g.out.Distro
+		in.ConfigEnv = g.out.Env
+		in.ServerVersion, in.Distro = g.resolved.ServerVersion, g.out.Distro
 	}
 	return in
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // starterVersion is the server version of the pinned starter image.
@@ -38,8 +39,8 @@ func TestServerServesMetrics(t *testing.T) {
 func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	l := newLLSD("app")
 	image := builtinDistributions()["starter"]
-	in := deploymentInputs{image: image, replicas: ptr.To(int32(1)), serverVersion: starterVersion(), distro: "starter"}
-	c := serverContainerOf(t, newDeployment(l, in))
+	in := revision.Inputs{Image: image, Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
+	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, "1", envValue(t, c.Env, "OGX_METRICS_ENDPOINT_ENABLED"))
 	assert.Equal(t, "0.0.0.0", envValue(t, c.Env, "OGX_METRICS_HOST"))
 	assert.Equal(t, "9464", envValue(t, c.Env, "OGX_METRICS_PORT"))
@@ -50,8 +51,8 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	assert.Equal(t, "http", svc.Spec.Ports[0].Name, "the API port stays first")
 
 	for _, version := range []string{"0.7.1", "0.8.0", ""} {
-		in.serverVersion = version
-		c := serverContainerOf(t, newDeployment(l, in))
+		in.ServerVersion = version
+		c := serverContainerOf(t, children.NewDeployment(l, in))
 		assert.Len(t, c.Ports, 1, version)
 		for _, e := range c.Env {
 			assert.NotContains(t, e.Name, "OGX_METRICS", version)
@@ -65,8 +66,8 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 func TestMetricsStayOffWhenTheAPIHasTheirPort(t *testing.T) {
 	l := newLLSD("app")
 	l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9464}
-	in := deploymentInputs{image: builtinDistributions()["starter"], replicas: ptr.To(int32(1)), serverVersion: starterVersion(), distro: "starter"}
-	c := serverContainerOf(t, newDeployment(l, in))
+	in := revision.Inputs{Image: builtinDistributions()["starter"], Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
+	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 9464, Protocol: corev1.ProtocolTCP}}, c.Ports)
 	for _, e := range c.Env {
 		assert.NotContains(t, e.Name, "OGX_METRICS")

@@ -21,12 +21,12 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The server's own TLS (spec.networking.tls.enabled with secretName). The Secret is
-// mounted read-only at serverTLSMountPath, and the server is told where its tls.crt and
-// tls.key are in the way its version reads them:
+// mounted read-only at revision.ServerTLSMountPath, and the server is told where its
+// tls.crt and tls.key are in the way its version reads them:
 //   - a generated config says so in server.tls_certfile and tls_keyfile, which the CLI
 //     of every version reads (how OGX and a llama-stack image's entrypoint start);
 //   - the controller's script for llama-stack 0.3 to 0.7 starts uvicorn itself, which
@@ -45,14 +45,8 @@ import (
 // Of the Secret it keeps hashes and ca.crt, never the key.
 
 const (
-	serverTLSMountPath = "/etc/llama-stack-tls"
-	serverCertFile     = serverTLSMountPath + "/" + corev1.TLSCertKey
-	serverKeyFile      = serverTLSMountPath + "/" + corev1.TLSPrivateKeyKey
 	// secretCAKey is the key of the CA certificate in a Secret of cert-manager.
 	secretCAKey = "ca.crt"
-
-	envUvicornCertFile = "UVICORN_SSL_CERTFILE"
-	envUvicornKeyFile  = "UVICORN_SSL_KEYFILE"
 
 	// tlsSecretRecheck is how often the Secret of a serving CR is read again.
 	tlsSecretRecheck = 10 * time.Minute
@@ -63,23 +57,7 @@ const (
 )
 
 // serverTLSFiles are the paths the server container reads its certificate and key from.
-var serverTLSFiles = configgen.TLSFiles{CertFile: serverCertFile, KeyFile: serverKeyFile}
-
-// tlsSecretName is the Secret with the server's certificate; "" without TLS.
-func tlsSecretName(l *v1alpha2.LlamaStackDistribution) string {
-	if !llsd.TLSEnabled(l) {
-		return ""
-	}
-	return llsd.Networking(l).TLS.SecretName
-}
-
-// serverTLS is what a sync knows of the server's certificate.
-type serverTLS struct {
-	// hash is of tls.crt and tls.key, for the pod-template annotation.
-	hash string
-	// ca is the Secret's ca.crt (PEM), empty when it has none.
-	ca []byte
-}
+var serverTLSFiles = configgen.TLSFiles{CertFile: revision.ServerCertFile, KeyFile: revision.ServerKeyFile}
 
 // tlsSecretMemo is the last read of a CR's TLS Secret.
 type tlsSecretMemo struct {
@@ -87,7 +65,7 @@ type tlsSecretMemo struct {
 	generation int64
 	name       string
 	read       time.Time
-	tls        serverTLS
+	tls        revision.TLS
 	problem    *fault.Problem
 	// failures counts the reads in a row that found a problem.
 	failures int
@@ -111,7 +89,7 @@ type tlsSecretMemos struct{ m sync.Map }
 func (t *tlsSecretMemos) forget(key cache.ObjectName) { t.m.Delete(key) }
 
 // last is the last good read of the CR's Secret, for the probe's trust; nil when none.
-func (t *tlsSecretMemos) last(key cache.ObjectName) *serverTLS {
+func (t *tlsSecretMemos) last(key cache.ObjectName) *revision.TLS {
 	if v, ok := t.m.Load(key); ok {
 		if m := v.(tlsSecretMemo); m.problem == nil {
 			return &m.tls
@@ -124,9 +102,9 @@ func (t *tlsSecretMemos) last(key cache.ObjectName) *serverTLS {
 // it must hold a certificate and the key that goes with it, as the server would load
 // them. A missing or unusable Secret is a problem: what runs is kept and the CR is looked
 // at again on the recheck back-off, since no event announces the Secret's creation.
-func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*serverTLS, *fault.Problem, error) {
+func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*revision.TLS, *fault.Problem, error) {
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	name := tlsSecretName(l)
+	name := revision.TLSSecretName(l)
 	if name == "" {
 		c.tlsSecrets.forget(key)
 		return nil, nil, nil
@@ -173,7 +151,7 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 
 // checkTLSSecret checks that secret holds a certificate and its key, as the server loads
 // them, and returns their hash and the CA certificate.
-func checkTLSSecret(secret *corev1.Secret) (serverTLS, *fault.Problem) {
+func checkTLSSecret(secret *corev1.Secret) (revision.TLS, *fault.Problem) {
 	where := fmt.Sprintf("spec.networking.tls.secretName: Secret %s/%s", secret.Namespace, secret.Name)
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	for _, k := range []struct {
@@ -181,17 +159,17 @@ func checkTLSSecret(secret *corev1.Secret) (serverTLS, *fault.Problem) {
 		data []byte
 	}{{corev1.TLSCertKey, crt}, {corev1.TLSPrivateKeyKey, key}} {
 		if len(k.data) == 0 {
-			return serverTLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
+			return revision.TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 				"%s has no %s: the server needs tls.crt and tls.key (a Secret of type kubernetes.io/tls); what runs is kept", where, k.name)}
 		}
 	}
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
-		return serverTLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
+		return revision.TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 			"%s: the server could not load tls.crt and tls.key (%v); what runs is kept", where, err)}
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s%d:%s", len(crt), crt, len(key), key)
-	return serverTLS{hash: hex.EncodeToString(h.Sum(nil))[:32], ca: append([]byte(nil), secret.Data[secretCAKey]...)}, nil
+	return revision.TLS{Hash: hex.EncodeToString(h.Sum(nil))[:32], CA: append([]byte(nil), secret.Data[secretCAKey]...)}, nil
 }
 
 // servesTLS tells whether the server Deployment's pods serve HTTPS (their probes do):
@@ -209,7 +187,7 @@ func servesTLS(d *appsv1.Deployment) bool {
 // controller does not write. The controller's script for llama-stack 0.3 to 0.7 passes
 // the certificate itself. The file is read as for a version move (userConfigs).
 func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*fault.Problem, error) {
-	if uc == nil || generatesConfig(l) {
+	if uc == nil || revision.GeneratesConfig(l) {
 		return nil, nil
 	}
 	version := imageServerVersion(image)
@@ -232,5 +210,5 @@ func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaSt
 	return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 		"spec.networking.tls: %s reads its certificate only from its config, and the config of overrideConfig (ConfigMap %s/%s) names none, so it would serve plain HTTP; "+
 			"add to it server.tls_certfile: %s and server.tls_keyfile: %s (where the Secret %s is mounted); until then what runs is kept",
-		server, ns, name, serverCertFile, serverKeyFile, tlsSecretName(l))}, nil
+		server, ns, name, revision.ServerCertFile, revision.ServerKeyFile, revision.TLSSecretName(l))}, nil
 }

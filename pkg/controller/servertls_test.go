@@ -28,6 +28,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // testServing is a CA and a serving certificate it signed, PEM-encoded.
@@ -109,13 +110,13 @@ func TestCheckTLSSecret(t *testing.T) {
 				return
 			}
 			require.Nil(t, problem)
-			assert.Len(t, got.hash, 32)
-			assert.Equal(t, s.Data[secretCAKey], got.ca)
+			assert.Len(t, got.Hash, 32)
+			assert.Equal(t, s.Data[secretCAKey], got.CA)
 		})
 	}
 	a, _ := checkTLSSecret(good.secret("s"))
 	b, _ := checkTLSSecret(other.secret("s"))
-	assert.NotEqual(t, a.hash, b.hash, "another certificate, another hash")
+	assert.NotEqual(t, a.Hash, b.Hash, "another certificate, another hash")
 }
 
 // The pod of a TLS server mounts the Secret, is probed over HTTPS and is told where the
@@ -131,13 +132,13 @@ func TestDeploymentServesTLS(t *testing.T) {
 		"unknown line":    {version: "", uvicorn: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := deploymentInputs{image: "img", userConfigMap: "cfg", serverVersion: tc.version, tls: &serverTLS{hash: "h1"}}
-			d := newDeployment(l, in)
+			in := revision.Inputs{Image: "img", UserConfigMap: "cfg", ServerVersion: tc.version, TLS: &revision.TLS{Hash: "h1"}}
+			d := children.NewDeployment(l, in)
 			ctr := serverContainerOf(t, d)
 			for _, p := range []*corev1.Probe{ctr.StartupProbe, ctr.ReadinessProbe, ctr.LivenessProbe} {
 				assert.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme)
 			}
-			assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true})
+			assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: revision.ServerTLSMountPath, ReadOnly: true})
 			var vol *corev1.Volume
 			for i := range d.Spec.Template.Spec.Volumes {
 				if d.Spec.Template.Spec.Volumes[i].Name == llsd.VolumeServerTLS {
@@ -150,15 +151,15 @@ func TestDeploymentServesTLS(t *testing.T) {
 			assert.Equal(t, "h1", d.Spec.Template.Annotations[llsd.AnnotationTLSHash], "a renewed certificate rolls the pods")
 			env := envMap(ctr.Env)
 			if tc.uvicorn {
-				assert.Equal(t, serverCertFile, env[envUvicornCertFile])
-				assert.Equal(t, serverKeyFile, env[envUvicornKeyFile])
+				assert.Equal(t, revision.ServerCertFile, env[revision.EnvUvicornCertFile])
+				assert.Equal(t, revision.ServerKeyFile, env[revision.EnvUvicornKeyFile])
 			} else {
-				assert.NotContains(t, env, envUvicornCertFile, "OGX reads its certificate from its config")
+				assert.NotContains(t, env, revision.EnvUvicornCertFile, "OGX reads its certificate from its config")
 			}
 			assert.True(t, servesTLS(d))
 		})
 	}
-	plain := newDeployment(l, deploymentInputs{image: "img"})
+	plain := children.NewDeployment(l, revision.Inputs{Image: "img"})
 	assert.False(t, servesTLS(plain))
 	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
 	assert.NotContains(t, plain.Spec.Template.Annotations, llsd.AnnotationTLSHash)
@@ -190,8 +191,8 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 		Server map[string]any `json:"server"`
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data[llsd.UserConfigKey]), &cfg))
-	assert.Equal(t, serverCertFile, cfg.Server["tls_certfile"])
-	assert.Equal(t, serverKeyFile, cfg.Server["tls_keyfile"])
+	assert.Equal(t, revision.ServerCertFile, cfg.Server["tls_certfile"])
+	assert.Equal(t, revision.ServerKeyFile, cfg.Server["tls_keyfile"])
 	assert.NotContains(t, cfg.Server, "insecure", "a server with a certificate is not told to run without")
 	assert.True(t, servesTLS(d))
 	assert.Equal(t, "https://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
@@ -250,7 +251,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 		l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "cfg"}
 	}
 	plain := "version: 2\ndistro_name: mine\napis: [inference]\nproviders: {inference: []}\n"
-	named := plain + "server:\n  tls_certfile: " + serverCertFile + "\n  tls_keyfile: " + serverKeyFile + "\n"
+	named := plain + "server:\n  tls_certfile: " + revision.ServerCertFile + "\n  tls_keyfile: " + revision.ServerKeyFile + "\n"
 
 	f := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
 		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: plain}, nil))
@@ -258,7 +259,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
 	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
 	assert.Contains(t, c.Message, "server 1.3.0 reads its certificate only from its config")
-	assert.Contains(t, c.Message, "server.tls_certfile: "+serverCertFile)
+	assert.Contains(t, c.Message, "server.tls_certfile: "+revision.ServerCertFile)
 	assert.Empty(t, f.sync("app"), "the file is not read again while it is unchanged")
 
 	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: named}, nil))
@@ -272,7 +273,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
 	f2.converge("app")
 	ctr := serverContainerOf(t, f2.deployment("app"))
-	assert.Equal(t, serverCertFile, envMap(ctr.Env)[envUvicornCertFile])
+	assert.Equal(t, revision.ServerCertFile, envMap(ctr.Env)[revision.EnvUvicornCertFile])
 }
 
 // The controller's probe verifies the server's certificate against the Secret's ca.crt,

@@ -49,7 +49,7 @@ type observed struct {
 	// mountsChecked: the server container's mounts were worked out, and nestedMounts
 	// are those hiding part of another volume. Unchecked, the last report stands.
 	mountsChecked bool
-	nestedMounts  []mountNesting
+	nestedMounts  []children.MountNesting
 	// generation is the config generation of a CR that asks for one; nil when it
 	// did not run (the CR does not ask for one, or an earlier input failed).
 	generation *generation

@@ -13,6 +13,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
@@ -26,7 +27,7 @@ import (
 func resolvedDistribution(l *v1alpha2.LlamaStackDistribution, obs observed, prev *v1alpha2.ResolvedDistributionStatus, conds []metav1.Condition) *v1alpha2.ResolvedDistributionStatus {
 	g := obs.generation
 	switch {
-	case !generatesConfig(l):
+	case !revision.GeneratesConfig(l):
 		if meta.FindStatusCondition(conds, v1alpha2.ConditionConfigGenerated) != nil {
 			return nil
 		}
@@ -42,7 +43,7 @@ func resolvedDistribution(l *v1alpha2.LlamaStackDistribution, obs observed, prev
 func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
 	g := obs.generation
 	switch {
-	case !generatesConfig(l):
+	case !revision.GeneratesConfig(l):
 		return dropped
 	case g == nil:
 		return keepAsIs
@@ -210,7 +211,7 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 	if !obs.mountsChecked {
 		return keepAsIs
 	}
-	if msg := nestedMountsMessage(obs.nestedMounts); msg != "" {
+	if msg := children.NestedMountsMessage(obs.nestedMounts); msg != "" {
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, msg)
 	}
 	return dropped

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
@@ -299,11 +300,11 @@ func TestStorageConditions(t *testing.T) {
 }
 
 func TestVolumeMountWarningCondition(t *testing.T) {
-	nested := []mountNesting{{outer: serverMount{VolumeMount: corev1.VolumeMount{MountPath: "/data"}}, inner: serverMount{VolumeMount: corev1.VolumeMount{MountPath: "/data/x"}}, hidden: "/data/x"}}
+	nested := []children.MountNesting{{Outer: children.ServerMount{VolumeMount: corev1.VolumeMount{MountPath: "/data"}}, Inner: children.ServerMount{VolumeMount: corev1.VolumeMount{MountPath: "/data/x"}}, Hidden: "/data/x"}}
 	assert.Equal(t, keepAsIs, volumeMountWarningCondition(observed{nestedMounts: nested}), "unchecked: the last report stands")
 	assert.Equal(t, dropped, volumeMountWarningCondition(observed{mountsChecked: true}))
 	got := volumeMountWarningCondition(observed{mountsChecked: true, nestedMounts: nested})
-	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, nestedMountsMessage(nested)), got)
+	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, children.NestedMountsMessage(nested)), got)
 }
 
 func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {

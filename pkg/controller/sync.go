@@ -186,7 +186,7 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 
 // observeChildren records the children in obs as they are, for a sync that changes
 // nothing.
-func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed) {
+func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *observed) {
 	obs.deployment = c.controlledDeployment(l)
 	obs.pvc, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
 	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
@@ -199,7 +199,7 @@ func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *re
 // Deployment's plan, the children before the server (the Service first), the
 // Deployment, the children after it. The children in front of the pods follow what the plan makes
 // them run (a rollback's template included), else what runs.
-func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision, obs *observed, f *findings) {
+func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *observed, f *findings) {
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
 	inputsReady := true
 	if l.Spec.Workload.Storage != nil {
@@ -213,16 +213,16 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	in := rev.deploymentInputs(l, c.openShift)
 	asked := childInputs{cfg: rev.cfg}
 	if rev.tls != nil {
-		asked.serverCA = rev.tls.ca
+		asked.serverCA = rev.tls.CA
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(l, in, rev.uc)
+	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(l, in)
 	var plan *deploymentPlan
-	if conflict := podConflict(l, in, rev.uc); conflict != nil {
+	if conflict := children.PodConflict(l, in); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		f.add(conflict)
 	} else if inputsReady {
 		var err error
-		if plan, err = c.planDeployment(ctx, l, in, rev.uc); err != nil {
+		if plan, err = c.planDeployment(ctx, l, in); err != nil {
 			f.report(err)
 		}
 	}
@@ -230,7 +230,7 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if plan != nil && plan.desired != nil {
 		running = plan.desired
 	}
-	asked.listening = children.ListeningFrom(l, running, in.serverVersion)
+	asked.listening = children.ListeningFrom(l, running, in.ServerVersion)
 
 	for _, child := range c.beforeServer {
 		f.report(child.sync(ctx, l, asked, obs))

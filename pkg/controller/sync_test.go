@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +21,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The first sync of a minimal CR applies its Deployment and Service, exactly as their
@@ -29,8 +31,8 @@ func TestCreateThenNoOp(t *testing.T) {
 	f := newFixture(t, l)
 	image := builtinDistributions()["starter"]
 	checkWrites(t, f.sync("demo"), []expectedWrite{
-		{"patch", "deployments", "demo", newDeployment(l, deploymentInputs{image: image, replicas: ptr.To(int32(1)),
-			serverVersion: imageServerVersion(image), distro: "starter"})},
+		{"patch", "deployments", "demo", children.NewDeployment(l, revision.Inputs{Image: image, Replicas: ptr.To(int32(1)),
+			ServerVersion: imageServerVersion(image), Distro: "starter"})},
 		{"patch", "services", "demo-service", children.NewService(l, children.AskedListening(l, imageServerVersion(image)))},
 		{"update", "llamastackdistributions/status", "demo", nil},
 	})
@@ -122,8 +124,8 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "demo-pvc", children.NewPVC(h)},
 		{"patch", "services", "demo-service", children.NewService(h, children.AskedListening(h, version))},
-		{"patch", "deployments", "demo", newDeployment(h, deploymentInputs{image: image, replicas: ptr.To[int32](2),
-			serverVersion: version, distro: "starter"})},
+		{"patch", "deployments", "demo", children.NewDeployment(h, revision.Inputs{Image: image, Replicas: ptr.To[int32](2),
+			ServerVersion: version, Distro: "starter"})},
 		{"patch", "horizontalpodautoscalers", "demo-hpa", children.NewHPA(h)},
 		{"patch", "poddisruptionbudgets", "demo-pdb", children.NewPDB(h)},
 		{"patch", "ingresses", "demo-ingress", children.NewIngress(h)},
@@ -167,4 +169,76 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 		RouteURL:          ptr.To("http://llama.example.com"),
 	}
 	assert.Equal(t, want, got)
+}
+
+// withMounts adds podOverrides volumes (emptyDirs) and their mounts at the given paths,
+// volume i named v<i>.
+func withMounts(paths ...string) func(*v1alpha1.LlamaStackDistribution) {
+	return func(l *v1alpha1.LlamaStackDistribution) {
+		o := &v1alpha1.PodOverrides{}
+		for i, p := range paths {
+			name := fmt.Sprintf("v%d", i)
+			o.Volumes = append(o.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			o.VolumeMounts = append(o.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: p})
+		}
+		l.Spec.Server.PodOverrides = o
+	}
+}
+
+func withStorageAt(p string) func(*v1alpha1.LlamaStackDistribution) {
+	return func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.Storage = &v1alpha1.StorageSpec{MountPath: p}
+	}
+}
+
+// A nested mount is legal: the Deployment is applied and the CR can become Ready, with
+// a VolumeMountWarning condition and one Warning Event while it holds. Removing the
+// nested mount removes the condition.
+func TestNestedMountIsAWarning(t *testing.T) {
+	f := newFixture(t, newLLSDv1("demo", withMounts("/.llama/data")))
+	assert.Contains(t, describe(f.sync("demo")), "patch deployments demo")
+	l := f.llsd("demo")
+	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)
+	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status)
+	assert.Equal(t, v1alpha2.ReasonNestedMountPaths, cond.Reason)
+	assert.Contains(t, cond.Message, `spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`)
+	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
+
+	// Nothing changed: no write, no second Event.
+	assert.Empty(t, describe(f.sync("demo")))
+	assert.Zero(t, countEvents(f.events(), "Warning NestedMountPaths"))
+
+	// Another nesting: the condition follows, with one Event.
+	f.updateLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/.llama/models"
+	})
+	f.sync("demo")
+	cond = meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
+	require.NotNil(t, cond)
+	assert.Contains(t, cond.Message, `hides the path "models"`)
+	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
+
+	f.updateLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
+		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/data"
+	})
+	f.sync("demo")
+	assert.Nil(t, meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning))
+	assert.Zero(t, countEvents(f.events(), "Warning NestedMountPaths"))
+}
+
+// A conflicting variable rolls nothing: the running Deployment is kept and the CR says why.
+func TestEnvConflictKeepsWhatRuns(t *testing.T) {
+	f := newFixture(t, newLLSD("app"))
+	f.converge("app")
+	before := f.deployment("app").Spec.Template
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "OGX_PORT", Value: "9000"}}}
+	})
+	f.converge("app")
+	assert.Equal(t, before, f.deployment("app").Spec.Template)
+	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
+	assert.Equal(t, v1alpha2.ReasonResourceInvalid, c.Reason)
+	assert.Contains(t, c.Message, "OGX_PORT")
 }

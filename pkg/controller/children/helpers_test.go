@@ -3,6 +3,9 @@ package children
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
@@ -25,4 +28,43 @@ func starterVersion() string {
 		}
 	}
 	return ""
+}
+
+// newLLSD is a minimal CR in v1alpha2 in testNamespace; mods change it.
+func newLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
+	l := &v1alpha2.LlamaStackDistribution{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha2.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), Generation: 1,
+		},
+		Spec: v1alpha2.LlamaStackDistributionSpec{Distribution: v1alpha2.DistributionSpec{Name: "starter"}},
+	}
+	for _, m := range mods {
+		m(l)
+	}
+	return l
+}
+
+// newLLSDv1 is a minimal CR written in v1alpha1 in testNamespace, as upstream's users
+// wrote it; mods change it. The builders read its v1alpha2 form (hub).
+func newLLSDv1(name string, mods ...func(*v1alpha1.LlamaStackDistribution)) *v1alpha1.LlamaStackDistribution {
+	l := &v1alpha1.LlamaStackDistribution{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), Generation: 1,
+		},
+		Spec: v1alpha1.LlamaStackDistributionSpec{
+			Replicas: 1,
+			Server:   v1alpha1.ServerSpec{Distribution: v1alpha1.DistributionType{Name: "starter"}},
+		},
+	}
+	for _, m := range mods {
+		m(l)
+	}
+	return l
+}
+
+// hubMods lists changes of a v1alpha2 CR.
+func hubMods(f ...func(*v1alpha2.LlamaStackDistribution)) []func(*v1alpha2.LlamaStackDistribution) {
+	return f
 }

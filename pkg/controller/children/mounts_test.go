@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -7,11 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // withMounts adds podOverrides volumes (emptyDirs) and their mounts at the given paths,
@@ -37,11 +36,11 @@ func withStorageAt(p string) func(*v1alpha1.LlamaStackDistribution) {
 // Mount paths are compared as directories: however a path is written, two volumes at
 // one directory are a conflict, and the message names both as written.
 func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
-	withUserConfig := deploymentInputs{userConfigMap: "cfg"}
-	withCA := deploymentInputs{caBundleHash: "h"}
+	withUserConfig := revision.Inputs{UserConfigMap: "cfg"}
+	withCA := revision.Inputs{CABundleHash: "h"}
 	tests := map[string]struct {
 		edits []func(*v1alpha1.LlamaStackDistribution)
-		in    deploymentInputs
+		in    revision.Inputs
 		want  []string // substrings of the message; none: no conflict
 	}{
 		"the same string": {edits: fns(withMounts("/.llama")), want: []string{
@@ -71,7 +70,7 @@ func TestPodConflictComparesMountPathsAsDirectories(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			l := newLLSDv1("demo", tc.edits...)
-			got := podConflict(hub(l), tc.in, nil)
+			got := PodConflict(hub(l), tc.in)
 			if len(tc.want) == 0 {
 				assert.Nil(t, got)
 				return
@@ -90,12 +89,12 @@ func fns(f ...func(*v1alpha1.LlamaStackDistribution)) []func(*v1alpha1.LlamaStac
 }
 
 // Helpers for nestedMounts' table: a controller mount and a user mount.
-func ctrlMount(name, p string) serverMount {
-	return serverMount{VolumeMount: corev1.VolumeMount{Name: name, MountPath: p}, what: "the " + name + " volume"}
+func ctrlMount(name, p string) ServerMount {
+	return ServerMount{VolumeMount: corev1.VolumeMount{Name: name, MountPath: p}, what: "the " + name + " volume"}
 }
 
-func userMount(i int, name, p string) serverMount {
-	return serverMount{VolumeMount: corev1.VolumeMount{Name: name, MountPath: p},
+func userMount(i int, name, p string) ServerMount {
+	return ServerMount{VolumeMount: corev1.VolumeMount{Name: name, MountPath: p},
 		field: fmt.Sprintf("spec.workload.overrides.volumeMounts[%d]", i), field1: fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i), user: true}
 }
 
@@ -105,71 +104,71 @@ func TestNestedMounts(t *testing.T) {
 	userConfig := ctrlMount("user-config", "/etc/llama-stack/")
 	caBundle := ctrlMount("ca-bundle", "/etc/ssl/certs/ca-bundle")
 	tests := map[string]struct {
-		mounts []serverMount
+		mounts []ServerMount
 		want   []nesting
 	}{
 		"side by side": {
-			mounts: []serverMount{storage, userConfig, caBundle, userMount(0, "models", "/models")},
+			mounts: []ServerMount{storage, userConfig, caBundle, userMount(0, "models", "/models")},
 		},
 		"a user mount inside the storage": {
-			mounts: []serverMount{storage, userMount(0, "data", "/.llama/data")},
+			mounts: []ServerMount{storage, userMount(0, "data", "/.llama/data")},
 			want:   []nesting{{"lls-storage", "data", "data"}},
 		},
 		"a trailing slash and a dot segment": {
-			mounts: []serverMount{storage, userMount(0, "data", "/.llama/./data/")},
+			mounts: []ServerMount{storage, userMount(0, "data", "/.llama/./data/")},
 			want:   []nesting{{"lls-storage", "data", "data"}},
 		},
 		"double slashes, two levels down": {
-			mounts: []serverMount{storage, userMount(0, "cache", "//.llama//hf/cache")},
+			mounts: []ServerMount{storage, userMount(0, "cache", "//.llama//hf/cache")},
 			want:   []nesting{{"lls-storage", "cache", "hf/cache"}},
 		},
 		"a storage path with a trailing slash": {
-			mounts: []serverMount{ctrlMount("lls-storage", "/.llama/"), userMount(0, "data", "/.llama/data")},
+			mounts: []ServerMount{ctrlMount("lls-storage", "/.llama/"), userMount(0, "data", "/.llama/data")},
 			want:   []nesting{{"lls-storage", "data", "data"}},
 		},
 		// The runtime mounts /etc first: the user config stays visible, and hides the
 		// llama-stack directory of the user's volume.
 		"a user mount holding the user config": {
-			mounts: []serverMount{storage, userConfig, userMount(0, "etc", "/etc")},
+			mounts: []ServerMount{storage, userConfig, userMount(0, "etc", "/etc")},
 			want:   []nesting{{"etc", "user-config", "llama-stack"}},
 		},
 		"a user mount inside the user config": {
-			mounts: []serverMount{storage, userConfig, userMount(0, "extra", "/etc/llama-stack/extra")},
+			mounts: []ServerMount{storage, userConfig, userMount(0, "extra", "/etc/llama-stack/extra")},
 			want:   []nesting{{"user-config", "extra", "extra"}},
 		},
 		"the storage inside a user mount, listed after it": {
-			mounts: []serverMount{ctrlMount("lls-storage", "/data/cache"), userMount(0, "data", "/data")},
+			mounts: []ServerMount{ctrlMount("lls-storage", "/data/cache"), userMount(0, "data", "/data")},
 			want:   []nesting{{"data", "lls-storage", "cache"}},
 		},
 		"the storage holding the user config": {
-			mounts: []serverMount{ctrlMount("lls-storage", "/etc"), userConfig},
+			mounts: []ServerMount{ctrlMount("lls-storage", "/etc"), userConfig},
 			want:   []nesting{{"lls-storage", "user-config", "llama-stack"}},
 		},
 		// Each mount is reported against the innermost mount holding it: b hides part
 		// of a, not of the storage (a already hides that), and a and b are the user's.
 		"three levels": {
-			mounts: []serverMount{storage, userMount(0, "a", "/.llama/a"), userMount(1, "b", "/.llama/a/b")},
+			mounts: []ServerMount{storage, userMount(0, "a", "/.llama/a"), userMount(1, "b", "/.llama/a/b")},
 			want:   []nesting{{"lls-storage", "a", "a"}},
 		},
 		"the innermost holder of a controller mount": {
-			mounts: []serverMount{storage, caBundle, userMount(0, "etc", "/etc"), userMount(1, "ssl", "/etc/ssl/")},
+			mounts: []ServerMount{storage, caBundle, userMount(0, "etc", "/etc"), userMount(1, "ssl", "/etc/ssl/")},
 			want:   []nesting{{"ssl", "ca-bundle", "certs/ca-bundle"}},
 		},
 		"only the user's own volumes": {
-			mounts: []serverMount{storage, userMount(0, "data", "/data"), userMount(1, "x", "/data/x")},
+			mounts: []ServerMount{storage, userMount(0, "data", "/data"), userMount(1, "x", "/data/x")},
 		},
 		"the root holds everything": {
-			mounts: []serverMount{storage, userConfig, userMount(0, "root", "/"), userMount(1, "m", "/models")},
+			mounts: []ServerMount{storage, userConfig, userMount(0, "root", "/"), userMount(1, "m", "/models")},
 			want:   []nesting{{"root", "lls-storage", ".llama"}, {"root", "user-config", "etc/llama-stack"}},
 		},
 		"the same directory is not nesting": {
-			mounts: []serverMount{storage, userMount(0, "v", "/.llama/")},
+			mounts: []ServerMount{storage, userMount(0, "v", "/.llama/")},
 		},
 		"a common prefix is not a parent": {
-			mounts: []serverMount{storage, userMount(0, "v", "/.llama2"), userMount(1, "w", "/.llam")},
+			mounts: []ServerMount{storage, userMount(0, "v", "/.llama2"), userMount(1, "w", "/.llam")},
 		},
 		"relative paths from before the CRD rule": {
-			mounts: []serverMount{ctrlMount("lls-storage", "data"), userMount(0, "v", "data/x"), userMount(1, "w", "/data/y")},
+			mounts: []ServerMount{ctrlMount("lls-storage", "data"), userMount(0, "v", "data/x"), userMount(1, "w", "/data/y")},
 			want:   []nesting{{"lls-storage", "v", "x"}},
 		},
 	}
@@ -177,7 +176,7 @@ func TestNestedMounts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var got []nesting
 			for _, n := range nestedMounts(tc.mounts) {
-				got = append(got, nesting{n.outer.Name, n.inner.Name, n.hidden})
+				got = append(got, nesting{n.Outer.Name, n.Inner.Name, n.Hidden})
 			}
 			assert.Equal(t, tc.want, got)
 		})
@@ -185,9 +184,9 @@ func TestNestedMounts(t *testing.T) {
 }
 
 func TestNestedMountsMessage(t *testing.T) {
-	assert.Empty(t, nestedMountsMessage(nil))
+	assert.Empty(t, NestedMountsMessage(nil))
 	l := newLLSDv1("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
-	msg := nestedMountsMessage(nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"})))
+	msg := NestedMountsMessage(nestedMounts(serverMounts(hub(l), revision.Inputs{UserConfigMap: "cfg"})))
 	// In the order of the inner mounts: the controller's come first.
 	assert.Equal(t,
 		`the user config volume "user-config" at "/etc/llama-stack/" hides the path "llama-stack" inside spec.workload.overrides.volumeMounts[1] (volume "v1"; v1alpha1 spec.server.podOverrides.volumeMounts[1]) at "/etc"; `+
@@ -199,48 +198,11 @@ func TestNestedMountsMessage(t *testing.T) {
 // volumeMounts is serverMounts without the origins: the Deployment's mounts, in order.
 func TestVolumeMountsFollowServerMounts(t *testing.T) {
 	l := newLLSDv1("demo", withMounts("/models"))
-	got := volumeMounts(hub(l), deploymentInputs{userConfigMap: "cfg", caBundleHash: "h"})
+	got := volumeMounts(hub(l), revision.Inputs{UserConfigMap: "cfg", CABundleHash: "h"})
 	assert.Equal(t, []corev1.VolumeMount{
 		{Name: "lls-storage", MountPath: "/.llama"},
 		{Name: "user-config", MountPath: "/etc/llama-stack/", ReadOnly: true},
 		{Name: "ca-bundle", MountPath: "/etc/ssl/certs/ca-bundle", ReadOnly: true},
 		{Name: "v0", MountPath: "/models"},
 	}, got)
-}
-
-// A nested mount is legal: the Deployment is applied and the CR can become Ready, with
-// a VolumeMountWarning condition and one Warning Event while it holds. Removing the
-// nested mount removes the condition.
-func TestNestedMountIsAWarning(t *testing.T) {
-	f := newFixture(t, newLLSDv1("demo", withMounts("/.llama/data")))
-	assert.Contains(t, describe(f.sync("demo")), "patch deployments demo")
-	l := f.llsd("demo")
-	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)
-	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
-	require.NotNil(t, cond)
-	assert.Equal(t, metav1.ConditionTrue, cond.Status)
-	assert.Equal(t, v1alpha2.ReasonNestedMountPaths, cond.Reason)
-	assert.Contains(t, cond.Message, `spec.workload.overrides.volumeMounts[0] (volume "v0"; v1alpha1 spec.server.podOverrides.volumeMounts[0]) at "/.llama/data" hides the path "data" inside the storage volume "lls-storage" at "/.llama"`)
-	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
-
-	// Nothing changed: no write, no second Event.
-	assert.Empty(t, describe(f.sync("demo")))
-	assert.Zero(t, countEvents(f.events(), "Warning NestedMountPaths"))
-
-	// Another nesting: the condition follows, with one Event.
-	f.updateLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
-		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/.llama/models"
-	})
-	f.sync("demo")
-	cond = meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning)
-	require.NotNil(t, cond)
-	assert.Contains(t, cond.Message, `hides the path "models"`)
-	assert.Equal(t, 1, countEvents(f.events(), "Warning NestedMountPaths"))
-
-	f.updateLLSD("demo", func(l *v1alpha1.LlamaStackDistribution) {
-		l.Spec.Server.PodOverrides.VolumeMounts[0].MountPath = "/data"
-	})
-	f.sync("demo")
-	assert.Nil(t, meta.FindStatusCondition(f.llsd("demo").Status.Conditions, v1alpha2.ConditionVolumeMountWarning))
-	assert.Zero(t, countEvents(f.events(), "Warning NestedMountPaths"))
 }

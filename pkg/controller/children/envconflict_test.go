@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 func TestEnvConflict(t *testing.T) {
@@ -23,7 +24,7 @@ func TestEnvConflict(t *testing.T) {
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}}
 	tests := map[string]struct {
 		mods    []func(*v1alpha2.LlamaStackDistribution)
-		in      deploymentInputs
+		in      revision.Inputs
 		reason  string
 		message string
 	}{
@@ -33,7 +34,7 @@ func TestEnvConflict(t *testing.T) {
 		"another port": {mods: hubMods(withEnv(corev1.EnvVar{Name: "OGX_PORT", Value: "9000"})),
 			reason: v1alpha2.ReasonResourceInvalid, message: "sets OGX_PORT, which the controller sets to the server's port 8321"},
 		"a generated config's Secret variable": {mods: hubMods(generating, withEnv(corev1.EnvVar{Name: "LLSD_VLLM_API_KEY", Value: "plain"})),
-			in: deploymentInputs{configEnv: secretEnv}, reason: v1alpha2.ReasonConfigInvalid, message: "set the provider's apiKey or secretRefs"},
+			in: revision.Inputs{ConfigEnv: secretEnv}, reason: v1alpha2.ReasonConfigInvalid, message: "set the provider's apiKey or secretRefs"},
 		"the generated config's path": {mods: hubMods(generating, withEnv(corev1.EnvVar{Name: "RUN_CONFIG_PATH", Value: "/other.yaml"})),
 			reason: v1alpha2.ReasonConfigInvalid, message: "use overrideConfig to run a file of your own"},
 		"a user config pointed elsewhere, as upstream allowed": {
@@ -41,7 +42,7 @@ func TestEnvConflict(t *testing.T) {
 				l.Spec.OverrideConfig = &v1alpha2.OverrideConfigSpec{ConfigMapName: "cfg"}
 			}, withEnv(corev1.EnvVar{Name: "LLAMA_STACK_CONFIG", Value: "/mine/config.yaml"}))},
 		"the certificate's path": {mods: hubMods(withEnv(corev1.EnvVar{Name: "UVICORN_SSL_CERTFILE", Value: "/x"})),
-			in: deploymentInputs{tls: &serverTLS{hash: "h"}}, reason: v1alpha2.ReasonResourceInvalid, message: "spec.networking.tls.secretName"},
+			in: revision.Inputs{TLS: &revision.TLS{Hash: "h"}}, reason: v1alpha2.ReasonResourceInvalid, message: "spec.networking.tls.secretName"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -56,19 +57,4 @@ func TestEnvConflict(t *testing.T) {
 			assert.Contains(t, p.Message, "spec.workload.overrides.env")
 		})
 	}
-}
-
-// A conflicting variable rolls nothing: the running Deployment is kept and the CR says why.
-func TestEnvConflictKeepsWhatRuns(t *testing.T) {
-	f := newFixture(t, newLLSD("app"))
-	f.converge("app")
-	before := f.deployment("app").Spec.Template
-	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Env: []corev1.EnvVar{{Name: "OGX_PORT", Value: "9000"}}}
-	})
-	f.converge("app")
-	assert.Equal(t, before, f.deployment("app").Spec.Template)
-	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
-	assert.Equal(t, v1alpha2.ReasonResourceInvalid, c.Reason)
-	assert.Contains(t, c.Message, "OGX_PORT")
 }

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The user's variables (spec.workload.overrides.env, v1alpha1 containerSpec.env) follow
@@ -25,19 +26,19 @@ const envField = "spec.workload.overrides.env (v1alpha1 spec.server.containerSpe
 // that same port), the generated config's path and its Secret-sourced variables, and
 // the certificate the server serves TLS with. A user config of the user's own
 // (overrideConfig) may still be pointed elsewhere, as upstream allowed.
-func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *fault.Problem {
+func envConflict(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) *fault.Problem {
 	user := llsd.Overrides(l).Env
 	if len(user) == 0 {
 		return nil
 	}
 	p := strconv.Itoa(int(llsd.Port(l)))
 	generated := map[string]string{}
-	for _, e := range in.configEnv {
+	for _, e := range in.ConfigEnv {
 		generated[e.Name] = e.Name
 	}
 	for _, e := range user {
 		switch name := e.Name; {
-		case name == envPort || name == envOGXPort:
+		case name == revision.EnvPort || name == EnvOGXPort:
 			if e.ValueFrom != nil || strings.TrimSpace(e.Value) != p {
 				return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 					"%s sets %s, which the controller sets to the server's port %s (spec.networking.port), where the probes, the Service and the NetworkPolicy reach it: the server would listen elsewhere; remove it and set spec.networking.port",
@@ -47,14 +48,14 @@ func envConflict(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) *fault
 			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which the generated config reads for a value the CR takes from a Secret (apiKey or secretRefs of a provider, or a storage password): it would replace that value; remove it and set the provider's apiKey or secretRefs",
 				envField, name)}
-		case generatesConfig(l) && (name == envLlamaStackConfig || name == envOGXConfig || name == envRunConfigPath):
+		case revision.GeneratesConfig(l) && (name == revision.EnvLlamaStackConfig || name == EnvOGXConfig || name == EnvRunConfigPath):
 			return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which points the server at the config the controller generates (%s): the server would read another file than the CR describes; remove it (use overrideConfig to run a file of your own)",
-				envField, name, userConfigPath)}
-		case in.tls != nil && (name == envUvicornCertFile || name == envUvicornKeyFile):
+				envField, name, revision.UserConfigPath)}
+		case in.TLS != nil && (name == revision.EnvUvicornCertFile || name == revision.EnvUvicornKeyFile):
 			return &fault.Problem{Reason: v1alpha2.ReasonResourceInvalid, Message: fmt.Sprintf(
 				"%s sets %s, which tells the server where the certificate of spec.networking.tls.secretName is (%s): remove it",
-				envField, name, serverTLSMountPath)}
+				envField, name, revision.ServerTLSMountPath)}
 		}
 	}
 	return nil

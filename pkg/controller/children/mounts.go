@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -10,10 +10,11 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
-// serverMount is a volume mount of the server container and where it comes from.
-type serverMount struct {
+// ServerMount is a volume mount of the server container and where it comes from.
+type ServerMount struct {
 	corev1.VolumeMount
 	// what is the controller's name for one of its own mounts ("the storage volume");
 	// field, when set, is the spec field that gave the path, and field1 the same field
@@ -24,7 +25,7 @@ type serverMount struct {
 }
 
 // String describes the mount with its path as written, for messages.
-func (m serverMount) String() string {
+func (m ServerMount) String() string {
 	switch {
 	case m.user:
 		return fmt.Sprintf("%s (volume %q; v1alpha1 %s) at %q", m.field, m.Name, m.field1, m.MountPath)
@@ -38,33 +39,33 @@ func (m serverMount) String() string {
 
 // serverMounts are the server container's volume mounts in order: the controller's
 // (storage, user config, CA bundle), then the user's.
-func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []serverMount {
-	storage := serverMount{VolumeMount: corev1.VolumeMount{Name: llsd.VolumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
+func serverMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []ServerMount {
+	storage := ServerMount{VolumeMount: corev1.VolumeMount{Name: llsd.VolumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		storage.field, storage.field1 = "spec.workload.storage.mountPath", "spec.server.storage.mountPath"
 	}
-	mounts := []serverMount{storage}
-	if in.userConfigMap != "" {
-		mounts = append(mounts, serverMount{
+	mounts := []ServerMount{storage}
+	if in.UserConfigMap != "" {
+		mounts = append(mounts, ServerMount{
 			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true},
 			what:        "the user config volume",
 		})
 	}
-	if in.caBundleHash != "" {
-		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeCABundle, MountPath: caBundleMountPath, ReadOnly: true},
+	if in.CABundleHash != "" {
+		mounts = append(mounts, ServerMount{
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeCABundle, MountPath: revision.CABundleMountPath, ReadOnly: true},
 			what:        "the CA bundle volume",
 		})
 	}
-	if in.tls != nil {
-		mounts = append(mounts, serverMount{
-			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: serverTLSMountPath, ReadOnly: true},
+	if in.TLS != nil {
+		mounts = append(mounts, ServerMount{
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeServerTLS, MountPath: revision.ServerTLSMountPath, ReadOnly: true},
 			what:        "the TLS certificate volume",
 			field:       "spec.networking.tls.secretName",
 		})
 	}
 	for i, m := range llsd.Overrides(l).VolumeMounts {
-		mounts = append(mounts, serverMount{
+		mounts = append(mounts, ServerMount{
 			VolumeMount: *m.DeepCopy(),
 			field:       fmt.Sprintf("spec.workload.overrides.volumeMounts[%d]", i),
 			field1:      fmt.Sprintf("spec.server.podOverrides.volumeMounts[%d]", i),
@@ -76,7 +77,7 @@ func serverMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs) []ser
 
 // sameMountPath returns the first two mounts whose paths name the same directory
 // (/data, /data/, /data/. and //data are one), or ok false.
-func sameMountPath(mounts []serverMount) (first, second serverMount, ok bool) {
+func sameMountPath(mounts []ServerMount) (first, second ServerMount, ok bool) {
 	seen := make(map[string]int, len(mounts))
 	for i, m := range mounts {
 		p := path.Clean(m.MountPath)
@@ -85,30 +86,30 @@ func sameMountPath(mounts []serverMount) (first, second serverMount, ok bool) {
 		}
 		seen[p] = i
 	}
-	return serverMount{}, serverMount{}, false
+	return ServerMount{}, ServerMount{}, false
 }
 
-// mountNesting is a mount (inner) inside the directory of another (outer): container
+// MountNesting is a mount (Inner) inside the directory of another (Outer): container
 // runtimes mount the outer one first, so the inner volume hides the outer volume's
-// files at hidden, the inner path relative to the outer one.
-type mountNesting struct {
-	outer, inner serverMount
-	hidden       string
+// files at Hidden, the inner path relative to the outer one.
+type MountNesting struct {
+	Outer, Inner ServerMount
+	Hidden       string
 }
 
-func (n mountNesting) String() string {
-	return fmt.Sprintf("%s hides the path %q inside %s", n.inner, n.hidden, n.outer)
+func (n MountNesting) String() string {
+	return fmt.Sprintf("%s hides the path %q inside %s", n.Inner, n.Hidden, n.Outer)
 }
 
 // nestedMounts finds, for each mount, the innermost other mount whose directory holds
 // it, in the order of the mounts. Only nestings that involve a mount of the controller
 // are reported: how the user nests their own volumes is their choice. Mounts at the
 // same directory are not nestings (sameMountPath reports them).
-func nestedMounts(mounts []serverMount) []mountNesting {
-	var out []mountNesting
+func nestedMounts(mounts []ServerMount) []MountNesting {
+	var out []MountNesting
 	for _, inner := range mounts {
 		in := path.Clean(inner.MountPath)
-		var outer *serverMount
+		var outer *ServerMount
 		outerPath := ""
 		for j := range mounts {
 			p := path.Clean(mounts[j].MountPath)
@@ -123,10 +124,10 @@ func nestedMounts(mounts []serverMount) []mountNesting {
 		if outer == nil || (outer.user && inner.user) {
 			continue
 		}
-		out = append(out, mountNesting{
-			outer:  *outer,
-			inner:  inner,
-			hidden: strings.TrimPrefix(strings.TrimPrefix(in, outerPath), "/"),
+		out = append(out, MountNesting{
+			Outer:  *outer,
+			Inner:  inner,
+			Hidden: strings.TrimPrefix(strings.TrimPrefix(in, outerPath), "/"),
 		})
 	}
 	return out
@@ -145,7 +146,7 @@ func pathContains(dir, p string) bool {
 // container. The API server compares mount paths as strings, so it accepts /.llama and
 // /.llama/ side by side; the runtime then mounts both at one directory and one
 // volume silently hides the other.
-func mountPathConflict(mounts []serverMount) *fault.Problem {
+func mountPathConflict(mounts []ServerMount) *fault.Problem {
 	first, second, ok := sameMountPath(mounts)
 	if !ok {
 		return nil
@@ -155,9 +156,9 @@ func mountPathConflict(mounts []serverMount) *fault.Problem {
 		path.Clean(second.MountPath), first, second)}
 }
 
-// nestedMountsMessage is the message of the VolumeMountWarning condition; "" when no
+// NestedMountsMessage is the message of the VolumeMountWarning condition; "" when no
 // mount hides part of another volume.
-func nestedMountsMessage(nested []mountNesting) string {
+func NestedMountsMessage(nested []MountNesting) string {
 	if len(nested) == 0 {
 		return ""
 	}
@@ -169,11 +170,8 @@ func nestedMountsMessage(nested []mountNesting) string {
 		". The pod runs, but the server does not see what the outer volume holds at that path; mount the inner volume elsewhere if those files are needed"
 }
 
-// podNestedMounts are the nested mounts of the server container as ensureChildren
-// builds it (see podConflict).
-func podNestedMounts(l *v1alpha2.LlamaStackDistribution, in deploymentInputs, uc *userConfig) []mountNesting {
-	if uc != nil {
-		in.userConfigMap = uc.mountName
-	}
+// PodNestedMounts are the nested mounts of the server container as ensureChildren
+// builds it (see PodConflict).
+func PodNestedMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []MountNesting {
 	return nestedMounts(serverMounts(l, in))
 }

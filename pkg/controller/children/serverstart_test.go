@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 func TestLineOf(t *testing.T) {
@@ -24,13 +25,6 @@ func TestLineOf(t *testing.T) {
 	} {
 		assert.Equal(t, want, lineOf(version), version)
 	}
-}
-
-func TestImageServerVersion(t *testing.T) {
-	assert.Equal(t, "0.7.1", imageServerVersion("docker.io/llamastack/distribution-starter:0.7.1"))
-	assert.Equal(t, "1.3.0", imageServerVersion("quay.io/me/ogx:v1.3.0"))
-	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx:latest"))
-	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx"))
 }
 
 func envMap(env []corev1.EnvVar) map[string]string {
@@ -63,7 +57,7 @@ func TestServerStartByLine(t *testing.T) {
 	}{
 		"llama-stack with a config runs the startup script": {
 			version: "0.7.1", config: true, distro: "starter",
-			command: []string{"/bin/sh", "-c", startupScript},
+			command: []string{"/bin/sh", "-c", StartupScript},
 			env:     []string{"HF_HOME", "LLS_WORKERS", "LLS_PORT", "LLAMA_STACK_CONFIG"},
 		},
 		"llama-stack without a config keeps the image's command": {
@@ -103,11 +97,11 @@ func TestServerStartByLine(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			in := deploymentInputs{image: "example.com/server:x", replicas: ptr.To(int32(1)), serverVersion: tc.version, distro: tc.distro}
+			in := revision.Inputs{Image: "example.com/server:x", Replicas: ptr.To(int32(1)), ServerVersion: tc.version, Distro: tc.distro}
 			if tc.config {
 				in = withUserConfig(in)
 			}
-			c := serverOf(t, newDeployment(hub(testLLSD(tc.mutate)), in))
+			c := serverOf(t, NewDeployment(hub(testLLSD(tc.mutate)), in))
 			assert.Equal(t, tc.command, c.Command)
 			assert.Equal(t, tc.env, envNames(c.Env))
 			got := envMap(c.Env)
@@ -122,8 +116,8 @@ func TestServerStartByLine(t *testing.T) {
 func TestServerStartUserCommandWins(t *testing.T) {
 	l := testLLSD(func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.ContainerSpec.Command = []string{"my-server"} })
 	for _, v := range []string{"0.7.1", "1.3.0", ""} {
-		in := withUserConfig(deploymentInputs{image: testImage, serverVersion: v})
-		assert.Equal(t, []string{"my-server"}, serverOf(t, newDeployment(hub(l), in)).Command, v)
+		in := withUserConfig(revision.Inputs{Image: testImage, ServerVersion: v})
+		assert.Equal(t, []string{"my-server"}, serverOf(t, NewDeployment(hub(l), in)).Command, v)
 	}
 }
 
@@ -155,7 +149,7 @@ echo "$$ python3 $*"
 }
 
 func TestProbeStartupScriptRuns(t *testing.T) {
-	require.True(t, strings.HasSuffix(probeStartupScript, startupScript), "the llama-stack branch is startupScript")
+	require.True(t, strings.HasSuffix(probeStartupScript, StartupScript), "the llama-stack branch is StartupScript")
 	dir := probeTools(t)
 	entry := filepath.Join(t.TempDir(), "ogx-entrypoint.sh")
 	require.NoError(t, os.WriteFile(entry, []byte("#!/bin/sh\necho \"$$ entrypoint $*\"\n"), 0o755))
@@ -179,7 +173,7 @@ func TestProbeStartupScriptRuns(t *testing.T) {
 			if tc.ogx {
 				ogx = "yes"
 			}
-			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_OGX=" + ogx, "RUN_CONFIG_PATH=" + userConfigPath}
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "FAKE_OGX=" + ogx, "RUN_CONFIG_PATH=" + revision.UserConfigPath}
 			var out strings.Builder
 			cmd.Stdout = &out
 			require.NoError(t, cmd.Run())
