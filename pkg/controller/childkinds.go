@@ -102,9 +102,9 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if cfg.GatewayClient == nil {
 		crds = nil
 	}
-	routes, err := newOptionalKind("HTTPRoute", httpRouteResource, crds,
+	routes, err := newOptionalKind("HTTPRoute", children.HTTPRouteResource, crds,
 		func() cache.SharedIndexInformer { return newHTTPRouteInformer(cfg.GatewayClient, c.watchNamespace) },
-		c.ownedHandler(), c.enqueueAsking(wantsHTTPRoute))
+		c.ownedHandler(), c.enqueueAsking(children.WantsHTTPRoute))
 	if err != nil {
 		return fmt.Errorf("watching the HTTPRoute CRD: %w", err)
 	}
@@ -112,7 +112,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	// The Gateways the routes attach to, read for their URL (gateway.go).
 	gateways, err := newOptionalKind("Gateway", gatewayResource, crds,
 		func() cache.SharedIndexInformer { return newGatewayInformer(cfg.GatewayClient, c.watchNamespace) },
-		gatewayHandler(c.enqueueAsking(wantsHTTPRoute)), c.enqueueAsking(wantsHTTPRoute))
+		gatewayHandler(c.enqueueAsking(children.WantsHTTPRoute)), c.enqueueAsking(children.WantsHTTPRoute))
 	if err != nil {
 		return fmt.Errorf("watching the Gateway CRD: %w", err)
 	}
@@ -131,11 +131,11 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		gatewayac.ExtractHTTPRoute, children.NeverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: llsd.HTTPRouteName,
-			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
+			api: routes, wanted: always(children.WantsHTTPRoute), build: fromCR(children.NewHTTPRoute),
 			seen: func(obs *observed, route *gatewayv1.HTTPRoute) {
-				obs.httpRoute, obs.httpRouteEndpoint = route, httpRouteEndpoint(route, cachedGateway)
+				obs.httpRoute, obs.httpRouteEndpoint = route, children.HTTPRouteEndpoint(route, cachedGateway)
 			},
-			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
+			seenAPI: func(obs *observed, state children.APIState) { obs.httpRouteAPI = state }})
 
 	// Without a dynamic client no ServiceMonitor or Route is made. A CR hears of the
 	// ServiceMonitor CRD whatever it asks: whether its server serves metrics is known
@@ -149,7 +149,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	openShiftRoutes, err := c.bindUnstructured(cfg, routeKind, routeResource, crds, wantsRoute, &c.routes)
+	openShiftRoutes, err := c.bindUnstructured(cfg, children.RouteKind, children.RouteResource, crds, children.WantsRoute, &c.routes)
 	if err != nil {
 		return err
 	}
@@ -158,9 +158,12 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
 			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
-			api: openShiftRoutes, wanted: always(wantsRoute), build: newRoute,
+			api: openShiftRoutes, wanted: always(children.WantsRoute),
+			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
+				return children.NewRoute(l, in.listening, in.serverCA)
+			},
 			seen:    func(obs *observed, route *unstructured.Unstructured) { obs.route = route },
-			seenAPI: func(obs *observed, state apiState) { obs.routeAPI = state }})
+			seenAPI: func(obs *observed, state children.APIState) { obs.routeAPI = state }})
 	return nil
 }
 
@@ -220,7 +223,7 @@ type asked[T metav1.Object, AC any] struct {
 	// api is the optional kind's API (nil for a kind always served); seenAPI records,
 	// for a CR that asks for the child, what is known of it.
 	api     *optionalKind
-	seenAPI func(*observed, apiState)
+	seenAPI func(*observed, children.APIState)
 }
 
 // served tells whether the kind's API is served; for a CR that asks for the child,
@@ -233,7 +236,7 @@ func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, in childInputs,
 	if want, _ := a.wanted(l, in); want && a.seenAPI != nil {
 		a.seenAPI(obs, state)
 	}
-	return state == apiServed
+	return state == children.APIServed
 }
 
 func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) error {

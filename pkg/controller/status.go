@@ -29,16 +29,16 @@ type observed struct {
 	pvc        *corev1.PersistentVolumeClaim
 	ingress    *networkingv1.Ingress
 	httpRoute  *gatewayv1.HTTPRoute
-	// httpRouteAPI is what the sync knew of the HTTPRoute API; apiUnknown when it did
-	// not look (the CR does not ask for an HTTPRoute).
-	httpRouteAPI apiState
-	// httpRouteEndpoint is where the Gateways serve the HTTPRoute (gateway.go).
-	httpRouteEndpoint routeEndpoint
+	// httpRouteAPI is what the sync knew of the HTTPRoute API; children.APIUnknown when
+	// it did not look (the CR does not ask for an HTTPRoute).
+	httpRouteAPI children.APIState
+	// httpRouteEndpoint is where the Gateways serve the HTTPRoute (children.HTTPRouteEndpoint).
+	httpRouteEndpoint children.RouteEndpoint
 	// route and routeAPI are the same for an OpenShift Route.
 	route    *unstructured.Unstructured
-	routeAPI apiState
+	routeAPI children.APIState
 	// storage is what ensurePVC found; nil when it did not run.
-	storage *storageSync
+	storage *children.StorageSync
 	// pod is why a current pod of the Deployment does not start; nil when none is stuck
 	// (podProblemFor).
 	pod *rollout.PodProblem

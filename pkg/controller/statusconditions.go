@@ -167,7 +167,7 @@ func storageInSyncCondition(l *v1alpha2.LlamaStackDistribution, obs observed) co
 	case s == nil:
 		return keepAsIs
 	default:
-		return trueOrFalse(s.inSync, s.reason, s.message)
+		return trueOrFalse(s.InSync, s.Reason, s.Message)
 	}
 }
 
@@ -219,11 +219,11 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 // routeURL is status.routeURL: the Ingress's (or HTTPRoute's, or Route's) URL (""
 // until it has one) when the CR asks to be exposed, else none.
 func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
-	if wantsHTTPRoute(l) {
-		return ptr.To(httpRouteURL(l, obs.httpRoute, obs.httpRouteEndpoint))
+	if children.WantsHTTPRoute(l) {
+		return ptr.To(children.HTTPRouteURL(l, obs.httpRoute, obs.httpRouteEndpoint))
 	}
-	if wantsRoute(l) {
-		return ptr.To(routeHostURL(obs.route))
+	if children.WantsRoute(l) {
+		return ptr.To(children.RouteHostURL(obs.route))
 	}
 	if !children.WantsIngress(l) {
 		return nil
@@ -233,6 +233,39 @@ func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
 		url = children.IngressURL(obs.ingress)
 	}
 	return ptr.To(url)
+}
+
+// exposedCondition is Exposed: for a CR exposed through an HTTPRoute or a Route,
+// whether the cluster serves the API and the Gateways (or routers) accept the route;
+// absent otherwise. Until the controller knows (the API's discovery, the route's first
+// write), the last report stands.
+func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+	switch {
+	case children.WantsHTTPRoute(l):
+		return routeCondition(obs.httpRouteAPI, obs.httpRoute != nil,
+			"The cluster does not serve "+children.HTTPRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
+				"(the standard channel), or expose the server with type Ingress",
+			func() (metav1.ConditionStatus, string, string) { return children.HTTPRouteAcceptance(obs.httpRoute) })
+	case children.WantsRoute(l):
+		return routeCondition(obs.routeAPI, obs.route != nil,
+			"The cluster does not serve "+children.RouteResource.GroupVersion().String()+" Route (it is not OpenShift): "+
+				"expose the server with type Ingress or HTTPRoute",
+			func() (metav1.ConditionStatus, string, string) { return children.RouteAdmission(obs.route) })
+	}
+	return dropped
+}
+
+// routeCondition is Exposed for a route of an optional kind: False with notServed
+// while the cluster does not serve the kind, what accepted says once the route was
+// seen, and the last report until then.
+func routeCondition(api children.APIState, seen bool, notServed string, accepted func() (metav1.ConditionStatus, string, string)) conditionUpdate {
+	switch {
+	case api == children.APIAbsent:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed, notServed)
+	case api == children.APIUnknown || !seen:
+		return keepAsIs
+	}
+	return setTo(accepted())
 }
 
 // readyCondition is the phase and Ready, from what was observed and the component

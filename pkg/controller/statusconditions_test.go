@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
@@ -247,7 +248,7 @@ func TestStorageConditions(t *testing.T) {
 		"no storage: none of them": {obs: observed{pvc: boundPVC(corev1.ClaimBound)}, ready: dropped, inSync: dropped, warning: dropped},
 		"bound and in sync": {
 			mods:   hubMods(withClaim),
-			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{inSync: true, reason: "InSync", message: "as asked"}},
+			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &children.StorageSync{InSync: true, Reason: "InSync", Message: "as asked"}},
 			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
 			inSync: setTo(metav1.ConditionTrue, "InSync", "as asked"), warning: dropped,
 		},
@@ -258,7 +259,7 @@ func TestStorageConditions(t *testing.T) {
 		},
 		"a resize refused": {
 			mods:   hubMods(withClaim),
-			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{reason: "ResizeRefused", message: "no expansion"}},
+			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &children.StorageSync{Reason: "ResizeRefused", Message: "no expansion"}},
 			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
 			inSync: setTo(metav1.ConditionFalse, "ResizeRefused", "no expansion"), warning: dropped,
 		},
