@@ -27,6 +27,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
@@ -57,10 +58,10 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
 	h := hub(l)
 	res := fuzzResult{cr: l, hub: h, before: h.DeepCopy()}
-	var obs observed
+	var obs status.Observed
 	img, problem := c.chooseImage(h, operatorConfig{})
 	if problem != nil {
-		obs.problems = append(obs.problems, *problem)
+		obs.Problems = append(obs.Problems, *problem)
 	}
 	in := deploymentInputs{image: img.ref}
 	if uc := spec.Server.UserConfig; uc != nil {
@@ -71,7 +72,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
-			obs.problems = append(obs.problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
+			obs.Problems = append(obs.Problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
@@ -85,11 +86,11 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, cm)
 		in.caBundleHash = caBundleMountHash(cm)
 	}
-	obs.mountsChecked, obs.nestedMounts = true, podNestedMounts(h, in, nil)
+	obs.MountsChecked, obs.NestedMounts = true, nestingMessages(podNestedMounts(h, in, nil))
 	if conflict := podConflict(h, in, nil); conflict != nil {
-		obs.problems = append(obs.problems, *conflict)
+		obs.Problems = append(obs.Problems, *conflict)
 	}
-	if len(obs.problems) > 0 {
+	if len(obs.Problems) > 0 {
 		// A user error leaves every child as it is (a pod conflict only the Deployment;
 		// the other children are checked through the specs without one).
 		res.children = nil
@@ -102,12 +103,12 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		min := children.HPAMinReplicas(h)
 		in.replicas = &min
 	}
-	obs.deployment = newDeployment(h, in)
-	obs.service = children.NewService(h, children.AskedListening(h, in.serverVersion))
-	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.serverVersion)))
+	obs.Deployment = newDeployment(h, in)
+	obs.Service = children.NewService(h, children.AskedListening(h, in.serverVersion))
+	res.children = append(res.children, obs.Deployment, obs.Service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.serverVersion)))
 	if spec.Server.Storage != nil {
-		obs.pvc = children.NewPVC(h)
-		res.children = append(res.children, obs.pvc)
+		obs.PVC = children.NewPVC(h)
+		res.children = append(res.children, obs.PVC)
 	}
 	if spec.Server.Autoscaling != nil {
 		res.children = append(res.children, children.NewHPA(h))
@@ -116,17 +117,17 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, children.NewPDB(h))
 	}
 	if children.WantsIngress(h) {
-		obs.ingress = children.NewIngress(h)
-		res.children = append(res.children, obs.ingress)
+		obs.Ingress = children.NewIngress(h)
+		res.children = append(res.children, obs.Ingress)
 	}
 	if len(configData)%2 == 1 {
 		// A server that runs and answers its probes: its version, health message and
 		// providers reach the status. configData stands for what it says.
 		c.prober = &probe.Prober{}
-		d := obs.deployment.DeepCopy()
+		d := obs.Deployment.DeepCopy()
 		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.replicas), max(1, *in.replicas), max(1, *in.replicas)
-		obs.deployment = d
-		obs.probe = &probe.Result{UID: l.UID, Info: probe.Info{
+		obs.Deployment = d
+		obs.Probe = &probe.Result{UID: l.UID, Info: probe.Info{
 			Healthy: strings.HasPrefix(configData, "ok"), HealthMessage: configData, Version: configData,
 			Providers: []v1alpha2.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
 				Health: v1alpha2.ProviderHealthStatus{Status: "OK", Message: configData}}},

@@ -29,39 +29,12 @@ func exposedThrough(hostname, path string, refs ...v1alpha2.GatewayParentRef) fu
 	}
 }
 
-// routeWithParents is an HTTPRoute naming refs, with the parent statuses given.
-func routeWithParents(refs []gatewayv1.ParentReference, parents ...gatewayv1.RouteParentStatus) *gatewayv1.HTTPRoute {
-	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "app-route", Namespace: testNamespace}}
-	r.Spec.ParentRefs = refs
-	r.Status.Parents = parents
-	return r
-}
-
 func parentStatus(ref gatewayv1.ParentReference, conds ...metav1.Condition) gatewayv1.RouteParentStatus {
 	return gatewayv1.RouteParentStatus{ParentRef: ref, ControllerName: "example.com/gateway", Conditions: conds}
 }
 
 func routeCond(condType gatewayv1.RouteConditionType, status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	return metav1.Condition{Type: string(condType), Status: status, Reason: reason, Message: message}
-}
-
-func TestExposedCondition(t *testing.T) {
-	gw := gatewayv1.ParentReference{Name: "gw"}
-	asks := newLLSD("app", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))
-	route := routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, "Accepted", "")))
-	ingress := newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
-	})
-	assert.Equal(t, dropped, exposedCondition(ingress, observed{}), "an Ingress has no Exposed condition")
-	assert.Equal(t, dropped, exposedCondition(newLLSD("app"), observed{}))
-	assert.Equal(t, keepAsIs, exposedCondition(asks, observed{httpRouteAPI: children.APIUnknown}), "not known yet")
-	assert.Equal(t, keepAsIs, exposedCondition(asks, observed{httpRouteAPI: children.APIServed}), "served, but the route not seen (the sync stopped before)")
-	absent := exposedCondition(asks, observed{httpRouteAPI: children.APIAbsent})
-	assert.Equal(t, metav1.ConditionFalse, absent.status)
-	assert.Equal(t, v1alpha2.ReasonAPINotServed, absent.reason)
-	assert.Contains(t, absent.message, "gateway.networking.k8s.io/v1")
-	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonRouteAccepted, "HTTPRoute app-route is accepted by Gateway demo/gw"),
-		exposedCondition(asks, observed{httpRouteAPI: children.APIServed, httpRoute: route}))
 }
 
 // On a cluster that does not serve Gateway API, a CR asking for an HTTPRoute gets

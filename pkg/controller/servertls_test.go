@@ -155,11 +155,11 @@ func TestDeploymentServesTLS(t *testing.T) {
 			} else {
 				assert.NotContains(t, env, envUvicornCertFile, "OGX reads its certificate from its config")
 			}
-			assert.True(t, servesTLS(d))
+			assert.True(t, children.ServesTLS(d))
 		})
 	}
 	plain := newDeployment(l, deploymentInputs{image: "img"})
-	assert.False(t, servesTLS(plain))
+	assert.False(t, children.ServesTLS(plain))
 	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
 	assert.NotContains(t, plain.Spec.Template.Annotations, llsd.AnnotationTLSHash)
 }
@@ -193,7 +193,7 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 	assert.Equal(t, serverCertFile, cfg.Server["tls_certfile"])
 	assert.Equal(t, serverKeyFile, cfg.Server["tls_keyfile"])
 	assert.NotContains(t, cfg.Server, "insecure", "a server with a certificate is not told to run without")
-	assert.True(t, servesTLS(d))
+	assert.True(t, children.ServesTLS(d))
 	assert.Equal(t, "https://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
 
 	// An unchanged CR does not read the Secret again until it is due.
@@ -228,7 +228,7 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	require.NoError(t, err)
 	clk.Step(2 * tlsSecretRetryMin)
 	f.converge("app")
-	assert.True(t, servesTLS(f.deployment("app")))
+	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// A renewed certificate is read when due and rolls the pods.
@@ -263,7 +263,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 
 	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: named}, nil))
 	f.converge("app")
-	assert.True(t, servesTLS(f.deployment("app")))
+	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.

@@ -20,6 +20,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // The first sync of a minimal CR applies its Deployment and Service, exactly as their
@@ -167,4 +168,14 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 		RouteURL:          ptr.To("http://llama.example.com"),
 	}
 	assert.Equal(t, want, got)
+}
+
+// The VolumeMountWarning message the status composes of each nesting's words is the one
+// nestedMountsMessage makes of the nestings.
+func TestNestingMessages(t *testing.T) {
+	assert.Nil(t, nestingMessages(nil))
+	l := newLLSDv1("demo", withStorageAt("/.llama/"), withMounts("/.llama/data", "/etc"))
+	nested := nestedMounts(serverMounts(hub(l), deploymentInputs{userConfigMap: "cfg"}))
+	require.Len(t, nested, 2)
+	assert.Equal(t, nestedMountsMessage(nested), status.NestedMountsMessage(nestingMessages(nested)))
 }
