@@ -28,6 +28,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // The owned kinds: each bound once to its lister, typed client and Extract function,
@@ -72,7 +73,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *corev1.Service {
 				return children.NewService(l, in.listening)
 			},
-			seen: func(obs *observed, svc *corev1.Service) { obs.service = svc }},
+			seen: func(obs *status.Observed, svc *corev1.Service) { obs.Service = svc }},
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: llsd.NetworkPolicyName,
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
 				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
@@ -88,7 +89,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 			wanted: always(children.WantsPDB), build: fromCR(children.NewPDB)},
 		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: llsd.IngressName,
 			wanted: always(children.WantsIngress), build: fromCR(children.NewIngress),
-			seen: func(obs *observed, ing *networkingv1.Ingress) { obs.ingress = ing }},
+			seen: func(obs *status.Observed, ing *networkingv1.Ingress) { obs.Ingress = ing }},
 	}
 	return b.Kinds, b.Err
 }
@@ -102,9 +103,9 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if cfg.GatewayClient == nil {
 		crds = nil
 	}
-	routes, err := newOptionalKind("HTTPRoute", httpRouteResource, crds,
+	routes, err := newOptionalKind("HTTPRoute", children.HTTPRouteResource, crds,
 		func() cache.SharedIndexInformer { return newHTTPRouteInformer(cfg.GatewayClient, c.watchNamespace) },
-		c.ownedHandler(), c.enqueueAsking(wantsHTTPRoute))
+		c.ownedHandler(), c.enqueueAsking(children.WantsHTTPRoute))
 	if err != nil {
 		return fmt.Errorf("watching the HTTPRoute CRD: %w", err)
 	}
@@ -112,7 +113,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	// The Gateways the routes attach to, read for their URL (gateway.go).
 	gateways, err := newOptionalKind("Gateway", gatewayResource, crds,
 		func() cache.SharedIndexInformer { return newGatewayInformer(cfg.GatewayClient, c.watchNamespace) },
-		gatewayHandler(c.enqueueAsking(wantsHTTPRoute)), c.enqueueAsking(wantsHTTPRoute))
+		gatewayHandler(c.enqueueAsking(children.WantsHTTPRoute)), c.enqueueAsking(children.WantsHTTPRoute))
 	if err != nil {
 		return fmt.Errorf("watching the Gateway CRD: %w", err)
 	}
@@ -131,11 +132,11 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		gatewayac.ExtractHTTPRoute, children.NeverTakeOver)
 	c.afterServer = append(c.afterServer,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: llsd.HTTPRouteName,
-			api: routes, wanted: always(wantsHTTPRoute), build: fromCR(newHTTPRoute),
-			seen: func(obs *observed, route *gatewayv1.HTTPRoute) {
-				obs.httpRoute, obs.httpRouteEndpoint = route, httpRouteEndpoint(route, cachedGateway)
+			api: routes, wanted: always(children.WantsHTTPRoute), build: fromCR(children.NewHTTPRoute),
+			seen: func(obs *status.Observed, route *gatewayv1.HTTPRoute) {
+				obs.HTTPRoute, obs.HTTPRouteEndpoint = route, children.HTTPRouteEndpoint(route, cachedGateway)
 			},
-			seenAPI: func(obs *observed, state apiState) { obs.httpRouteAPI = state }})
+			seenAPI: func(obs *status.Observed, state children.APIState) { obs.HTTPRouteAPI = state }})
 
 	// Without a dynamic client no ServiceMonitor or Route is made. A CR hears of the
 	// ServiceMonitor CRD whatever it asks: whether its server serves metrics is known
@@ -149,7 +150,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	openShiftRoutes, err := c.bindUnstructured(cfg, routeKind, routeResource, crds, wantsRoute, &c.routes)
+	openShiftRoutes, err := c.bindUnstructured(cfg, children.RouteKind, children.RouteResource, crds, children.WantsRoute, &c.routes)
 	if err != nil {
 		return err
 	}
@@ -158,9 +159,12 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
 			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
-			api: openShiftRoutes, wanted: always(wantsRoute), build: newRoute,
-			seen:    func(obs *observed, route *unstructured.Unstructured) { obs.route = route },
-			seenAPI: func(obs *observed, state apiState) { obs.routeAPI = state }})
+			api: openShiftRoutes, wanted: always(children.WantsRoute),
+			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
+				return children.NewRoute(l, in.listening, in.serverCA)
+			},
+			seen:    func(obs *status.Observed, route *unstructured.Unstructured) { obs.Route = route },
+			seenAPI: func(obs *status.Observed, state children.APIState) { obs.RouteAPI = state }})
 	return nil
 }
 
@@ -202,9 +206,9 @@ type childInputs struct {
 // (when the CR's) once it does not.
 type askedChild interface {
 	// sync applies or deletes it, and records it in obs.
-	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) error
+	sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed) error
 	// observe records it in obs as it is, for a sync that changes nothing.
-	observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed)
+	observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed)
 }
 
 // asked is an askedChild of one kind.
@@ -216,16 +220,16 @@ type asked[T metav1.Object, AC any] struct {
 	wanted func(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool)
 	build  func(*v1alpha2.LlamaStackDistribution, childInputs) T
 	// seen records it in what the sync observed; nil when the status does not read it.
-	seen func(*observed, T)
+	seen func(*status.Observed, T)
 	// api is the optional kind's API (nil for a kind always served); seenAPI records,
 	// for a CR that asks for the child, what is known of it.
 	api     *optionalKind
-	seenAPI func(*observed, apiState)
+	seenAPI func(*status.Observed, children.APIState)
 }
 
 // served tells whether the kind's API is served; for a CR that asks for the child,
 // what is known of it is recorded in obs.
-func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) bool {
+func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed) bool {
 	if a.api == nil {
 		return true
 	}
@@ -233,10 +237,10 @@ func (a asked[T, AC]) served(l *v1alpha2.LlamaStackDistribution, in childInputs,
 	if want, _ := a.wanted(l, in); want && a.seenAPI != nil {
 		a.seenAPI(obs, state)
 	}
-	return state == apiServed
+	return state == children.APIServed
 }
 
-func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) error {
+func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed) error {
 	if !a.served(l, in, obs) {
 		// Nothing of the kind can exist, or what exists is not known yet.
 		return nil
@@ -255,7 +259,7 @@ func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 	return err
 }
 
-func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *observed) {
+func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed) {
 	if a.seen == nil || !a.served(l, in, obs) {
 		return
 	}

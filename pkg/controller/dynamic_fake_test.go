@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	core "k8s.io/client-go/testing"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 )
 
 // newMonitoringClient is a fake dynamic client that serves the optional kinds without
@@ -22,7 +24,7 @@ func newMonitoringClient(t testing.TB, objs ...runtime.Object) *dynamicfake.Fake
 	t.Helper()
 	scheme := runtime.NewScheme()
 	listKinds := map[schema.GroupVersionResource]string{}
-	for resource, kind := range map[schema.GroupVersionResource]string{serviceMonitorResource: serviceMonitorKind, routeResource: routeKind} {
+	for resource, kind := range map[schema.GroupVersionResource]string{serviceMonitorResource: serviceMonitorKind, children.RouteResource: children.RouteKind} {
 		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind), &unstructured.Unstructured{})
 		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind+"List"), &unstructured.UnstructuredList{})
 		listKinds[resource] = kind + "List"

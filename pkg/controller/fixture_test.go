@@ -162,7 +162,7 @@ func (f *fixture) serveHTTPRoutes() {
 func (f *fixture) serveServiceMonitors() { f.serveUnstructured(serviceMonitorKind) }
 
 // serveOpenShiftRoutes makes the OpenShift Route API served.
-func (f *fixture) serveOpenShiftRoutes() { f.serveUnstructured(routeKind) }
+func (f *fixture) serveOpenShiftRoutes() { f.serveUnstructured(children.RouteKind) }
 
 // serveUnstructured makes the API of an optional kind of the dynamic client served.
 func (f *fixture) serveUnstructured(kind string) {
@@ -230,7 +230,7 @@ func (f *fixture) refreshCaches() {
 		}
 		fill(gateways, TransformGateway, nil, list, nil)
 	}
-	for kind, resource := range map[string]schema.GroupVersionResource{serviceMonitorKind: serviceMonitorResource, routeKind: routeResource} {
+	for kind, resource := range map[string]schema.GroupVersionResource{serviceMonitorKind: serviceMonitorResource, children.RouteKind: children.RouteResource} {
 		if indexer := f.optionalKind(kind).cache(); indexer != nil {
 			list, err := f.dynamicclient.Resource(resource).Namespace("").List(ctx, all)
 			fill(indexer, strip, managed, list, err)

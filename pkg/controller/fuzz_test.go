@@ -28,6 +28,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // Fuzz targets: `make fuzz` (hack/fuzz.sh) explores each for a while; plain `go test`
@@ -58,10 +59,10 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
 	h := hub(l)
 	res := fuzzResult{cr: l, hub: h, before: h.DeepCopy()}
-	var obs observed
+	var obs status.Observed
 	img, problem := c.chooseImage(h, operatorConfig{})
 	if problem != nil {
-		obs.problems = append(obs.problems, *problem)
+		obs.Problems = append(obs.Problems, *problem)
 	}
 	in := revision.Inputs{Image: img.ref}
 	if uc := spec.Server.UserConfig; uc != nil {
@@ -72,7 +73,7 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
-			obs.problems = append(obs.problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
+			obs.Problems = append(obs.Problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
@@ -86,11 +87,11 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, cm)
 		in.CABundleHash = caBundleMountHash(cm)
 	}
-	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(h, in)
+	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(h, in)
 	if conflict := children.PodConflict(h, in); conflict != nil {
-		obs.problems = append(obs.problems, *conflict)
+		obs.Problems = append(obs.Problems, *conflict)
 	}
-	if len(obs.problems) > 0 {
+	if len(obs.Problems) > 0 {
 		// A user error leaves every child as it is (a pod conflict only the Deployment;
 		// the other children are checked through the specs without one).
 		res.children = nil
@@ -103,12 +104,12 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		min := children.HPAMinReplicas(h)
 		in.Replicas = &min
 	}
-	obs.deployment = children.NewDeployment(h, in)
-	obs.service = children.NewService(h, children.AskedListening(h, in.ServerVersion))
-	res.children = append(res.children, obs.deployment, obs.service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.ServerVersion)))
+	obs.Deployment = children.NewDeployment(h, in)
+	obs.Service = children.NewService(h, children.AskedListening(h, in.ServerVersion))
+	res.children = append(res.children, obs.Deployment, obs.Service, children.NewNetworkPolicy(h, fuzzOperatorNamespace, children.AskedListening(h, in.ServerVersion)))
 	if spec.Server.Storage != nil {
-		obs.pvc = children.NewPVC(h)
-		res.children = append(res.children, obs.pvc)
+		obs.PVC = children.NewPVC(h)
+		res.children = append(res.children, obs.PVC)
 	}
 	if spec.Server.Autoscaling != nil {
 		res.children = append(res.children, children.NewHPA(h))
@@ -117,17 +118,17 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		res.children = append(res.children, children.NewPDB(h))
 	}
 	if children.WantsIngress(h) {
-		obs.ingress = children.NewIngress(h)
-		res.children = append(res.children, obs.ingress)
+		obs.Ingress = children.NewIngress(h)
+		res.children = append(res.children, obs.Ingress)
 	}
 	if len(configData)%2 == 1 {
 		// A server that runs and answers its probes: its version, health message and
 		// providers reach the status. configData stands for what it says.
 		c.prober = &probe.Prober{}
-		d := obs.deployment.DeepCopy()
+		d := obs.Deployment.DeepCopy()
 		d.Status.Replicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = max(1, *in.Replicas), max(1, *in.Replicas), max(1, *in.Replicas)
-		obs.deployment = d
-		obs.probe = &probe.Result{UID: l.UID, Info: probe.Info{
+		obs.Deployment = d
+		obs.Probe = &probe.Result{UID: l.UID, Info: probe.Info{
 			Healthy: strings.HasPrefix(configData, "ok"), HealthMessage: configData, Version: configData,
 			Providers: []v1alpha2.ProviderInfo{{API: "inference", ProviderID: configData, ProviderType: "remote::x",
 				Health: v1alpha2.ProviderHealthStatus{Status: "OK", Message: configData}}},

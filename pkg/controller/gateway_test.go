@@ -30,59 +30,6 @@ func gatewayCRD() *apiextensionsv1.CustomResourceDefinition {
 	return establishedCRD(gatewayResource, "Gateway")
 }
 
-func TestHTTPRouteEndpoint(t *testing.T) {
-	accepted := routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionTrue, "Accepted", "")
-	refused := routeCond(gatewayv1.RouteConditionAccepted, metav1.ConditionFalse, "NotAllowedByListeners", "")
-	gw := gatewayv1.ParentReference{Name: "gw"}
-	onHTTPS := gatewayv1.ParentReference{Name: "gw", SectionName: ptr.To(gatewayv1.SectionName("https"))}
-	other := gatewayv1.ParentReference{Name: "edge", Namespace: ptr.To(gatewayv1.Namespace("infra"))}
-	both := gatewayWith(testNamespace, "gw", listener("http", "", 80, gatewayv1.HTTPProtocolType), listener("https", "", 443, gatewayv1.HTTPSProtocolType))
-	gateways := map[string]*gatewayv1.Gateway{
-		testNamespace + "/gw": both,
-		"infra/edge":          gatewayWith("infra", "edge", listener("alt", "", 8080, gatewayv1.HTTPProtocolType)),
-		testNamespace + "/hosts": gatewayWith(testNamespace, "hosts",
-			listener("other", "other.example.com", 443, gatewayv1.HTTPSProtocolType),
-			listener("wild", "*.example.com", 8443, gatewayv1.HTTPSProtocolType),
-			listener("tcp", "", 9000, gatewayv1.TCPProtocolType)),
-	}
-	lookup := func(ns, name string) *gatewayv1.Gateway { return gateways[ns+"/"+name] }
-	withHost := func(r *gatewayv1.HTTPRoute, host string) *gatewayv1.HTTPRoute {
-		r.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(host)}
-		return r
-	}
-	hosts := gatewayv1.ParentReference{Name: "hosts"}
-	for name, tc := range map[string]struct {
-		route *gatewayv1.HTTPRoute
-		want  routeEndpoint
-	}{
-		"HTTPS beside HTTP: HTTPS":  {route: routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, accepted)), want: routeEndpoint{"https", 443}},
-		"the listener it names":     {route: routeWithParents([]gatewayv1.ParentReference{onHTTPS}, parentStatus(onHTTPS, accepted)), want: routeEndpoint{"https", 443}},
-		"not accepted: not known":   {route: routeWithParents([]gatewayv1.ParentReference{gw}, parentStatus(gw, refused)), want: routeEndpoint{scheme: "http"}},
-		"not reported: not known":   {route: routeWithParents([]gatewayv1.ParentReference{gw}), want: routeEndpoint{scheme: "http"}},
-		"a Gateway not seen":        {route: routeWithParents([]gatewayv1.ParentReference{{Name: "gone"}}, parentStatus(gatewayv1.ParentReference{Name: "gone"}, accepted)), want: routeEndpoint{scheme: "http"}},
-		"another namespace, a port": {route: routeWithParents([]gatewayv1.ParentReference{other}, parentStatus(other, accepted)), want: routeEndpoint{"http", 8080}},
-		"the first that accepted": {route: routeWithParents([]gatewayv1.ParentReference{gw, other}, parentStatus(gw, refused), parentStatus(other, accepted)),
-			want: routeEndpoint{"http", 8080}},
-		"the wildcard listener of its host": {route: withHost(routeWithParents([]gatewayv1.ParentReference{hosts}, parentStatus(hosts, accepted)), "llama.example.com"),
-			want: routeEndpoint{"https", 8443}},
-		"no listener of its host": {route: withHost(routeWithParents([]gatewayv1.ParentReference{hosts}, parentStatus(hosts, accepted)), "llama.example.org"),
-			want: routeEndpoint{scheme: "http"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, httpRouteEndpoint(tc.route, lookup))
-		})
-	}
-	assert.Equal(t, routeEndpoint{scheme: "http"}, httpRouteEndpoint(nil, lookup))
-}
-
-func TestRouteEndpointURL(t *testing.T) {
-	assert.Equal(t, "https://llama.example.com/v1", routeEndpoint{"https", 443}.url("llama.example.com", "/v1"))
-	assert.Equal(t, "http://llama.example.com", routeEndpoint{"http", 80}.url("llama.example.com", ""))
-	assert.Equal(t, "http://llama.example.com", routeEndpoint{scheme: "http"}.url("llama.example.com", ""))
-	assert.Equal(t, "https://llama.example.com:8443", routeEndpoint{"https", 8443}.url("llama.example.com", ""))
-	assert.Equal(t, "http://llama.example.com:443", routeEndpoint{"http", 443}.url("llama.example.com", ""))
-}
-
 // The Gateway's HTTPS listener makes routeURL https, once the Gateway accepts the
 // route; the Gateway is only read.
 func TestHTTPRouteURLFollowsTheGatewayListener(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // Generated config (v1alpha2): a CR that sets providers, resources, storage, disabled
@@ -49,6 +50,18 @@ type generation struct {
 // configMapName is the generated ConfigMap's name.
 func (g *generation) configMapName(l *v1alpha2.LlamaStackDistribution) string {
 	return llsd.GeneratedConfigMapName(l, g.out.Hash)
+}
+
+// forStatus is what the status reads of the generation; nil when it did not run (g nil).
+func (g *generation) forStatus(l *v1alpha2.LlamaStackDistribution) *status.Generation {
+	if g == nil {
+		return nil
+	}
+	out := &status.Generation{Resolved: g.resolved, Problem: g.problem}
+	if g.out != nil {
+		out.ConfigMapName = g.configMapName(l)
+	}
+	return out
 }
 
 // baseMemo is the last base config read live for a CR, by its ConfigMap's content hash:

@@ -71,7 +71,7 @@ func TestChildrenFollowARolledBackTLSChange(t *testing.T) {
 	f.crashLooping(failed+"-x1", failed, rollout.RollbackAfterRestarts)
 	f.converge("app")
 	require.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
-	require.False(t, servesTLS(f.deployment("app")), "the pods serve HTTP")
+	require.False(t, children.ServesTLS(f.deployment("app")), "the pods serve HTTP")
 
 	assert.Equal(t, plain, f.service("app-service").Spec.Ports, "the Service's port is HTTP again")
 	assert.Equal(t, "edge", routeTLS(t, f, "termination"), "the Route does not reencrypt to an HTTP server")

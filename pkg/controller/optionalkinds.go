@@ -25,18 +25,6 @@ import (
 // has synced, a CR that asks for the child neither gets it nor has it deleted, and the
 // CR's status says what is known of the API.
 
-// apiState is what the controller knows of an optional kind's API.
-type apiState int
-
-const (
-	// apiUnknown: not known yet (the CRD's informer or the kind's has not synced).
-	apiUnknown apiState = iota
-	// apiAbsent: the cluster does not serve it.
-	apiAbsent
-	// apiServed: served, and the kind's informer has synced.
-	apiServed
-)
-
 // optionalKind is one optional kind: the watch of its CRD and, while the CRD serves
 // it, its informer.
 type optionalKind struct {
@@ -142,20 +130,20 @@ func (k *optionalKind) run(ctx context.Context) {
 }
 
 // state tells what is known of the kind's API.
-func (k *optionalKind) state() apiState {
+func (k *optionalKind) state() children.APIState {
 	if k.crds == nil {
-		return apiAbsent
+		return children.APIAbsent
 	}
 	k.mu.Lock()
 	running := k.running
 	k.mu.Unlock()
 	switch {
 	case running != nil && running.synced():
-		return apiServed
+		return children.APIServed
 	case running != nil || !k.crdsSynced():
-		return apiUnknown
+		return children.APIUnknown
 	}
-	return apiAbsent
+	return children.APIAbsent
 }
 
 // cache returns the running informer's cache; nil when the API is not served.

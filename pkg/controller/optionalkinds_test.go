@@ -73,20 +73,20 @@ func TestHTTPRouteKindFollowsItsCRD(t *testing.T) {
 		require.Eventually(t, func() bool { return f.c.queue.Len() > 0 }, 10*time.Second, 10*time.Millisecond, what)
 		assert.Equal(t, []cache.ObjectName{{Namespace: testNamespace, Name: "asks"}}, f.queued(), what)
 	}
-	stateIs := func(want apiState, what string) {
+	stateIs := func(want children.APIState, what string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return routes.state() == want }, 10*time.Second, 10*time.Millisecond, what)
 	}
 
-	stateIs(apiAbsent, "no CRD")
+	stateIs(children.APIAbsent, "no CRD")
 	askedOnce("the CRs asking for a route hear that the API is not served")
 
 	crds := f.crdclient.ApiextensionsV1().CustomResourceDefinitions()
 	_, err := crds.Create(f.ctx, httpRouteCRD(true), metav1.CreateOptions{})
 	require.NoError(t, err)
-	stateIs(apiServed, "the CRD established")
+	stateIs(children.APIServed, "the CRD established")
 	askedOnce("the CRs asking for a route are synced once the routes are cached")
-	route := newHTTPRoute(asks)
+	route := children.NewHTTPRoute(asks)
 	_, err = f.gatewayclient.GatewayV1().HTTPRoutes(testNamespace).Create(f.ctx, route, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -97,16 +97,16 @@ func TestHTTPRouteKindFollowsItsCRD(t *testing.T) {
 
 	_, err = crds.Update(f.ctx, httpRouteCRD(false), metav1.UpdateOptions{})
 	require.NoError(t, err)
-	stateIs(apiAbsent, "v1 no longer served")
+	stateIs(children.APIAbsent, "v1 no longer served")
 	assert.Nil(t, routes.cache(), "the informer is stopped")
 	askedOnce("the CRs asking for a route hear the API went")
 
 	_, err = crds.Update(f.ctx, httpRouteCRD(true), metav1.UpdateOptions{})
 	require.NoError(t, err)
-	stateIs(apiServed, "served again")
+	stateIs(children.APIServed, "served again")
 	askedOnce("served again")
 	require.NoError(t, crds.Delete(f.ctx, "httproutes.gateway.networking.k8s.io", metav1.DeleteOptions{}))
-	stateIs(apiAbsent, "the CRD deleted")
+	stateIs(children.APIAbsent, "the CRD deleted")
 	askedOnce("the CRD deleted")
 
 	cancel()
@@ -123,7 +123,7 @@ func TestOptionalKindsNeverBlockStartUp(t *testing.T) {
 	f.crdclient = apiextensionsfake.NewClientset()
 	f.newController()
 	routes := f.routeKind()
-	assert.Equal(t, apiUnknown, routes.state(), "the CRD watch has not listed yet")
+	assert.Equal(t, children.APIUnknown, routes.state(), "the CRD watch has not listed yet")
 	assert.False(t, slices.ContainsFunc(f.c.childKinds, func(k children.Bound) bool { return k.Kind == "HTTPRoute" }),
 		"the HTTPRoute informer is not one of the informers started with the others")
 	f.sync("app")

@@ -25,6 +25,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/podtest"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // podFixture is a CR "app" converged, with its Deployment's ReplicaSets and pods
@@ -315,14 +316,14 @@ func TestStuckReason(t *testing.T) {
 	for _, r := range []string{v1alpha2.ReasonReplicaFailure, v1alpha2.ReasonProgressDeadlineExceeded, v1alpha2.ReasonUnschedulable,
 		v1alpha2.ReasonCreateContainerConfigError, v1alpha2.ReasonImagePullBackOff, v1alpha2.ReasonCrashLoopBackOff,
 		v1alpha2.ReasonPodNotStarting, "PreStartHookError"} {
-		assert.True(t, stuckReason(r), r)
+		assert.True(t, status.StuckReason(r), r)
 	}
 	for _, r := range []string{v1alpha2.ReasonDeploymentReady, v1alpha2.ReasonDeploymentPending, v1alpha2.ReasonDeploymentScaling,
 		v1alpha2.ReasonScaledToZero, v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonConfigMapNotFound,
 		v1alpha2.ReasonConfigMapKeyMissing, v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid,
 		v1alpha2.ReasonResourceNotOwned, v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed,
 		v1alpha2.ReasonBaseConfigRequired, v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported} {
-		assert.False(t, stuckReason(r), r)
+		assert.False(t, status.StuckReason(r), r)
 	}
 }
 
@@ -583,14 +584,14 @@ func userErrorReasons(t *testing.T) []string {
 }
 
 // Every reason of the API is the controller's own or one of a pod; the user errors'
-// are problems; stuckReason says stuck of ReplicaFailure, ProgressDeadlineExceeded and
+// are problems; status.StuckReason says stuck of ReplicaFailure, ProgressDeadlineExceeded and
 // the pods' reasons only.
 func TestReasonsAreClassified(t *testing.T) {
 	all := v1alpha2Reasons(t)
 	for name, v := range all {
 		assert.True(t, rollout.OwnReason(v) != slices.Contains(rollout.PodReasons, v), "%s (%q) must be in exactly one of the own reasons and rollout.PodReasons", name, v)
 		stuck := slices.Contains(rollout.PodReasons, v) || v == v1alpha2.ReasonReplicaFailure || v == v1alpha2.ReasonProgressDeadlineExceeded
-		assert.Equal(t, stuck, stuckReason(v), "stuckReason(%s)", name)
+		assert.Equal(t, stuck, status.StuckReason(v), "status.StuckReason(%s)", name)
 	}
 	assert.Len(t, rollout.OwnReasons(), len(all)-len(rollout.PodReasons), "the own reasons are only API reasons")
 	users := userErrorReasons(t)

@@ -22,6 +22,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // fakeLlamaStack is a llama-stack server the test controls.
@@ -236,9 +237,9 @@ func TestProvidersKeptWhenTheirEndpointFails(t *testing.T) {
 	l.Status.DistributionConfig.Providers = []v1alpha2.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
 	d := f.deployment("app")
 	svc := f.stored(kindService, "app-service").(*corev1.Service)
-	st := f.c.calculateStatus(l, observed{deployment: d, service: svc, probe: &probe.Result{Info: probe.Info{Healthy: true}}}, metav1.Now())
+	st := f.c.calculateStatus(l, status.Observed{Deployment: d, Service: svc, Probe: &probe.Result{Info: probe.Info{Healthy: true}}}, metav1.Now())
 	assert.Equal(t, l.Status.DistributionConfig.Providers, st.DistributionConfig.Providers)
-	st = f.c.calculateStatus(l, observed{deployment: d, service: svc, probe: &probe.Result{Info: probe.Info{Healthy: true, ProvidersKnown: true}}}, metav1.Now())
+	st = f.c.calculateStatus(l, status.Observed{Deployment: d, Service: svc, Probe: &probe.Result{Info: probe.Info{Healthy: true, ProvidersKnown: true}}}, metav1.Now())
 	assert.Empty(t, st.DistributionConfig.Providers, "an answer with no providers clears them")
 }
 

@@ -4,32 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// storageSync is the StorageInSync condition found by ensurePVC.
-type storageSync struct {
-	inSync          bool
-	reason, message string
-}
-
 // ensurePVC creates the claim, and later only expands it: a claim never shrinks, its
 // class and access modes never change, and the controller never deletes it (it holds the
 // user's data). What cannot be applied is reported in the StorageInSync condition.
 // previous is the CR's current StorageInSync condition: an expansion the API server
 // refused is not tried again until the CR's spec changes.
-func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, storageSync, error) {
-	ok := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
+func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistribution, previous *metav1.Condition) (*corev1.PersistentVolumeClaim, children.StorageSync, error) {
+	ok := children.StorageSync{InSync: true, Reason: v1alpha2.ReasonStorageInSync, Message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
 	state := ok
 	refused, existed := false, false
 	pvc, err := c.pvcs.EnsureWith(ctx, l, children.EnsureOptions[*corev1.PersistentVolumeClaim]{
@@ -44,12 +36,12 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 			if err != nil {
 				return nil, fmt.Errorf("extracting our fields of PersistentVolumeClaim %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
-			state = fitPVC(l, desired, cur, owned.Spec != nil && owned.Spec.StorageClassName != nil)
+			state = children.FitPVC(l, desired, cur, owned.Spec != nil && owned.Spec.StorageClassName != nil)
 			if previous != nil && previous.Reason == v1alpha2.ReasonResizeRefused && previous.ObservedGeneration == l.Generation &&
 				!pvcRequestFits(desired, cur) {
 				// Refused for this very spec: not asked again until it changes.
 				refused = true
-				state = storageSync{reason: previous.Reason, message: previous.Message}
+				state = children.StorageSync{Reason: previous.Reason, Message: previous.Message}
 				return nil, nil
 			}
 			return desired, nil
@@ -70,50 +62,13 @@ func (c *Controller) ensurePVC(ctx context.Context, l *v1alpha2.LlamaStackDistri
 			hint = " (a ResourceQuota)"
 		}
 		want := children.StorageSize(l)
-		return pvc, storageSync{reason: v1alpha2.ReasonResizeRefused, message: fmt.Sprintf(
+		return pvc, children.StorageSync{Reason: v1alpha2.ReasonResizeRefused, Message: fmt.Sprintf(
 			"Expanding PersistentVolumeClaim %s to %s was refused%s: %s", llsd.PVCName(l), want.String(), hint, why)}, nil
 	}
 	if err != nil {
 		return pvc, ok, err
 	}
 	return pvc, resizeState(pvc, state), nil
-}
-
-// fitPVC makes desired applicable to the existing claim cur: its class and access modes
-// are immutable, so desired keeps cur's, and its size only grows. It returns the
-// StorageInSync state: what of the spec could not be applied.
-func fitPVC(l *v1alpha2.LlamaStackDistribution, desired, cur *corev1.PersistentVolumeClaim, ownClass bool) storageSync {
-	name := cur.Name
-	state := storageSync{inSync: true, reason: v1alpha2.ReasonStorageInSync, message: "The PersistentVolumeClaim matches spec.workload.storage (v1alpha1 spec.server.storage)"}
-	// Compared with the claim itself, not with what our manager owns: a claim made by
-	// another manager (the upstream operator) with the same class and modes is in sync.
-	if !slices.Equal(cur.Spec.AccessModes, desired.Spec.AccessModes) ||
-		desired.Spec.StorageClassName != nil && ptr.Deref(cur.Spec.StorageClassName, "") != *desired.Spec.StorageClassName {
-		state = storageSync{reason: v1alpha2.ReasonStorageFieldImmutable, message: fmt.Sprintf(
-			"storageClassName and accessModes cannot change once the claim exists; PersistentVolumeClaim %s keeps class %q and access modes %v (delete it to make a new one, which loses its data)",
-			name, ptr.Deref(cur.Spec.StorageClassName, ""), cur.Spec.AccessModes)}
-	}
-	// Applying the claim's own values changes nothing, whoever set them. The class is
-	// applied only when asked for or already ours: one we stopped applying would be
-	// removed, which the API server refuses; one the default StorageClass admission set
-	// is left to it.
-	desired.Spec.AccessModes = slices.Clone(cur.Spec.AccessModes)
-	if desired.Spec.StorageClassName != nil || ownClass {
-		desired.Spec.StorageClassName = nil
-		if cur.Spec.StorageClassName != nil {
-			desired.Spec.StorageClassName = ptr.To(*cur.Spec.StorageClassName)
-		}
-	}
-
-	want := children.StorageSize(l)
-	have := cur.Spec.Resources.Requests[corev1.ResourceStorage]
-	if want.Cmp(have) < 0 {
-		state = storageSync{reason: v1alpha2.ReasonShrinkRefused, message: fmt.Sprintf(
-			"storage.size %s is smaller than PersistentVolumeClaim %s (%s): a claim cannot shrink, so it keeps %s",
-			want.String(), name, have.String(), have.String())}
-		desired.Spec.Resources.Requests[corev1.ResourceStorage] = have.DeepCopy()
-	}
-	return state
 }
 
 // pvcRequestFits tells whether the claim already requests the size desired asks for.
@@ -124,14 +79,14 @@ func pvcRequestFits(desired, cur *corev1.PersistentVolumeClaim) bool {
 }
 
 // resizeState reports an expansion still under way (requested above the capacity).
-func resizeState(pvc *corev1.PersistentVolumeClaim, state storageSync) storageSync {
-	if !state.inSync {
+func resizeState(pvc *corev1.PersistentVolumeClaim, state children.StorageSync) children.StorageSync {
+	if !state.InSync {
 		return state
 	}
 	requested := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	capacity, known := pvc.Status.Capacity[corev1.ResourceStorage]
 	if known && pvc.Status.Phase == corev1.ClaimBound && capacity.Cmp(requested) < 0 {
-		return storageSync{reason: v1alpha2.ReasonResizing, message: fmt.Sprintf(
+		return children.StorageSync{Reason: v1alpha2.ReasonResizing, Message: fmt.Sprintf(
 			"PersistentVolumeClaim %s is being expanded to %s (now %s)", pvc.Name, requested.String(), capacity.String())}
 	}
 	return state

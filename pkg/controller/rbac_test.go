@@ -38,6 +38,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
@@ -263,7 +264,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	}
 	waitFor("the ServiceMonitor is created", monitorExists)
 	openShiftRouteExists := func() bool {
-		_, err := dynamicclient.Resource(routeResource).Namespace(ns).Get(ctx, "openshift-route", metav1.GetOptions{})
+		_, err := dynamicclient.Resource(children.RouteResource).Namespace(ns).Get(ctx, "openshift-route", metav1.GetOptions{})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
 		return err == nil
 	}
@@ -283,7 +284,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	})
 	waitFor("both statuses are written", func() bool { return phase("full") != "" && phase("broken") == v1alpha2.PhaseFailed })
 	routeExists := func() bool {
-		_, err := gatewayclient.Tracker().Get(httpRouteResource, ns, "routed-route")
+		_, err := gatewayclient.Tracker().Get(children.HTTPRouteResource, ns, "routed-route")
 		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
 		return err == nil
 	}

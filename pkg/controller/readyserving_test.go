@@ -15,6 +15,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // Ready means serving: a change configgen refuses leaves a CR whose Deployment serves
@@ -164,40 +165,40 @@ func TestProblemWhileServing(t *testing.T) {
 	withStorage := func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Storage = &v1alpha1.StorageSpec{} }
 	for name, tc := range map[string]struct {
 		mods        []func(*v1alpha1.LlamaStackDistribution)
-		obs         func(*v1alpha2.LlamaStackDistribution) observed
+		obs         func(*v1alpha2.LlamaStackDistribution) status.Observed
 		ready       bool
 		readyReason string
 	}{
-		"serving": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, ""))}
+		"serving": {obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Deployment: available(1), Service: children.NewService(l, children.AskedListening(l, ""))}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
-		"serving with its storage": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, "")), pvc: bound}
+		"serving with its storage": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Deployment: available(1), Service: children.NewService(l, children.AskedListening(l, "")), PVC: bound}
 		}, ready: true, readyReason: v1alpha2.ReasonReady},
 		"scaled to zero": {mods: []func(*v1alpha1.LlamaStackDistribution){func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Replicas = 0 }},
-			obs: func(l *v1alpha2.LlamaStackDistribution) observed {
+			obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
 				d := available(0)
 				d.Spec.Replicas = ptr.To(int32(0))
 				d.Status.Replicas, d.Status.UpdatedReplicas = 0, 0
-				return observed{deployment: d, service: children.NewService(l, children.AskedListening(l, ""))}
+				return status.Observed{Deployment: d, Service: children.NewService(l, children.AskedListening(l, ""))}
 			}, ready: true, readyReason: v1alpha2.ReasonScaledToZero},
-		"no Deployment": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{service: children.NewService(l, children.AskedListening(l, ""))}
+		"no Deployment": {obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
-		"not available": {obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(0), service: children.NewService(l, children.AskedListening(l, ""))}
+		"not available": {obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Deployment: available(0), Service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
-		"no Service": {obs: func(*v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1)}
+		"no Service": {obs: func(*v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Deployment: available(1)}
 		}},
-		"storage not bound": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) observed {
-			return observed{deployment: available(1), service: children.NewService(l, children.AskedListening(l, ""))}
+		"storage not bound": {mods: []func(*v1alpha1.LlamaStackDistribution){withStorage}, obs: func(l *v1alpha2.LlamaStackDistribution) status.Observed {
+			return status.Observed{Deployment: available(1), Service: children.NewService(l, children.AskedListening(l, ""))}
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := hub(newLLSDv1("app", tc.mods...))
 			obs := tc.obs(l)
-			obs.problems = problems
+			obs.Problems = problems
 			l.Status = f.c.calculateStatus(l, obs, metav1.Now())
 			ready, dr := cond(t, l, v1alpha2.ConditionReady), cond(t, l, v1alpha2.ConditionDeploymentReady)
 			if !tc.ready {
@@ -216,7 +217,7 @@ func TestProblemWhileServing(t *testing.T) {
 			assert.Equal(t, metav1.ConditionFalse, p.Status)
 			assert.Equal(t, v1alpha2.ReasonTLSSecretNotFound, p.Reason)
 			assert.Equal(t, "Secret demo/tls not found", p.Message)
-			assert.Equal(t, p, *reportedProblem(l.Status.Conditions))
+			assert.Equal(t, p, *status.ReportedProblem(l.Status.Conditions))
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // readinessConditions are the conditions a Deployment becoming available changes, and
@@ -23,8 +24,8 @@ func onlyTurnsReady(old, st v1alpha2.LlamaStackDistributionStatus) bool {
 	if st.Phase != v1alpha2.PhaseReady || old.Phase == v1alpha2.PhaseReady {
 		return false
 	}
-	if p := reportedProblem(st.Conditions); p != nil {
-		if was := reportedProblem(old.Conditions); was == nil || was.Message != p.Message {
+	if p := status.ReportedProblem(st.Conditions); p != nil {
+		if was := status.ReportedProblem(old.Conditions); was == nil || was.Message != p.Message {
 			return false
 		}
 	}

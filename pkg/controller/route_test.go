@@ -33,95 +33,7 @@ func exposedAsRoute(hostname string, route *v1alpha2.RouteSpec) func(*v1alpha2.L
 
 // routeCRD is OpenShift's Route CRD, established.
 func routeCRD() *apiextensionsv1.CustomResourceDefinition {
-	return establishedCRD(routeResource, routeKind)
-}
-
-func TestNewRoute(t *testing.T) {
-	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-	tlsOn := func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "cert"}}
-	}
-	for name, tc := range map[string]struct {
-		mods     []func(*v1alpha2.LlamaStackDistribution)
-		serverCA []byte
-		wantSpec map[string]any
-	}{
-		"plain server, the router's host: edge, redirected": {
-			mods: []func(*v1alpha2.LlamaStackDistribution){exposedAsRoute("", nil)},
-			wantSpec: map[string]any{
-				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
-				"port": map[string]any{"targetPort": "http"},
-				"tls":  map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Redirect"},
-			},
-		},
-		"a host, plain HTTP allowed": {
-			mods: []func(*v1alpha2.LlamaStackDistribution){exposedAsRoute("llama.apps.example.com",
-				&v1alpha2.RouteSpec{InsecureEdgeTerminationPolicy: "Allow"})},
-			wantSpec: map[string]any{
-				"host": "llama.apps.example.com",
-				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
-				"port": map[string]any{"targetPort": "http"},
-				"tls":  map[string]any{"termination": "edge", "insecureEdgeTerminationPolicy": "Allow"},
-			},
-		},
-		"TLS server: reencrypt to the https port, trusting the Secret's CA": {
-			mods:     []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", nil)},
-			serverCA: ca,
-			wantSpec: map[string]any{
-				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
-				"port": map[string]any{"targetPort": "https"},
-				"tls": map[string]any{"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect",
-					"destinationCACertificate": string(ca)},
-			},
-		},
-		"TLS server without ca.crt: the router's service CA": {
-			mods: []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", nil)},
-			wantSpec: map[string]any{
-				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
-				"port": map[string]any{"targetPort": "https"},
-				"tls":  map[string]any{"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"},
-			},
-		},
-		"passthrough: the server's certificate, no CA": {
-			mods: []func(*v1alpha2.LlamaStackDistribution){tlsOn, exposedAsRoute("", &v1alpha2.RouteSpec{
-				Termination: v1alpha2.RouteTerminationPassthrough, InsecureEdgeTerminationPolicy: "None"})},
-			serverCA: ca,
-			wantSpec: map[string]any{
-				"to":   map[string]any{"kind": "Service", "name": "app-service", "weight": int64(100)},
-				"port": map[string]any{"targetPort": "https"},
-				"tls":  map[string]any{"termination": "passthrough", "insecureEdgeTerminationPolicy": "None"},
-			},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			l := newLLSD("app", tc.mods...)
-			before := l.DeepCopy()
-			route := newRoute(l, childInputs{serverCA: tc.serverCA, listening: children.AskedListening(l, "")})
-			assert.Equal(t, before, l, "the builder does not change the CR")
-			assert.Equal(t, "route.openshift.io/v1", route.GetAPIVersion())
-			assert.Equal(t, "Route", route.GetKind())
-			assert.Equal(t, "app-route", route.GetName())
-			assert.Equal(t, llsd.ChildLabels(l), route.GetLabels())
-			assertControlledChild(t, route, l)
-			assert.Equal(t, tc.wantSpec, route.Object["spec"])
-		})
-	}
-	annotated := newLLSD("app", exposedAsRoute("", nil), func(l *v1alpha2.LlamaStackDistribution) {
-		l.Spec.Networking.Expose.Annotations = map[string]string{"haproxy.router.openshift.io/timeout": "5m"}
-	})
-	assert.Equal(t, map[string]string{"haproxy.router.openshift.io/timeout": "5m"}, newRoute(annotated, childInputs{}).GetAnnotations())
-}
-
-// routeWithIngress is a Route as the routers report on it.
-func routeWithIngress(ingress ...map[string]any) *unstructured.Unstructured {
-	list := make([]any, len(ingress))
-	for i, in := range ingress {
-		list[i] = in
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "app-route"},
-		"status":   map[string]any{"ingress": list},
-	}}
+	return establishedCRD(children.RouteResource, children.RouteKind)
 }
 
 func admittedBy(router, host, status, reason, message string) map[string]any {
@@ -130,50 +42,15 @@ func admittedBy(router, host, status, reason, message string) map[string]any {
 	}}
 }
 
-func TestRouteAdmission(t *testing.T) {
-	for name, tc := range map[string]struct {
-		route      *unstructured.Unstructured
-		status     metav1.ConditionStatus
-		reason     string
-		messageHas string
-		url        string
-	}{
-		"no router has reported": {route: routeWithIngress(), status: metav1.ConditionUnknown,
-			reason: v1alpha2.ReasonRoutePending, messageHas: "waiting for a router"},
-		"a report without a condition": {route: routeWithIngress(map[string]any{"host": "h", "routerName": "default"}),
-			status: metav1.ConditionUnknown, reason: v1alpha2.ReasonRoutePending},
-		"admitted": {route: routeWithIngress(admittedBy("default", "app.apps.example.com", "True", "", "")),
-			status: metav1.ConditionTrue, reason: v1alpha2.ReasonRouteAccepted,
-			messageHas: "admitted by router default for host app.apps.example.com", url: "https://app.apps.example.com"},
-		"refused": {route: routeWithIngress(admittedBy("default", "taken.example.com", "False", "HostAlreadyClaimed", "a route in another namespace holds the host")),
-			status: metav1.ConditionFalse, reason: v1alpha2.ReasonRouteNotAccepted,
-			messageHas: "not admitted by router default, HostAlreadyClaimed: a route in another namespace holds the host"},
-		"refused by one shard, admitted by another": {route: routeWithIngress(
-			admittedBy("internal", "h.example.com", "False", "RouteNotAdmitted", "no"),
-			admittedBy("default", "h.example.com", "True", "", "")),
-			status: metav1.ConditionTrue, reason: v1alpha2.ReasonRouteAccepted, url: "https://h.example.com"},
-		"a status not as the API writes it": {route: &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "app-route"}, "status": map[string]any{"ingress": []any{"junk", map[string]any{"conditions": []any{int64(7)}}}}}},
-			status: metav1.ConditionUnknown, reason: v1alpha2.ReasonRoutePending},
-	} {
-		t.Run(name, func(t *testing.T) {
-			status, reason, message := routeAdmission(tc.route)
-			assert.Equal(t, tc.status, status)
-			assert.Equal(t, tc.reason, reason)
-			assert.Contains(t, message, tc.messageHas)
-			assert.Equal(t, tc.url, routeHostURL(tc.route))
-		})
-	}
-	assert.Empty(t, routeHostURL(nil))
-}
-
 // storedRoute reads the CR's Route from the fake API; nil when there is none.
 func (f *fixture) storedRoute(name string) *unstructured.Unstructured {
-	return f.storedUnstructured(routeResource, name)
+	return f.storedUnstructured(children.RouteResource, name)
 }
 
 // routeActions are the requests of actions to the Route API.
-func routeActions(actions []core.Action) []core.Action { return actionsOn(routeResource, actions) }
+func routeActions(actions []core.Action) []core.Action {
+	return actionsOn(children.RouteResource, actions)
+}
 
 // On a cluster that is not OpenShift, a CR asking for a Route gets everything else, no
 // Ingress, and Exposed=False with a Warning Event saying what to do.
@@ -205,7 +82,7 @@ func TestRouteLifecycle(t *testing.T) {
 	stored := f.storedRoute("app-route")
 	require.NotNil(t, stored)
 	assertControlledChild(t, stored, f.llsd("app"))
-	assert.Equal(t, newRoute(f.llsd("app"), childInputs{}).Object["spec"], stored.Object["spec"])
+	assert.Equal(t, children.NewRoute(f.llsd("app"), children.Listening{}, nil).Object["spec"], stored.Object["spec"])
 	f.converge("app")
 	assert.Empty(t, mutating(f.sync("app")), "a converged sync writes nothing")
 	c := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionExposed)
@@ -216,7 +93,7 @@ func TestRouteLifecycle(t *testing.T) {
 
 	// The router admits it, with the host it picked.
 	require.NoError(t, unstructured.SetNestedSlice(stored.Object, []any{admittedBy("default", "app-demo.apps.example.com", "True", "", "")}, "status", "ingress"))
-	_, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).UpdateStatus(f.ctx, stored, metav1.UpdateOptions{})
+	_, err := f.dynamicclient.Resource(children.RouteResource).Namespace(testNamespace).UpdateStatus(f.ctx, stored, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refreshCaches()
 	f.converge("app")
@@ -262,7 +139,7 @@ func TestRouteOfSomeoneElse(t *testing.T) {
 		"spec": map[string]any{"to": map[string]any{"kind": "Service", "name": "other"}},
 	}}
 	f := newFixture(t, newLLSD("app", exposedAsRoute("", nil)))
-	_, err := f.dynamicclient.Resource(routeResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
+	_, err := f.dynamicclient.Resource(children.RouteResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.serveOpenShiftRoutes()
 	for _, a := range routeActions(mutating(f.sync("app"))) {
@@ -284,11 +161,11 @@ func TestRouteKindServedByAnAggregatedAPI(t *testing.T) {
 	for name, tc := range map[string]struct {
 		discovered bool
 		crd        bool
-		want       apiState
+		want       children.APIState
 	}{
-		"discovered, no CRD: OpenShift's API server": {discovered: true, want: apiServed},
-		"discovered with a CRD (MicroShift)":         {discovered: true, crd: true, want: apiServed},
-		"not discovered, no CRD":                     {want: apiAbsent},
+		"discovered, no CRD: OpenShift's API server": {discovered: true, want: children.APIServed},
+		"discovered with a CRD (MicroShift)":         {discovered: true, crd: true, want: children.APIServed},
+		"not discovered, no CRD":                     {want: children.APIAbsent},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, newLLSD("asks", exposedAsRoute("", nil)))
@@ -297,7 +174,7 @@ func TestRouteKindServedByAnAggregatedAPI(t *testing.T) {
 				f.crdclient = apiextensionsfake.NewClientset(routeCRD())
 			}
 			f.newController()
-			routes := f.optionalKind(routeKind)
+			routes := f.optionalKind(children.RouteKind)
 			routes.discovered = tc.discovered
 			ctx, cancel := context.WithCancel(f.ctx)
 			done := make(chan struct{})
@@ -314,7 +191,7 @@ func TestRouteKindServedByAnAggregatedAPI(t *testing.T) {
 				"the CR asking for a Route hears what is known")
 			if tc.crd {
 				require.NoError(t, f.crdclient.ApiextensionsV1().CustomResourceDefinitions().Delete(f.ctx, routeCRD().Name, metav1.DeleteOptions{}))
-				require.Eventually(t, func() bool { return routes.state() == apiAbsent }, 10*time.Second, 10*time.Millisecond,
+				require.Eventually(t, func() bool { return routes.state() == children.APIAbsent }, 10*time.Second, 10*time.Millisecond,
 					"a CRD that goes takes the kind with it")
 			}
 		})

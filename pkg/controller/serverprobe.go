@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
@@ -24,7 +25,7 @@ func probeService(l *v1alpha2.LlamaStackDistribution) probe.Service {
 // HTTP; else trusting the last good read of the TLS Secret's ca.crt and the CA bundle d
 // mounts (read live only when its content changes: caTrust).
 func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) *probe.TLS {
-	if !servesTLS(d) {
+	if !children.ServesTLS(d) {
 		return nil
 	}
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}

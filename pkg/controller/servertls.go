@@ -6,11 +6,9 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
@@ -170,15 +167,6 @@ func checkTLSSecret(secret *corev1.Secret) (revision.TLS, *fault.Problem) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s%d:%s", len(crt), crt, len(key), key)
 	return revision.TLS{Hash: hex.EncodeToString(h.Sum(nil))[:32], CA: append([]byte(nil), secret.Data[secretCAKey]...)}, nil
-}
-
-// servesTLS tells whether the server Deployment's pods serve HTTPS (their probes do):
-// the probe and status.serviceURL follow what runs, not what the CR asks for.
-func servesTLS(d *appsv1.Deployment) bool {
-	if d == nil {
-		return false
-	}
-	return slices.ContainsFunc(d.Spec.Template.Spec.Containers, children.ProbedOverHTTPS)
 }
 
 // checkUserConfigTLS returns a problem when the server would serve plain HTTP with the

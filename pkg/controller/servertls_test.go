@@ -156,11 +156,11 @@ func TestDeploymentServesTLS(t *testing.T) {
 			} else {
 				assert.NotContains(t, env, revision.EnvUvicornCertFile, "OGX reads its certificate from its config")
 			}
-			assert.True(t, servesTLS(d))
+			assert.True(t, children.ServesTLS(d))
 		})
 	}
 	plain := children.NewDeployment(l, revision.Inputs{Image: "img"})
-	assert.False(t, servesTLS(plain))
+	assert.False(t, children.ServesTLS(plain))
 	assert.Empty(t, serverContainerOf(t, plain).ReadinessProbe.HTTPGet.Scheme)
 	assert.NotContains(t, plain.Spec.Template.Annotations, llsd.AnnotationTLSHash)
 }
@@ -194,7 +194,7 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 	assert.Equal(t, revision.ServerCertFile, cfg.Server["tls_certfile"])
 	assert.Equal(t, revision.ServerKeyFile, cfg.Server["tls_keyfile"])
 	assert.NotContains(t, cfg.Server, "insecure", "a server with a certificate is not told to run without")
-	assert.True(t, servesTLS(d))
+	assert.True(t, children.ServesTLS(d))
 	assert.Equal(t, "https://app-service.demo.svc.cluster.local:8321", f.llsd("app").Status.ServiceURL)
 
 	// An unchanged CR does not read the Secret again until it is due.
@@ -229,7 +229,7 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	require.NoError(t, err)
 	clk.Step(2 * tlsSecretRetryMin)
 	f.converge("app")
-	assert.True(t, servesTLS(f.deployment("app")))
+	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// A renewed certificate is read when due and rolls the pods.
@@ -264,7 +264,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 
 	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: named}, nil))
 	f.converge("app")
-	assert.True(t, servesTLS(f.deployment("app")))
+	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 
 	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.

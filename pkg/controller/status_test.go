@@ -21,6 +21,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 func TestStatusObservedGeneration(t *testing.T) {
@@ -164,7 +165,7 @@ func TestHPAScaleUpKeepsReady(t *testing.T) {
 func TestStatusPendingWithoutADeployment(t *testing.T) {
 	f := newFixture(t)
 	l := newLLSD("app")
-	st := f.c.calculateStatus(l, observed{service: children.NewService(l, children.AskedListening(l, ""))}, metav1.Now())
+	st := f.c.calculateStatus(l, status.Observed{Service: children.NewService(l, children.AskedListening(l, ""))}, metav1.Now())
 	assert.Equal(t, v1alpha2.PhasePending, st.Phase)
 	l.Status = st
 	assert.Equal(t, v1alpha2.ReasonDeploymentPending, cond(t, l, v1alpha2.ConditionDeploymentReady).Reason)

@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // sync converges one CR: it resolves its inputs, ensures every child in a fixed order,
@@ -49,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 
 	if l.DeletionTimestamp != nil {
-		return write(c.calculateStatus(l, observed{}, now), nil)
+		return write(c.calculateStatus(l, status.Observed{}, now), nil)
 	}
 
 	// The children's writes are recorded in one Event per verb, before the status
@@ -62,8 +63,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			// One failed request is retried quietly; one that keeps failing is reported,
 			// as upstream did, while the retries go on.
 			if c.failingFor(key, l.UID, c.clock.Now()) >= persistentErrorAfter {
-				obs.problems = append(obs.problems, fault.Problem{Reason: v1alpha2.ReasonDeploymentFailed, Message: "Resource reconciliation failed: " + real.Error()})
-				if serr := write(c.calculateStatus(l, obs, now), obs.problems); serr != nil {
+				obs.Problems = append(obs.Problems, fault.Problem{Reason: v1alpha2.ReasonDeploymentFailed, Message: "Resource reconciliation failed: " + real.Error()})
+				if serr := write(c.calculateStatus(l, obs, now), obs.Problems); serr != nil {
 					logger.V(2).Info("Could not report the failure in status", "err", serr)
 				}
 			}
@@ -73,8 +74,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	c.failing.Delete(key)
 	// Read also while the Deployment is available: a rollout's new pod may be stuck
 	// while the old ones serve (rollout.Progress).
-	obs.pod = c.rollouts.PodProblemFor(l, obs.deployment)
-	if slices.ContainsFunc(obs.problems, func(p fault.Problem) bool { return p.Reason == v1alpha2.ReasonResourceNotOwned }) {
+	obs.Pod = c.rollouts.PodProblemFor(l, obs.Deployment)
+	if slices.ContainsFunc(obs.Problems, func(p fault.Problem) bool { return p.Reason == v1alpha2.ReasonResourceNotOwned }) {
 		// No event announces that someone else's object went away: look again later.
 		c.scheduleRecheck(key)
 	} else {
@@ -88,29 +89,29 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		logger.V(4).Info("Waiting for the server's first answer to report Ready")
 		return nil
 	}
-	return write(st, obs.problems)
+	return write(st, obs.Problems)
 }
 
 // askServer records in obs the server's last answer to the prober, and tells whether
 // its first answer is still due. Only a serving server behind our own Service is asked.
-func (c *Controller) askServer(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, obs *observed) (firstAnswerDue bool) {
+func (c *Controller) askServer(ctx context.Context, key cache.ObjectName, l *v1alpha2.LlamaStackDistribution, obs *status.Observed) (firstAnswerDue bool) {
 	if !c.prober.Enabled() {
 		return false
 	}
 	switch {
-	case !serving(obs.deployment):
+	case !status.Serving(obs.Deployment):
 		// Answers from before an outage say nothing of the server that comes back.
 		c.prober.Forget(key)
-	case obs.service == nil || !llsd.IsControlledBy(obs.service, l):
+	case obs.Service == nil || !llsd.IsControlledBy(obs.Service, l):
 		// Only our own Service is asked: one of someone else's under its name is not
 		// ours to call.
 		c.prober.Forget(key)
 	default:
 		// The server answers for itself, off the workers, on the prober's schedule;
 		// an answer that changes brings the CR back.
-		tls := c.probeTLS(ctx, l, obs.deployment)
-		if res, ok := c.prober.Observe(ctx, key, l.UID, probeService(l), probe.StateOf(l.Generation, obs.deployment, tls), tls); ok {
-			obs.probe = &res
+		tls := c.probeTLS(ctx, l, obs.Deployment)
+		if res, ok := c.prober.Observe(ctx, key, l.UID, probeService(l), probe.StateOf(l.Generation, obs.Deployment, tls), tls); ok {
+			obs.Probe = &res
 		} else {
 			return true
 		}
@@ -167,11 +168,11 @@ func setReadyGauge(key cache.ObjectName, st v1alpha2.LlamaStackDistributionStatu
 // ensureChildren resolves the CR's revision and ensures each child. A user error in
 // the inputs leaves every child as it is; an object of someone else's under a child's
 // name blocks only that child.
-func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (observed, error) {
-	var obs observed
+func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (status.Observed, error) {
+	var obs status.Observed
 	f := &findings{}
 	rev := c.resolveRevision(ctx, l, f)
-	obs.generation = rev.gen
+	obs.Generation = rev.gen.forStatus(l)
 	c.writeConfigMaps(ctx, l, rev, f)
 	f.add(rev.problems...)
 	if f.blocked() {
@@ -180,16 +181,16 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	} else {
 		c.applyChildren(ctx, l, rev, &obs, f)
 	}
-	obs.problems = f.problems
+	obs.Problems = f.problems
 	return obs, f.err()
 }
 
 // observeChildren records the children in obs as they are, for a sync that changes
 // nothing.
-func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *observed) {
-	obs.deployment = c.controlledDeployment(l)
-	obs.pvc, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
-	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.deployment, imageServerVersion(rev.image))}
+func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed) {
+	obs.Deployment = c.controlledDeployment(l)
+	obs.PVC, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
+	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.Deployment, imageServerVersion(rev.image))}
 	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
 		child.observe(l, known, obs)
 	}
@@ -199,13 +200,13 @@ func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *re
 // Deployment's plan, the children before the server (the Service first), the
 // Deployment, the children after it. The children in front of the pods follow what the plan makes
 // them run (a rollback's template included), else what runs.
-func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *observed, f *findings) {
+func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed, f *findings) {
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
 	inputsReady := true
 	if l.Spec.Workload.Storage != nil {
 		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionStorageInSync))
 		if !f.report(err) && err == nil {
-			obs.pvc, obs.storage = pvc, &state
+			obs.PVC, obs.Storage = pvc, &state
 		} else {
 			inputsReady = false
 		}
@@ -215,7 +216,7 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	if rev.tls != nil {
 		asked.serverCA = rev.tls.CA
 	}
-	obs.mountsChecked, obs.nestedMounts = true, children.PodNestedMounts(l, in)
+	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(l, in)
 	var plan *deploymentPlan
 	if conflict := children.PodConflict(l, in); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
@@ -235,11 +236,11 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 	for _, child := range c.beforeServer {
 		f.report(child.sync(ctx, l, asked, obs))
 	}
-	obs.deployment = c.controlledDeployment(l)
+	obs.Deployment = c.controlledDeployment(l)
 	if plan != nil {
 		dep, rb, err := c.applyDeployment(ctx, l, plan)
 		if !f.report(err) && err == nil {
-			obs.deployment, obs.rollback = dep, &rb
+			obs.Deployment, obs.Rollback = dep, &rb
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
 			f.report(c.deleteUnneededConfigMaps(ctx, l, rev.uc, rev.caRefs, dep))
 			current := ""

@@ -9,17 +9,18 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/truncate"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // A condition message longer than the API accepts is cut, so that the status write
 // still succeeds.
 func TestConditionMessageIsTruncated(t *testing.T) {
 	f := newFixture(t)
-	long := strings.Repeat("é", maxConditionMessage)
-	st := f.c.calculateStatus(newLLSD("app"), observed{problems: []fault.Problem{{Reason: "Invalid", Message: long}}}, metav1.Now())
+	long := strings.Repeat("é", status.MaxConditionMessage)
+	st := f.c.calculateStatus(newLLSD("app"), status.Observed{Problems: []fault.Problem{{Reason: "Invalid", Message: long}}}, metav1.Now())
 	cut := 0
 	for _, c := range st.Conditions {
-		assert.LessOrEqual(t, len(c.Message), maxConditionMessage, "condition %s", c.Type)
+		assert.LessOrEqual(t, len(c.Message), status.MaxConditionMessage, "condition %s", c.Type)
 		if strings.HasSuffix(c.Message, truncate.Mark) {
 			cut++
 			assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(c.Message, truncate.Mark)))

@@ -2,9 +2,12 @@ package children
 
 import (
 	"fmt"
+	"testing"
 
+	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -30,15 +33,9 @@ func starterVersion() string {
 	return ""
 }
 
-// newLLSD is a minimal CR in v1alpha2 in testNamespace; mods change it.
+// newLLSD is testCR changed by mods.
 func newLLSD(name string, mods ...func(*v1alpha2.LlamaStackDistribution)) *v1alpha2.LlamaStackDistribution {
-	l := &v1alpha2.LlamaStackDistribution{
-		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha2.SchemeGroupVersion.String(), Kind: "LlamaStackDistribution"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name), Generation: 1,
-		},
-		Spec: v1alpha2.LlamaStackDistributionSpec{Distribution: v1alpha2.DistributionSpec{Name: "starter"}},
-	}
+	l := testCR(name)
 	for _, m := range mods {
 		m(l)
 	}
@@ -67,4 +64,25 @@ func newLLSDv1(name string, mods ...func(*v1alpha1.LlamaStackDistribution)) *v1a
 // hubMods lists changes of a v1alpha2 CR.
 func hubMods(f ...func(*v1alpha2.LlamaStackDistribution)) []func(*v1alpha2.LlamaStackDistribution) {
 	return f
+}
+
+// assertControlledChild checks the controller reference (Kind and UID) and the child labels.
+func assertControlledChild(t *testing.T, obj metav1.Object, l *v1alpha2.LlamaStackDistribution) {
+	t.Helper()
+	ref := metav1.GetControllerOf(obj)
+	if assert.NotNil(t, ref, "%s has no controller reference", obj.GetName()) {
+		assert.Equal(t, "LlamaStackDistribution", ref.Kind)
+		assert.Equal(t, "llamastack.io/v1alpha1", ref.APIVersion)
+		assert.Equal(t, l.Name, ref.Name)
+		assert.Equal(t, l.UID, ref.UID)
+		assert.Equal(t, ptr.To(true), ref.BlockOwnerDeletion)
+	}
+	for k, v := range map[string]string{
+		"app":                          "llama-stack",
+		"app.kubernetes.io/instance":   l.Name,
+		"app.kubernetes.io/managed-by": "llama-stack-operator",
+		"app.kubernetes.io/part-of":    "llama-stack",
+	} {
+		assert.Equal(t, v, obj.GetLabels()[k], "%s label %s", obj.GetName(), k)
+	}
 }

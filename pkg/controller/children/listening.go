@@ -1,6 +1,8 @@
 package children
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -68,4 +70,13 @@ func ListeningFrom(l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment, ser
 func ProbedOverHTTPS(c corev1.Container) bool {
 	p := c.ReadinessProbe
 	return p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme == corev1.URISchemeHTTPS
+}
+
+// ServesTLS tells whether the server Deployment's pods serve HTTPS (their probes do):
+// the probe and status.serviceURL follow what runs, not what the CR asks for.
+func ServesTLS(d *appsv1.Deployment) bool {
+	if d == nil {
+		return false
+	}
+	return slices.ContainsFunc(d.Spec.Template.Spec.Containers, ProbedOverHTTPS)
 }

@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
-// httpRouteResource is the Gateway API resource of the HTTPRoute child.
-var httpRouteResource = gatewayv1.SchemeGroupVersion.WithResource("httproutes")
+// HTTPRouteResource is the Gateway API resource of the HTTPRoute child.
+var HTTPRouteResource = gatewayv1.SchemeGroupVersion.WithResource("httproutes")
 
-// wantsHTTPRoute tells whether the server is exposed through a Gateway API HTTPRoute.
-func wantsHTTPRoute(l *v1alpha2.LlamaStackDistribution) bool {
+// WantsHTTPRoute tells whether the server is exposed through a Gateway API HTTPRoute.
+func WantsHTTPRoute(l *v1alpha2.LlamaStackDistribution) bool {
 	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && e.Type == v1alpha2.ExposeHTTPRoute && e.HTTPRoute != nil
 }
@@ -31,10 +31,10 @@ func httpRoutePath(e *v1alpha2.ExposeSpec) string {
 	return e.HTTPRoute.Path
 }
 
-// newHTTPRoute builds the HTTPRoute attaching the server Service to the Gateways of
+// NewHTTPRoute builds the HTTPRoute attaching the server Service to the Gateways of
 // networking.expose.httpRoute: one rule, the path prefix to the Service's port, for
 // hostname when one is set. Group, kind and weight are left to the API's defaults.
-func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
+func NewHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 	e := llsd.Networking(l).Expose
 	route := &gatewayv1.HTTPRoute{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gatewayv1.SchemeGroupVersion.String(), Kind: "HTTPRoute"},
@@ -73,32 +73,32 @@ func newHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 	return route
 }
 
-// httpRouteURL is status.routeURL of an HTTPRoute: <scheme>://<hostname>[:port]<path>
+// HTTPRouteURL is status.routeURL of an HTTPRoute: <scheme>://<hostname>[:port]<path>
 // once every Gateway has accepted it, "" without a hostname (or with a wildcard one)
 // or before; the scheme and port are those of the listener it attaches to (at), plain
 // HTTP on the default port when the Gateway is not known.
-func httpRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute, at routeEndpoint) string {
+func HTTPRouteURL(l *v1alpha2.LlamaStackDistribution, route *gatewayv1.HTTPRoute, at RouteEndpoint) string {
 	e := llsd.Networking(l).Expose
 	if route == nil || e.Hostname == "" || strings.HasPrefix(e.Hostname, "*") {
 		return ""
 	}
-	if status, _, _ := httpRouteAcceptance(route); status != metav1.ConditionTrue {
+	if status, _, _ := HTTPRouteAcceptance(route); status != metav1.ConditionTrue {
 		return ""
 	}
 	path := httpRoutePath(e)
 	if path == "/" {
 		path = ""
 	}
-	if at.scheme == "" {
-		at.scheme = "http"
+	if at.Scheme == "" {
+		at.Scheme = "http"
 	}
-	return at.url(e.Hostname, path)
+	return at.URL(e.Hostname, path)
 }
 
-// httpRouteAcceptance is what the Gateways an HTTPRoute names say of it (its
+// HTTPRouteAcceptance is what the Gateways an HTTPRoute names say of it (its
 // status.parents): True when each has accepted it and resolved its backend, False with
 // the first refusal, Unknown while one has not reported.
-func httpRouteAcceptance(route *gatewayv1.HTTPRoute) (metav1.ConditionStatus, string, string) {
+func HTTPRouteAcceptance(route *gatewayv1.HTTPRoute) (metav1.ConditionStatus, string, string) {
 	var pending, accepted []string
 	for _, ref := range route.Spec.ParentRefs {
 		name := parentName(route.Namespace, ref)
@@ -149,37 +149,4 @@ func parentName(routeNamespace string, ref gatewayv1.ParentReference) string {
 func sameParent(routeNamespace string, reported, ref gatewayv1.ParentReference) bool {
 	return parentName(routeNamespace, reported) == parentName(routeNamespace, ref) &&
 		ptr.Deref(reported.Port, 0) == ptr.Deref(ref.Port, 0)
-}
-
-// exposedCondition is Exposed: for a CR exposed through an HTTPRoute or a Route,
-// whether the cluster serves the API and the Gateways (or routers) accept the route;
-// absent otherwise. Until the controller knows (the API's discovery, the route's first
-// write), the last report stands.
-func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	switch {
-	case wantsHTTPRoute(l):
-		return routeCondition(obs.httpRouteAPI, obs.httpRoute != nil,
-			"The cluster does not serve "+httpRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
-				"(the standard channel), or expose the server with type Ingress",
-			func() (metav1.ConditionStatus, string, string) { return httpRouteAcceptance(obs.httpRoute) })
-	case wantsRoute(l):
-		return routeCondition(obs.routeAPI, obs.route != nil,
-			"The cluster does not serve "+routeResource.GroupVersion().String()+" Route (it is not OpenShift): "+
-				"expose the server with type Ingress or HTTPRoute",
-			func() (metav1.ConditionStatus, string, string) { return routeAdmission(obs.route) })
-	}
-	return dropped
-}
-
-// routeCondition is Exposed for a route of an optional kind: False with notServed
-// while the cluster does not serve the kind, what accepted says once the route was
-// seen, and the last report until then.
-func routeCondition(api apiState, seen bool, notServed string, accepted func() (metav1.ConditionStatus, string, string)) conditionUpdate {
-	switch {
-	case api == apiAbsent:
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed, notServed)
-	case api == apiUnknown || !seen:
-		return keepAsIs
-	}
-	return setTo(accepted())
 }

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"strings"
@@ -11,15 +11,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
-// Each condition's function, alone, on the inputs that decide it. The fixture tests
-// (status_test.go and others) show them together through sync.
+// Each condition's function, alone, on the inputs that decide it. The controller's
+// fixture tests (its status_test.go and others) show them together through sync.
 
 // availableDeployment is a Deployment of want replicas of which have are available,
 // its status about its current spec; conds are its own conditions.
@@ -45,10 +45,6 @@ func withWorkloadReplicas(n int32) func(*v1alpha2.LlamaStackDistribution) {
 	return func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To(n) }
 }
 
-func withProvidersSpec(l *v1alpha2.LlamaStackDistribution) {
-	l.Spec.Providers = &v1alpha2.ProvidersSpec{}
-}
-
 var (
 	aProblem = fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: "ConfigMap cfg not found"}
 	deadline = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
@@ -59,57 +55,57 @@ var (
 func TestDeploymentReadyCondition(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mods []func(*v1alpha2.LlamaStackDistribution)
-		obs  observed
+		obs  Observed
 		want conditionUpdate
 	}{
 		"no Deployment yet": {
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentPending, "Deployment is pending"),
 		},
 		"every replica available": {
-			obs:  observed{deployment: availableDeployment(1, 1)},
+			obs:  Observed{Deployment: availableDeployment(1, 1)},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
 		"an HPA above the CR's count, the CR's count available": {
 			mods: hubMods(withWorkloadReplicas(2)),
-			obs:  observed{deployment: availableDeployment(4, 2)},
+			obs:  Observed{Deployment: availableDeployment(4, 2)},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
 		"scaled to zero": {
 			mods: hubMods(withWorkloadReplicas(0)),
-			obs:  observed{deployment: availableDeployment(0, 0)},
+			obs:  Observed{Deployment: availableDeployment(0, 0)},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, "Deployment is scaled to zero"),
 		},
 		"a pod that does not start, in its words": {
-			obs:  observed{deployment: availableDeployment(1, 0), pod: crashing},
+			obs:  Observed{Deployment: availableDeployment(1, 0), Pod: crashing},
 			want: setTo(metav1.ConditionFalse, crashing.Reason, crashing.Message),
 		},
 		"pods it cannot create come before a stuck pod": {
-			obs: observed{deployment: availableDeployment(1, 0, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
-				Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "quota"}), pod: crashing},
+			obs: Observed{Deployment: availableDeployment(1, 0, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
+				Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "quota"}), Pod: crashing},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonReplicaFailure, "Deployment cannot create pods (FailedCreate): quota"),
 		},
 		"out of time": {
-			obs: observed{deployment: availableDeployment(1, 0, deadline)},
+			obs: Observed{Deployment: availableDeployment(1, 0, deadline)},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
 				"Deployment stopped making progress before enough replicas were available: "+deadline.Message),
 		},
 		"counting up": {
 			mods: hubMods(withWorkloadReplicas(3)),
-			obs:  observed{deployment: availableDeployment(3, 1)},
+			obs:  Observed{Deployment: availableDeployment(3, 1)},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, "Deployment has 1 of 3 replicas available"),
 		},
 		"a problem while nothing serves is why": {
-			obs:  observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
+			obs:  Observed{Deployment: availableDeployment(1, 0), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"a problem while it serves as asked leaves it ready": {
-			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
+			obs:  Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
 		"a problem while the storage is unbound is why": {
 			mods: hubMods(withClaim),
-			obs: observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, pvc: boundPVC(corev1.ClaimPending),
-				problems: []fault.Problem{aProblem}},
+			obs: Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, PVC: boundPVC(corev1.ClaimPending),
+				Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 	} {
@@ -122,16 +118,16 @@ func TestDeploymentReadyCondition(t *testing.T) {
 func TestProgressingCondition(t *testing.T) {
 	rolledBack := &v1alpha2.RollbackStatus{}
 	for name, tc := range map[string]struct {
-		obs  observed
+		obs  Observed
 		want conditionUpdate
 	}{
 		"no condition without a Deployment": {want: dropped},
 		"rolled out": {
-			obs:  observed{deployment: availableDeployment(1, 1)},
+			obs:  Observed{Deployment: availableDeployment(1, 1)},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"),
 		},
 		"a new spec not yet seen": {
-			obs: observed{deployment: func() *appsv1.Deployment {
+			obs: Observed{Deployment: func() *appsv1.Deployment {
 				d := availableDeployment(1, 1)
 				d.Generation = 3
 				return d
@@ -139,25 +135,25 @@ func TestProgressingCondition(t *testing.T) {
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonRollingOut, "Deployment rollout is starting"),
 		},
 		"a stuck pod names the hold-up while rolling": {
-			obs: observed{deployment: availableDeployment(2, 1), pod: crashing},
+			obs: Observed{Deployment: availableDeployment(2, 1), Pod: crashing},
 			want: setTo(metav1.ConditionTrue, crashing.Reason,
 				crashing.Message+"; Deployment is rolling out: 1 of 2 replicas updated and available"),
 		},
 		"out of time": {
-			obs: observed{deployment: availableDeployment(1, 0, deadline)},
+			obs: Observed{Deployment: availableDeployment(1, 0, deadline)},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
 				"Deployment rollout stopped making progress: "+deadline.Message),
 		},
 		"a change refused while it serves": {
-			obs:  observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}, problems: []fault.Problem{aProblem}},
+			obs:  Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"rolled back and held": {
-			obs:  observed{deployment: availableDeployment(1, 1), rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
+			obs:  Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)),
 		},
 		"a rollback not done says why": {
-			obs: observed{deployment: availableDeployment(1, 0, deadline), rollback: &rollout.Outcome{Note: "nothing served before"}},
+			obs: Observed{Deployment: availableDeployment(1, 0, deadline), Rollback: &rollout.Outcome{Note: "nothing served before"}},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonProgressDeadlineExceeded,
 				"Deployment rollout stopped making progress: "+deadline.Message+"; nothing served before"),
 		},
@@ -171,27 +167,27 @@ func TestProgressingCondition(t *testing.T) {
 func TestHealthCheckCondition(t *testing.T) {
 	providers := []v1alpha2.ProviderInfo{{API: "inference", ProviderID: "ollama"}}
 	answer := func(info probe.Info) *probe.Result { return &probe.Result{Info: info} }
-	served := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
-	with := func(o observed, p *probe.Result) observed { o.probe = p; return o }
+	served := Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}}
+	with := func(o Observed, p *probe.Result) Observed { o.Probe = p; return o }
 	for name, tc := range map[string]struct {
 		probing   bool
 		mods      []func(*v1alpha2.LlamaStackDistribution)
-		obs       observed
+		obs       Observed
 		previous  *metav1.Condition
 		want      conditionUpdate
 		providers providersUpdate
 	}{
 		"not probing: no condition, providers as they are": {obs: served, want: dropped, providers: keepProviders},
 		"scaled to zero": {
-			probing: true, mods: hubMods(withWorkloadReplicas(0)), obs: observed{deployment: availableDeployment(0, 0)},
+			probing: true, mods: hubMods(withWorkloadReplicas(0)), obs: Observed{Deployment: availableDeployment(0, 0)},
 			want: setTo(metav1.ConditionUnknown, v1alpha2.ReasonScaledToZero, "Scaled to zero: no server runs to ask"), providers: clearProviders,
 		},
 		"no replica available": {
-			probing: true, obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}},
+			probing: true, obs: Observed{Deployment: availableDeployment(1, 0), Service: &corev1.Service{}},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available"), providers: clearProviders,
 		},
 		"not our Service": {
-			probing: true, obs: observed{deployment: availableDeployment(1, 1)},
+			probing: true, obs: Observed{Deployment: availableDeployment(1, 1)},
 			want: setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
 				"Not asked: the server is asked through Service app-service, which is not the controller's (or not made yet)"),
 			providers: clearProviders,
@@ -229,12 +225,12 @@ func TestHealthCheckCondition(t *testing.T) {
 func TestServiceReadyCondition(t *testing.T) {
 	l := newLLSD("app")
 	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready"),
-		serviceReadyCondition(l, observed{service: &corev1.Service{}}))
+		serviceReadyCondition(l, Observed{Service: &corev1.Service{}}))
 	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
 		"Service app-service is not created while the CR has a problem (ConfigMapNotFound)"),
-		serviceReadyCondition(l, observed{problems: []fault.Problem{aProblem}}))
+		serviceReadyCondition(l, Observed{Problems: []fault.Problem{aProblem}}))
 	assert.Equal(t, setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, "Service app-service is not created yet"),
-		serviceReadyCondition(l, observed{}))
+		serviceReadyCondition(l, Observed{}))
 }
 
 func TestStorageConditions(t *testing.T) {
@@ -242,30 +238,30 @@ func TestStorageConditions(t *testing.T) {
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
 	for name, tc := range map[string]struct {
 		mods                   []func(*v1alpha2.LlamaStackDistribution)
-		obs                    observed
+		obs                    Observed
 		ready, inSync, warning conditionUpdate
 	}{
-		"no storage: none of them": {obs: observed{pvc: boundPVC(corev1.ClaimBound)}, ready: dropped, inSync: dropped, warning: dropped},
+		"no storage: none of them": {obs: Observed{PVC: boundPVC(corev1.ClaimBound)}, ready: dropped, inSync: dropped, warning: dropped},
 		"bound and in sync": {
 			mods:   hubMods(withClaim),
-			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{inSync: true, reason: "InSync", message: "as asked"}},
+			obs:    Observed{PVC: boundPVC(corev1.ClaimBound), Storage: &children.StorageSync{InSync: true, Reason: "InSync", Message: "as asked"}},
 			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
 			inSync: setTo(metav1.ConditionTrue, "InSync", "as asked"), warning: dropped,
 		},
 		"pending, not looked at": {
 			mods:  hubMods(withClaim),
-			obs:   observed{pvc: boundPVC("")},
+			obs:   Observed{PVC: boundPVC("")},
 			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, "PVC is not bound: Pending"), inSync: keepAsIs, warning: dropped,
 		},
 		"a resize refused": {
 			mods:   hubMods(withClaim),
-			obs:    observed{pvc: boundPVC(corev1.ClaimBound), storage: &storageSync{reason: "ResizeRefused", message: "no expansion"}},
+			obs:    Observed{PVC: boundPVC(corev1.ClaimBound), Storage: &children.StorageSync{Reason: "ResizeRefused", Message: "no expansion"}},
 			ready:  setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"),
 			inSync: setTo(metav1.ConditionFalse, "ResizeRefused", "no expansion"), warning: dropped,
 		},
 		"being deleted": {
 			mods: hubMods(withClaim),
-			obs:  observed{pvc: deleting},
+			obs:  Observed{PVC: deleting},
 			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed,
 				"PersistentVolumeClaim app-pvc is being deleted: it goes once no pod mounts it, then a new one is made"),
 			inSync: keepAsIs, warning: dropped,
@@ -277,14 +273,14 @@ func TestStorageConditions(t *testing.T) {
 		},
 		"not attempted for a problem": {
 			mods: hubMods(withClaim),
-			obs:  observed{problems: []fault.Problem{aProblem}},
+			obs:  Observed{Problems: []fault.Problem{aProblem}},
 			ready: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
 				"PersistentVolumeClaim app-pvc is not created while the CR has a problem (ConfigMapNotFound)"),
 			inSync: keepAsIs, warning: dropped,
 		},
 		"ReadWriteOnce shared by two replicas": {
 			mods:  hubMods(withClaim, withWorkloadReplicas(2)),
-			obs:   observed{pvc: boundPVC(corev1.ClaimBound)},
+			obs:   Observed{PVC: boundPVC(corev1.ClaimBound)},
 			ready: setTo(metav1.ConditionTrue, v1alpha2.ReasonStorageReady, "Storage is ready"), inSync: keepAsIs,
 			warning: setTo(metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
 				"ReadWriteOnce storage with more than one replica or autoscaling: pods scheduled to another node cannot mount the volume; use storage.accessModes [ReadWriteMany] or one replica"),
@@ -301,54 +297,58 @@ func TestStorageConditions(t *testing.T) {
 
 func TestVolumeMountWarningCondition(t *testing.T) {
 	nested := []children.MountNesting{{Outer: children.ServerMount{VolumeMount: corev1.VolumeMount{MountPath: "/data"}}, Inner: children.ServerMount{VolumeMount: corev1.VolumeMount{MountPath: "/data/x"}}, Hidden: "/data/x"}}
-	assert.Equal(t, keepAsIs, volumeMountWarningCondition(observed{nestedMounts: nested}), "unchecked: the last report stands")
-	assert.Equal(t, dropped, volumeMountWarningCondition(observed{mountsChecked: true}))
-	got := volumeMountWarningCondition(observed{mountsChecked: true, nestedMounts: nested})
+	assert.Equal(t, keepAsIs, volumeMountWarningCondition(Observed{NestedMounts: nested}), "unchecked: the last report stands")
+	assert.Equal(t, dropped, volumeMountWarningCondition(Observed{MountsChecked: true}))
+	got := volumeMountWarningCondition(Observed{MountsChecked: true, NestedMounts: nested})
 	assert.Equal(t, setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, children.NestedMountsMessage(nested)), got)
 }
 
 func TestConfigGeneratedConditionAndResolvedDistribution(t *testing.T) {
 	prev := &v1alpha2.ResolvedDistributionStatus{ServerVersion: "0.7.1"}
 	resolved := v1alpha2.ResolvedDistributionStatus{ServerVersion: "1.3.0", ConfigSource: "distribution starter"}
-	ok := &generation{resolved: resolved, out: &configgen.Output{Hash: strings.Repeat("a", 64)}}
-	failed := &generation{problem: &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: "providers.inference: unknown provider"}}
+	ok := &Generation{Resolved: resolved, ConfigMapName: llsd.GeneratedConfigMapName(newLLSD("app"), strings.Repeat("a", 64))}
+	failed := &Generation{Problem: &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: "providers.inference: unknown provider"}}
 	generated := []metav1.Condition{{Type: v1alpha2.ConditionConfigGenerated}}
 	for name, tc := range map[string]struct {
-		mods     []func(*v1alpha2.LlamaStackDistribution)
-		obs      observed
-		conds    []metav1.Condition
-		want     conditionUpdate
-		resolved *v1alpha2.ResolvedDistributionStatus
+		// generates: the CR asks for a generated config (a CR with spec.providers).
+		generates bool
+		obs       Observed
+		conds     []metav1.Condition
+		want      conditionUpdate
+		resolved  *v1alpha2.ResolvedDistributionStatus
 	}{
 		"never generated keeps what it has": {want: dropped, resolved: prev},
 		"stopped generating drops it":       {conds: generated, want: dropped},
-		"not run":                           {mods: hubMods(withProvidersSpec), want: keepAsIs, resolved: prev},
+		"not run":                           {generates: true, want: keepAsIs, resolved: prev},
 		"failed: what runs stays described": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: failed},
-			want: setTo(metav1.ConditionFalse, failed.problem.Reason, failed.problem.Message), resolved: prev,
+			generates: true, obs: Observed{Generation: failed},
+			want: setTo(metav1.ConditionFalse, failed.Problem.Reason, failed.Problem.Message), resolved: prev,
 		},
 		"generated": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: ok},
+			generates: true, obs: Observed{Generation: ok},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
-				"Generated ConfigMap "+ok.configMapName(newLLSD("app"))+" for server 1.3.0 from distribution starter"),
+				"Generated ConfigMap "+ok.ConfigMapName+" for server 1.3.0 from distribution starter"),
 			resolved: &resolved,
 		},
 		"generated, held by a problem": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, problems: []fault.Problem{aProblem}},
+			generates: true, obs: Observed{Generation: ok, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
 				"Generated a config for server 1.3.0 from distribution starter; it is not rolled out while the CR has a problem (ConfigMapNotFound)"),
 			resolved: prev,
 		},
 		"generated, rolled back": {
-			mods: hubMods(withProvidersSpec), obs: observed{generation: ok, rollback: &rollout.Outcome{Held: true}},
+			generates: true, obs: Observed{Generation: ok, Rollback: &rollout.Outcome{Held: true}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated,
-				"Generated ConfigMap "+ok.configMapName(newLLSD("app"))+" for server 1.3.0 from distribution starter"+
+				"Generated ConfigMap "+ok.ConfigMapName+" for server 1.3.0 from distribution starter"+
 					"; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"),
 			resolved: &resolved,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newLLSD("app", tc.mods...)
+			l := newLLSD("app")
+			if tc.generates {
+				l.Spec.Providers = &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{Provider: "vllm", Endpoint: "http://vllm:8000/v1"}}}
+			}
 			assert.Equal(t, tc.want, configGeneratedCondition(l, tc.obs))
 			assert.Equal(t, tc.resolved, resolvedDistribution(l, tc.obs, prev, tc.conds))
 		})
@@ -360,20 +360,20 @@ func TestReadyCondition(t *testing.T) {
 		Reason: crashing.Reason, Message: crashing.Message}}
 	scaling := []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
 		Reason: v1alpha2.ReasonDeploymentScaling, Message: "Deployment has 0 of 1 replicas available"}}
-	serves := observed{deployment: availableDeployment(1, 1), service: &corev1.Service{}}
+	serves := Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}}
 	for name, tc := range map[string]struct {
 		mods  []func(*v1alpha2.LlamaStackDistribution)
-		obs   observed
+		obs   Observed
 		conds []metav1.Condition
 		phase v1alpha2.Phase
 		want  conditionUpdate
 	}{
 		"a problem while nothing serves": {
-			obs:   observed{problems: []fault.Problem{aProblem}},
+			obs:   Observed{Problems: []fault.Problem{aProblem}},
 			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"a change refused while it serves": {
-			obs:   observed{deployment: serves.deployment, service: serves.service, problems: []fault.Problem{aProblem}},
+			obs:   Observed{Deployment: serves.Deployment, Service: serves.Service, Problems: []fault.Problem{aProblem}},
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
 		},
 		"no Deployment": {
@@ -384,20 +384,20 @@ func TestReadyCondition(t *testing.T) {
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
 		},
 		"scaled to zero": {
-			mods: hubMods(withWorkloadReplicas(0)), obs: observed{deployment: availableDeployment(0, 0), service: &corev1.Service{}},
+			mods: hubMods(withWorkloadReplicas(0)), obs: Observed{Deployment: availableDeployment(0, 0), Service: &corev1.Service{}},
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage),
 		},
 		"a stuck Deployment says why": {
-			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: stuck,
+			obs: Observed{Deployment: availableDeployment(1, 0), Service: &corev1.Service{}}, conds: stuck,
 			phase: v1alpha2.PhaseFailed, want: setTo(metav1.ConditionFalse, crashing.Reason, crashing.Message),
 		},
 		"coming up, the first component not True": {
-			obs: observed{deployment: availableDeployment(1, 0), service: &corev1.Service{}}, conds: scaling,
+			obs: Observed{Deployment: availableDeployment(1, 0), Service: &corev1.Service{}}, conds: scaling,
 			phase: v1alpha2.PhaseInitializing,
 			want:  setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment has 0 of 1 replicas available"),
 		},
 		"no Service: not ready": {
-			obs: observed{deployment: availableDeployment(1, 1)},
+			obs: Observed{Deployment: availableDeployment(1, 1)},
 			conds: []metav1.Condition{{Type: v1alpha2.ConditionServiceReady, Status: metav1.ConditionFalse,
 				Message: "Service app-service is not created yet"}},
 			phase: v1alpha2.PhaseInitializing,
@@ -424,9 +424,9 @@ func TestVersionStatus(t *testing.T) {
 }
 
 func TestRouteURL(t *testing.T) {
-	assert.Nil(t, routeURL(newLLSD("app"), observed{}))
+	assert.Nil(t, routeURL(newLLSD("app"), Observed{}))
 	exposed := newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
 	})
-	assert.Equal(t, ptr.To(""), routeURL(exposed, observed{}), "asked for, not admitted yet")
+	assert.Equal(t, ptr.To(""), routeURL(exposed, Observed{}), "asked for, not admitted yet")
 }

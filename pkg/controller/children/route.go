@@ -1,4 +1,4 @@
-package controller
+package children
 
 import (
 	"fmt"
@@ -10,24 +10,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The OpenShift Route of networking.expose type Route: route.openshift.io/v1, an
-// optional kind (optionalkinds.go) made while the cluster serves it. No typed client
-// of OpenShift's API is a dependency (the module proxy serves github.com/openshift/api
-// only as v3.9.0+incompatible, from 2018): the kind is written and watched as
-// unstructured objects through the dynamic client (unstructured.go), and only the
-// fields below are set.
+// optional kind (the controller's optionalkinds.go) made while the cluster serves it.
+// No typed client of OpenShift's API is a dependency (the module proxy serves
+// github.com/openshift/api only as v3.9.0+incompatible, from 2018): the kind is written
+// and watched as unstructured objects through the dynamic client (unstructured.go), and
+// only the fields below are set.
 
-// routeResource is the resource of the Route child.
-var routeResource = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
+// RouteResource is the resource of the Route child.
+var RouteResource = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 
-const routeKind = "Route"
+// RouteKind is the kind of the Route child.
+const RouteKind = "Route"
 
-// wantsRoute tells whether the server is exposed through an OpenShift Route.
-func wantsRoute(l *v1alpha2.LlamaStackDistribution) bool {
+// WantsRoute tells whether the server is exposed through an OpenShift Route.
+func WantsRoute(l *v1alpha2.LlamaStackDistribution) bool {
 	e := llsd.Networking(l).Expose
 	return e != nil && ptr.Deref(e.Enabled, true) && e.Type == v1alpha2.ExposeRoute
 }
@@ -44,15 +44,16 @@ func routeTermination(l *v1alpha2.LlamaStackDistribution, https bool) v1alpha2.R
 	return v1alpha2.RouteTerminationEdge
 }
 
-// newRoute builds the Route that has the router serve the server Service's API port
+// NewRoute builds the Route that has the router serve the server Service's API port
 // over HTTPS: for hostname when one is set (else the router picks the host), with TLS
-// terminated as routeTermination says. A reencrypting route trusts the ca.crt of the
-// server's TLS Secret (in.serverCA) when it has one, else the router's default (the
-// cluster's service CA). Plain HTTP is redirected unless the CR says otherwise.
-func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
+// terminated as routeTermination says for what the pods listen on. A reencrypting
+// route trusts the ca.crt of the server's TLS Secret (serverCA) when it has one, else
+// the router's default (the cluster's service CA). Plain HTTP is redirected unless the
+// CR says otherwise.
+func NewRoute(l *v1alpha2.LlamaStackDistribution, listening Listening, serverCA []byte) *unstructured.Unstructured {
 	e := llsd.Networking(l).Expose
 	meta := llsd.ChildObjectMeta(l, llsd.RouteName(l))
-	termination := routeTermination(l, in.listening.HTTPS)
+	termination := routeTermination(l, listening.HTTPS)
 	tls := map[string]any{
 		"termination":                   strings.ToLower(string(termination)),
 		"insecureEdgeTerminationPolicy": "Redirect",
@@ -60,12 +61,12 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 	if r := e.Route; r != nil && r.InsecureEdgeTerminationPolicy != "" {
 		tls["insecureEdgeTerminationPolicy"] = r.InsecureEdgeTerminationPolicy
 	}
-	if termination == v1alpha2.RouteTerminationReencrypt && len(in.serverCA) > 0 {
-		tls["destinationCACertificate"] = string(in.serverCA)
+	if termination == v1alpha2.RouteTerminationReencrypt && len(serverCA) > 0 {
+		tls["destinationCACertificate"] = string(serverCA)
 	}
-	portName := children.ServicePortName
-	if in.listening.HTTPS {
-		portName = children.ServicePortNameTLS
+	portName := ServicePortName
+	if listening.HTTPS {
+		portName = ServicePortNameTLS
 	}
 	spec := map[string]any{
 		"to":   map[string]any{"kind": "Service", "name": llsd.ServiceName(l), "weight": int64(100)},
@@ -75,13 +76,13 @@ func newRoute(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.
 	if e.Hostname != "" {
 		spec["host"] = e.Hostname
 	}
-	metadata := children.ObjectMetaMap(meta)
+	metadata := ObjectMetaMap(meta)
 	if len(e.Annotations) > 0 {
-		metadata["annotations"] = children.AnyMap(e.Annotations)
+		metadata["annotations"] = AnyMap(e.Annotations)
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": routeResource.GroupVersion().String(),
-		"kind":       routeKind,
+		"apiVersion": RouteResource.GroupVersion().String(),
+		"kind":       RouteKind,
 		"metadata":   metadata,
 		"spec":       spec,
 	}}
@@ -126,9 +127,9 @@ func routeIngresses(route *unstructured.Unstructured) []routeIngress {
 	return out
 }
 
-// routeAdmission is what the routers say of a Route: True once one has admitted it,
+// RouteAdmission is what the routers say of a Route: True once one has admitted it,
 // False when every router that reported refused it, Unknown before any reports.
-func routeAdmission(route *unstructured.Unstructured) (metav1.ConditionStatus, string, string) {
+func RouteAdmission(route *unstructured.Unstructured) (metav1.ConditionStatus, string, string) {
 	ingresses := routeIngresses(route)
 	var refused *routeIngress
 	for i := range ingresses {
@@ -150,9 +151,9 @@ func routeAdmission(route *unstructured.Unstructured) (metav1.ConditionStatus, s
 		fmt.Sprintf("Route %s is waiting for a router to admit it", route.GetName())
 }
 
-// routeHostURL is status.routeURL of a Route: https://<host> of the first router that
+// RouteHostURL is status.routeURL of a Route: https://<host> of the first router that
 // admitted it, "" before one has.
-func routeHostURL(route *unstructured.Unstructured) string {
+func RouteHostURL(route *unstructured.Unstructured) string {
 	if route == nil {
 		return ""
 	}

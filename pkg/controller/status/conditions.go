@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"fmt"
@@ -18,45 +18,45 @@ import (
 )
 
 // Each condition of the CR's status is the answer of one function here, pure, from
-// what the sync observed; calculateStatus puts them together.
+// what the sync observed; Calculate puts them together.
 
 // resolvedDistribution is status.resolvedDistribution: what a generated config runs,
 // kept as it was while the generation fails or the CR has a problem (nothing new is
 // rolled out), dropped once the CR stops generating (prev and conds are the status as
 // reported; a CR that never generated keeps what it had).
-func resolvedDistribution(l *v1alpha2.LlamaStackDistribution, obs observed, prev *v1alpha2.ResolvedDistributionStatus, conds []metav1.Condition) *v1alpha2.ResolvedDistributionStatus {
-	g := obs.generation
+func resolvedDistribution(l *v1alpha2.LlamaStackDistribution, obs Observed, prev *v1alpha2.ResolvedDistributionStatus, conds []metav1.Condition) *v1alpha2.ResolvedDistributionStatus {
+	g := obs.Generation
 	switch {
 	case !revision.GeneratesConfig(l):
 		if meta.FindStatusCondition(conds, v1alpha2.ConditionConfigGenerated) != nil {
 			return nil
 		}
 		return prev
-	case g == nil || g.problem != nil || len(obs.problems) > 0:
+	case g == nil || g.Problem != nil || len(obs.Problems) > 0:
 		return prev
 	}
-	return g.resolved.DeepCopy()
+	return g.Resolved.DeepCopy()
 }
 
 // configGeneratedCondition is ConfigGenerated: only for a CR that asks for a generated
 // config, and kept as it is when the generation did not run.
-func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	g := obs.generation
+func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	g := obs.Generation
 	switch {
 	case !revision.GeneratesConfig(l):
 		return dropped
 	case g == nil:
 		return keepAsIs
-	case g.problem != nil:
-		return setTo(metav1.ConditionFalse, g.problem.Reason, g.problem.Message)
+	case g.Problem != nil:
+		return setTo(metav1.ConditionFalse, g.Problem.Reason, g.Problem.Message)
 	}
-	msg := fmt.Sprintf("Generated ConfigMap %s for server %s from %s", g.configMapName(l), g.resolved.ServerVersion, g.resolved.ConfigSource)
-	if len(obs.problems) > 0 {
+	msg := fmt.Sprintf("Generated ConfigMap %s for server %s from %s", g.ConfigMapName, g.Resolved.ServerVersion, g.Resolved.ConfigSource)
+	if len(obs.Problems) > 0 {
 		// Nothing was applied: the ConfigMap may not exist, or be someone else's
 		// object of that name, so it is not named.
 		msg = fmt.Sprintf("Generated a config for server %s from %s; it is not rolled out while the CR has a problem (%s)",
-			g.resolved.ServerVersion, g.resolved.ConfigSource, obs.problems[0].Reason)
-	} else if obs.rollback != nil && obs.rollback.Held {
+			g.Resolved.ServerVersion, g.Resolved.ConfigSource, obs.Problems[0].Reason)
+	} else if obs.Rollback != nil && obs.Rollback.Held {
 		msg += "; its rollout failed and was rolled back: the Deployment runs the config that served before (Progressing)"
 	}
 	return setTo(metav1.ConditionTrue, v1alpha2.ReasonConfigGenerated, msg)
@@ -64,41 +64,41 @@ func configGeneratedCondition(l *v1alpha2.LlamaStackDistribution, obs observed) 
 
 // servesAsAsked tells whether the CR serves what it asks for: the Deployment ready,
 // the Service made, and the storage bound if any.
-func servesAsAsked(l *v1alpha2.LlamaStackDistribution, obs observed) bool {
-	ready, _, _ := deploymentReady(l, obs.deployment, obs.pod)
-	return ready && obs.service != nil && storageBound(l, obs.pvc)
+func servesAsAsked(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
+	ready, _, _ := deploymentReady(l, obs.Deployment, obs.Pod)
+	return ready && obs.Service != nil && storageBound(l, obs.PVC)
 }
 
 // refused tells whether the CR's problems are a change refused: a problem keeps the
 // Deployment as it runs, and while it serves as asked the CR stays Ready.
-func refused(l *v1alpha2.LlamaStackDistribution, obs observed) bool {
-	return len(obs.problems) > 0 && servesAsAsked(l, obs)
+func refused(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
+	return len(obs.Problems) > 0 && servesAsAsked(l, obs)
 }
 
 // deploymentReadyCondition is DeploymentReady: a problem while nothing serves as asked
 // is why the CR is not; else whether the Deployment is available (deploymentReady).
-func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	if len(obs.problems) > 0 && !servesAsAsked(l, obs) {
-		return setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
+func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	if len(obs.Problems) > 0 && !servesAsAsked(l, obs) {
+		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
 	}
-	return trueOrFalse(deploymentReady(l, obs.deployment, obs.pod))
+	return trueOrFalse(deploymentReady(l, obs.Deployment, obs.Pod))
 }
 
 // progressingCondition is Progressing: a change refused, a rollout rolled back and held,
 // or how the Deployment's rollout goes; no condition without a Deployment.
-func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
 	switch {
-	case obs.deployment == nil:
+	case obs.Deployment == nil:
 		return dropped
 	case refused(l, obs):
-		return setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
-	case obs.rollback != nil && obs.rollback.Held:
+		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
+	case obs.Rollback != nil && obs.Rollback.Held:
 		// The failed inputs are held back: what runs is the last that served.
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.rollback.Status))
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.Rollback.Status))
 	}
-	status, reason, message := rollout.Progress(obs.deployment, obs.pod)
-	if obs.rollback != nil && obs.rollback.Note != "" {
-		message += "; " + obs.rollback.Note
+	status, reason, message := rollout.Progress(obs.Deployment, obs.Pod)
+	if obs.Rollback != nil && obs.Rollback.Note != "" {
+		message += "; " + obs.Rollback.Note
 	}
 	return setTo(status, reason, message)
 }
@@ -119,63 +119,63 @@ var (
 // one replica serves through the controller's Service; without probing, no condition.
 // previous is the condition as reported: a restarted controller keeps the last answer
 // until it has one of its own.
-func healthCheckCondition(probing bool, l *v1alpha2.LlamaStackDistribution, obs observed, previous *metav1.Condition) (conditionUpdate, providersUpdate) {
+func healthCheckCondition(probing bool, l *v1alpha2.LlamaStackDistribution, obs Observed, previous *metav1.Condition) (conditionUpdate, providersUpdate) {
 	switch {
 	case !probing:
 		return dropped, keepProviders
-	case scaledToZero(l) && !serving(obs.deployment):
+	case scaledToZero(l) && !Serving(obs.Deployment):
 		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonScaledToZero, "Scaled to zero: no server runs to ask"), clearProviders
-	case !serving(obs.deployment):
+	case !Serving(obs.Deployment):
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonServerNotAvailable, "No replica of the server is available"), clearProviders
-	case obs.service == nil:
+	case obs.Service == nil:
 		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending,
 			fmt.Sprintf("Not asked: the server is asked through Service %s, which is not the controller's (or not made yet)", llsd.ServiceName(l))), clearProviders
-	case obs.probe == nil && previous != nil && previous.Reason != v1alpha2.ReasonServerNotAvailable &&
+	case obs.Probe == nil && previous != nil && previous.Reason != v1alpha2.ReasonServerNotAvailable &&
 		previous.Reason != v1alpha2.ReasonHealthCheckPending:
 		// No answer yet in this process (a restart): keep the last one reported.
 		return keepAsIs, keepProviders
-	case obs.probe == nil:
+	case obs.Probe == nil:
 		return setTo(metav1.ConditionUnknown, v1alpha2.ReasonHealthCheckPending, "Waiting for the server's first health check"), keepProviders
-	case obs.probe.Info.Healthy:
+	case obs.Probe.Info.Healthy:
 		providers := keepProviders
-		if obs.probe.Info.ProvidersKnown {
-			providers = providersUpdate{op: setCondition, providers: obs.probe.Info.Providers}
+		if obs.Probe.Info.ProvidersKnown {
+			providers = providersUpdate{op: setCondition, providers: obs.Probe.Info.Providers}
 		}
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonHealthCheckPassed, "Health check passed"), providers
 	}
-	return setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.probe.Info.HealthMessage), clearProviders
+	return setTo(metav1.ConditionFalse, v1alpha2.ReasonHealthCheckFailed, obs.Probe.Info.HealthMessage), clearProviders
 }
 
 // serviceReadyCondition is ServiceReady: the controller's Service exists, or why not.
-func serviceReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
+func serviceReadyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
 	switch {
-	case obs.service != nil:
+	case obs.Service != nil:
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonServiceReady, "Service is ready")
-	case len(obs.problems) > 0:
+	case len(obs.Problems) > 0:
 		// Not attempted: a problem stops the children where they are.
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", llsd.ServiceName(l), obs.problems[0].Reason))
+			fmt.Sprintf("Service %s is not created while the CR has a problem (%s)", llsd.ServiceName(l), obs.Problems[0].Reason))
 	}
 	return setTo(metav1.ConditionFalse, v1alpha2.ReasonServiceFailed, fmt.Sprintf("Service %s is not created yet", llsd.ServiceName(l)))
 }
 
 // storageInSyncCondition is StorageInSync: whether the claim is what the CR asks for
-// (ensurePVC's finding), kept when the claim was not looked at.
-func storageInSyncCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	switch s := obs.storage; {
+// (the controller's ensurePVC's finding), kept when the claim was not looked at.
+func storageInSyncCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	switch s := obs.Storage; {
 	case l.Spec.Workload.Storage == nil:
 		return dropped
 	case s == nil:
 		return keepAsIs
 	default:
-		return trueOrFalse(s.inSync, s.reason, s.message)
+		return trueOrFalse(s.InSync, s.Reason, s.Message)
 	}
 }
 
 // storageAccessWarningCondition is StorageAccessWarning, there only while ReadWriteOnce
 // storage is shared by replicas that may land on other nodes.
-func storageAccessWarningCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	if l.Spec.Workload.Storage == nil || !children.SharedReadWriteOnce(l, obs.pvc) {
+func storageAccessWarningCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	if l.Spec.Workload.Storage == nil || !children.SharedReadWriteOnce(l, obs.PVC) {
 		return dropped
 	}
 	return setTo(metav1.ConditionTrue, v1alpha2.ReasonReadWriteOnceShared,
@@ -183,13 +183,13 @@ func storageAccessWarningCondition(l *v1alpha2.LlamaStackDistribution, obs obser
 }
 
 // storageReadyCondition is StorageReady: whether the CR's claim exists and is Bound.
-func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) conditionUpdate {
-	switch p := obs.pvc; {
+func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	switch p := obs.PVC; {
 	case l.Spec.Workload.Storage == nil:
 		return dropped
-	case p == nil && len(obs.problems) > 0:
+	case p == nil && len(obs.Problems) > 0:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonNotAttempted,
-			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", llsd.PVCName(l), obs.problems[0].Reason))
+			fmt.Sprintf("PersistentVolumeClaim %s is not created while the CR has a problem (%s)", llsd.PVCName(l), obs.Problems[0].Reason))
 	case p == nil:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, fmt.Sprintf("PersistentVolumeClaim %s is not created yet", llsd.PVCName(l)))
 	case p.DeletionTimestamp != nil:
@@ -207,11 +207,11 @@ func storageReadyCondition(l *v1alpha2.LlamaStackDistribution, obs observed) con
 
 // volumeMountWarningCondition is VolumeMountWarning, there only while a mount hides
 // part of another volume's directory; unchecked, the last report stands.
-func volumeMountWarningCondition(obs observed) conditionUpdate {
-	if !obs.mountsChecked {
+func volumeMountWarningCondition(obs Observed) conditionUpdate {
+	if !obs.MountsChecked {
 		return keepAsIs
 	}
-	if msg := children.NestedMountsMessage(obs.nestedMounts); msg != "" {
+	if msg := children.NestedMountsMessage(obs.NestedMounts); msg != "" {
 		return setTo(metav1.ConditionTrue, v1alpha2.ReasonNestedMountPaths, msg)
 	}
 	return dropped
@@ -219,31 +219,64 @@ func volumeMountWarningCondition(obs observed) conditionUpdate {
 
 // routeURL is status.routeURL: the Ingress's (or HTTPRoute's, or Route's) URL (""
 // until it has one) when the CR asks to be exposed, else none.
-func routeURL(l *v1alpha2.LlamaStackDistribution, obs observed) *string {
-	if wantsHTTPRoute(l) {
-		return ptr.To(httpRouteURL(l, obs.httpRoute, obs.httpRouteEndpoint))
+func routeURL(l *v1alpha2.LlamaStackDistribution, obs Observed) *string {
+	if children.WantsHTTPRoute(l) {
+		return ptr.To(children.HTTPRouteURL(l, obs.HTTPRoute, obs.HTTPRouteEndpoint))
 	}
-	if wantsRoute(l) {
-		return ptr.To(routeHostURL(obs.route))
+	if children.WantsRoute(l) {
+		return ptr.To(children.RouteHostURL(obs.Route))
 	}
 	if !children.WantsIngress(l) {
 		return nil
 	}
 	url := ""
-	if obs.ingress != nil {
-		url = children.IngressURL(obs.ingress)
+	if obs.Ingress != nil {
+		url = children.IngressURL(obs.Ingress)
 	}
 	return ptr.To(url)
 }
 
+// exposedCondition is Exposed: for a CR exposed through an HTTPRoute or a Route,
+// whether the cluster serves the API and the Gateways (or routers) accept the route;
+// absent otherwise. Until the controller knows (the API's discovery, the route's first
+// write), the last report stands.
+func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
+	switch {
+	case children.WantsHTTPRoute(l):
+		return routeCondition(obs.HTTPRouteAPI, obs.HTTPRoute != nil,
+			"The cluster does not serve "+children.HTTPRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
+				"(the standard channel), or expose the server with type Ingress",
+			func() (metav1.ConditionStatus, string, string) { return children.HTTPRouteAcceptance(obs.HTTPRoute) })
+	case children.WantsRoute(l):
+		return routeCondition(obs.RouteAPI, obs.Route != nil,
+			"The cluster does not serve "+children.RouteResource.GroupVersion().String()+" Route (it is not OpenShift): "+
+				"expose the server with type Ingress or HTTPRoute",
+			func() (metav1.ConditionStatus, string, string) { return children.RouteAdmission(obs.Route) })
+	}
+	return dropped
+}
+
+// routeCondition is Exposed for a route of an optional kind: False with notServed
+// while the cluster does not serve the kind, what accepted says once the route was
+// seen, and the last report until then.
+func routeCondition(api children.APIState, seen bool, notServed string, accepted func() (metav1.ConditionStatus, string, string)) conditionUpdate {
+	switch {
+	case api == children.APIAbsent:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonAPINotServed, notServed)
+	case api == children.APIUnknown || !seen:
+		return keepAsIs
+	}
+	return setTo(accepted())
+}
+
 // readyCondition is the phase and Ready, from what was observed and the component
 // conditions already set (conds).
-func readyCondition(l *v1alpha2.LlamaStackDistribution, obs observed, conds []metav1.Condition) (v1alpha2.Phase, conditionUpdate) {
-	stuck := deploymentStuck(conds)
+func readyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed, conds []metav1.Condition) (v1alpha2.Phase, conditionUpdate) {
+	stuck := DeploymentStuck(conds)
 	switch {
-	case len(obs.problems) > 0 && !refused(l, obs):
-		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, obs.problems[0].Reason, fault.Message(obs.problems))
-	case obs.deployment == nil:
+	case len(obs.Problems) > 0 && !refused(l, obs):
+		return v1alpha2.PhaseFailed, setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
+	case obs.Deployment == nil:
 		return v1alpha2.PhasePending, setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending")
 	case servesAsAsked(l, obs) && scaledToZero(l):
 		return v1alpha2.PhaseReady, setTo(metav1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage)
@@ -262,8 +295,8 @@ func storageBound(l *v1alpha2.LlamaStackDistribution, p *corev1.PersistentVolume
 	return l.Spec.Workload.Storage == nil || (p != nil && p.DeletionTimestamp == nil && p.Status.Phase == corev1.ClaimBound)
 }
 
-// serving tells whether at least one replica of the Deployment is available to answer.
-func serving(d *appsv1.Deployment) bool {
+// Serving tells whether at least one replica of the Deployment is available to answer.
+func Serving(d *appsv1.Deployment) bool {
 	return d != nil && d.Status.AvailableReplicas > 0
 }
 
@@ -318,28 +351,28 @@ func scaledToZero(l *v1alpha2.LlamaStackDistribution) bool {
 
 const scaledToZeroMessage = "LlamaStackDistribution is scaled to zero (spec.replicas is 0): no server runs"
 
-// deploymentStuck returns DeploymentReady when it says the Deployment cannot come up
+// DeploymentStuck returns DeploymentReady when it says the Deployment cannot come up
 // without a change (it cannot create pods, a pod does not start, or its rollout ran
 // out of time); else nil.
-func deploymentStuck(conds []metav1.Condition) *metav1.Condition {
+func DeploymentStuck(conds []metav1.Condition) *metav1.Condition {
 	c := meta.FindStatusCondition(conds, v1alpha2.ConditionDeploymentReady)
-	if c != nil && c.Status == metav1.ConditionFalse && stuckReason(c.Reason) {
+	if c != nil && c.Status == metav1.ConditionFalse && StuckReason(c.Reason) {
 		return c
 	}
 	return nil
 }
 
-// stuckReason tells whether a reason of a False DeploymentReady says why the Deployment
+// StuckReason tells whether a reason of a False DeploymentReady says why the Deployment
 // cannot come up: ReplicaFailure, ProgressDeadlineExceeded, or a pod's own reason
 // (rollout.ProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
 // but never one the controller gives with another meaning (ownReason: containerProblem
 // does not pass those on), such as a user error's.
-func stuckReason(reason string) bool {
-	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || podReason(reason)
+func StuckReason(reason string) bool {
+	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || PodReason(reason)
 }
 
-// maxConditionMessage is the longest condition message the API accepts, in bytes.
-const maxConditionMessage = 32768
+// MaxConditionMessage is the longest condition message the API accepts, in bytes.
+const MaxConditionMessage = 32768
 
 // firstFalseMessage returns the message of the first component condition that is not True.
 func firstFalseMessage(conds []metav1.Condition) string {
