@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -10,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,10 +67,10 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 	c.configMapCopies = children.NewKind(c.recorder, "ConfigMap", c.cachedConfigMap,
 		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, children.NeverTakeOver)
 
-	// The children a CR has while it asks for them, in the order they are made: the
-	// Service, and a NetworkPolicy in place before the pods start; the others follow
-	// the Deployment.
-	c.beforeServer = []askedChild{
+	// Every child a CR has, in the order a sync makes them (childTable).
+	c.table.claim = claimChild{c}
+	c.table.server = serverChild{c}
+	c.table.front = []askedChild{
 		asked[*corev1.Service, coreac.ServiceApplyConfiguration]{kind: c.services, name: llsd.ServiceName,
 			wanted: always(func(*v1alpha2.LlamaStackDistribution) bool { return true }),
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *corev1.Service {
@@ -82,7 +85,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
 			}},
 	}
-	c.afterServer = []askedChild{
+	c.table.back = []askedChild{
 		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: llsd.HPAName,
 			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(children.NewHPA)},
 		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: llsd.PDBName,
@@ -130,7 +133,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 			return cfg.GatewayClient.GatewayV1().HTTPRoutes(ns)
 		},
 		gatewayac.ExtractHTTPRoute, children.NeverTakeOver)
-	c.afterServer = append(c.afterServer,
+	c.table.back = append(c.table.back,
 		asked[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]{kind: c.httpRoutes, name: llsd.HTTPRouteName,
 			api: routes, wanted: always(children.WantsHTTPRoute), build: fromCR(children.NewHTTPRoute),
 			seen: func(obs *status.Observed, route *gatewayv1.HTTPRoute) {
@@ -155,7 +158,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 		return err
 	}
 	openShiftRoutes.discovered = cfg.RoutesDiscovered
-	c.afterServer = append(c.afterServer,
+	c.table.back = append(c.table.back,
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
 			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
@@ -200,6 +203,75 @@ type childInputs struct {
 	listening children.Listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
 	serverCA []byte
+	// rev is the revision the sync resolved; nil for a sync that changes nothing.
+	rev *resolvedRevision
+	// plan is the Deployment to apply; nil when none is (a problem keeps what runs, or
+	// the claim is not the CR's yet).
+	plan *deploymentPlan
+}
+
+// childTable is every child a CR has, in the order a sync makes them: the claim (the
+// Deployment mounts it, so it is planned and applied only once the claim is the CR's),
+// the children in front of the pods (the Service, and a NetworkPolicy in place before
+// the pods start), the Deployment, then the others. Each is one entry: its kind, its
+// name, when the CR wants it, its builder and what the status reads of it.
+type childTable struct {
+	claim  askedChild
+	front  []askedChild
+	server askedChild
+	back   []askedChild
+}
+
+// afterClaim is the table's entries after the claim, in order.
+func (t *childTable) afterClaim() []askedChild {
+	return slices.Concat(t.front, []askedChild{t.server}, t.back)
+}
+
+// claimChild is the table's entry of the PersistentVolumeClaim: made while the CR asks
+// for storage, then only expanded (ensurePVC); never deleted, as it holds the user's data.
+type claimChild struct{ c *Controller }
+
+func (e claimChild) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, _ childInputs, obs *status.Observed) error {
+	if l.Spec.Workload.Storage == nil {
+		return nil
+	}
+	pvc, state, err := e.c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionStorageInSync))
+	if err == nil {
+		obs.PVC, obs.Storage = pvc, &state
+	}
+	return err
+}
+
+func (e claimChild) observe(l *v1alpha2.LlamaStackDistribution, _ childInputs, obs *status.Observed) {
+	obs.PVC, _ = e.c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
+}
+
+// serverChild is the table's entry of the Deployment: wanted as long as the CR is,
+// applied as the sync planned it (planDeployment: the CR's template, or the one a
+// rollback holds or makes). Once it is applied, the managed ConfigMaps it no longer
+// mounts are deleted.
+type serverChild struct{ c *Controller }
+
+func (e serverChild) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, obs *status.Observed) error {
+	obs.Deployment = e.c.controlledDeployment(l)
+	if in.plan == nil {
+		return nil
+	}
+	dep, rb, err := e.c.applyDeployment(ctx, l, in.plan)
+	if err != nil {
+		return err
+	}
+	obs.Deployment, obs.Rollback = dep, &rb
+	current := ""
+	if in.rev.gen != nil {
+		current = in.rev.gen.configMapName(l)
+	}
+	return errors.Join(e.c.deleteUnneededConfigMaps(ctx, l, in.rev.uc, in.rev.caRefs, dep),
+		e.c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
+}
+
+func (e serverChild) observe(l *v1alpha2.LlamaStackDistribution, _ childInputs, obs *status.Observed) {
+	obs.Deployment = e.c.controlledDeployment(l)
 }
 
 // askedChild is a child the CR has while it asks for it: applied while it does, deleted

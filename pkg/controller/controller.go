@@ -140,9 +140,8 @@ type Controller struct {
 	optionalKinds []*optionalKind
 	// childKinds are the kinds bound to the child informers (childkinds.go).
 	childKinds []children.Bound
-	// beforeServer and afterServer are the children a CR has while it asks for them,
-	// made before and after its Deployment (childkinds.go).
-	beforeServer, afterServer []askedChild
+	// table is every child a CR has, in the order a sync makes them (childkinds.go).
+	table childTable
 
 	cachesSynced []cache.InformerSynced
 

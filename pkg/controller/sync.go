@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
@@ -188,69 +189,66 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 // observeChildren records the children in obs as they are, for a sync that changes
 // nothing.
 func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed) {
-	obs.Deployment = c.controlledDeployment(l)
-	obs.PVC, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
-	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.Deployment, imageServerVersion(rev.image))}
-	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
+	// What runs decides what the children in front of it are asked to be.
+	running := c.controlledDeployment(l)
+	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, running, imageServerVersion(rev.image))}
+	c.table.claim.observe(l, known, obs)
+	for _, child := range c.table.afterClaim() {
 		child.observe(l, known, obs)
 	}
 }
 
-// applyChildren ensures every child of the revision, in order: the claim, then the
-// Deployment's plan, the children before the server (the Service first), the
-// Deployment, the children after it. The children in front of the pods follow what the plan makes
-// them run (a rollback's template included), else what runs.
+// applyChildren ensures every child of the revision, in the table's order: the claim,
+// then the Deployment's plan, then the others (childTable). The children in front of
+// the pods follow what the plan makes them run (a rollback's template included), else
+// what runs.
 func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed, f *findings) {
-	// The Deployment mounts the claim: it is applied only once the claim is ours.
-	inputsReady := true
-	if l.Spec.Workload.Storage != nil {
-		pvc, state, err := c.ensurePVC(ctx, l, meta.FindStatusCondition(l.Status.Conditions, v1alpha2.ConditionStorageInSync))
-		if !f.report(err) && err == nil {
-			obs.PVC, obs.Storage = pvc, &state
-		} else {
-			inputsReady = false
-		}
-	}
-	in := rev.deploymentInputs(l, c.openShift)
-	asked := childInputs{cfg: rev.cfg}
+	in := childInputs{cfg: rev.cfg, rev: rev}
 	if rev.tls != nil {
-		asked.serverCA = rev.tls.CA
+		in.serverCA = rev.tls.CA
 	}
-	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(l, in)
-	var plan *deploymentPlan
-	if conflict := children.PodConflict(l, in); conflict != nil {
+	claimed := c.table.claim.sync(ctx, l, in, obs)
+	f.report(claimed)
+	dep := rev.deploymentInputs(l, c.openShift)
+	in.plan = c.planServer(ctx, l, dep, claimed == nil, obs, f)
+	running := c.controlledDeployment(l)
+	if in.plan != nil && in.plan.desired != nil {
+		running = in.plan.desired
+	}
+	in.listening = children.ListeningFrom(l, running, dep.ServerVersion)
+	for _, child := range c.table.afterClaim() {
+		f.reportEach(child.sync(ctx, l, in, obs))
+	}
+}
+
+// planServer decides the Deployment before any child in front of it is written
+// (planDeployment), once its mounts are checked and the claim it mounts is the CR's;
+// nil when there is nothing to apply.
+func (c *Controller) planServer(ctx context.Context, l *v1alpha2.LlamaStackDistribution, dep revision.Inputs, claimed bool, obs *status.Observed, f *findings) *deploymentPlan {
+	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(l, dep)
+	if conflict := children.PodConflict(l, dep); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		f.add(conflict)
-	} else if inputsReady {
-		var err error
-		if plan, err = c.planDeployment(ctx, l, in); err != nil {
-			f.report(err)
-		}
+		return nil
 	}
-	running := c.controlledDeployment(l)
-	if plan != nil && plan.desired != nil {
-		running = plan.desired
+	if !claimed {
+		return nil
 	}
-	asked.listening = children.ListeningFrom(l, running, in.ServerVersion)
+	plan, err := c.planDeployment(ctx, l, dep)
+	if err != nil {
+		f.report(err)
+		return nil
+	}
+	return plan
+}
 
-	for _, child := range c.beforeServer {
-		f.report(child.sync(ctx, l, asked, obs))
-	}
-	obs.Deployment = c.controlledDeployment(l)
-	if plan != nil {
-		dep, rb, err := c.applyDeployment(ctx, l, plan)
-		if !f.report(err) && err == nil {
-			obs.Deployment, obs.Rollback = dep, &rb
-			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
-			f.report(c.deleteUnneededConfigMaps(ctx, l, rev.uc, rev.caRefs, dep))
-			current := ""
-			if rev.gen != nil {
-				current = rev.gen.configMapName(l)
-			}
-			f.report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
+// reportEach reports each of the errors err joins (findings.report).
+func (f *findings) reportEach(err error) {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			f.report(e)
 		}
+		return
 	}
-	for _, child := range c.afterServer {
-		f.report(child.sync(ctx, l, asked, obs))
-	}
+	f.report(err)
 }
