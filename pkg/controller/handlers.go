@@ -164,7 +164,7 @@ func (c *Controller) configMapHandler() cache.ResourceEventHandler {
 
 // replicaSetHandler enqueues the CR of a new or deleted ReplicaSet's Deployment (the
 // CR's name; a Deployment of that name that the CR does not control is no business of
-// the sync). A new one: the pods podProblemFor reads are those of the Deployment's
+// the sync). A new one: the pods PodProblemFor reads are those of the Deployment's
 // current ReplicaSet, and a stuck pod's event may come before its ReplicaSet is in the
 // cache, with nothing else to sync again (adds are rare: one per rollout). A deleted
 // one: a generated ConfigMap it mounted may now be unused. Other changes of

@@ -20,7 +20,7 @@ func ReplicaSetSelector() string {
 // ReplicaSet its identity, labels, owner references, its revision, and the ConfigMap
 // volumes and config hash of its pod template, the only things the controller reads
 // (which generated ConfigMaps are still in use, which ReplicaSet is the current one:
-// podProblemFor, and whether going back to one restores its config: unrestorable).
+// PodProblemFor, and whether going back to one restores its config: unrestorable).
 func TransformReplicaSet(obj any) (any, error) {
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {

@@ -32,7 +32,7 @@ type PodProblem struct {
 	Reason, Message string
 	// continuing: the container runs again after it exited, and is not ready. That is
 	// a crash loop between two back-offs only if one was reported already (the CR's
-	// status says it, see podProblemFor): the same words continue it, so the status
+	// status says it, see PodProblemFor): the same words continue it, so the status
 	// does not flip at each restart; but a container that exited once, long ago, and
 	// whose readiness fails now is not crash-looping.
 	continuing bool

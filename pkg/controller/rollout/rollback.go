@@ -54,7 +54,7 @@ type Record struct {
 	Time       metav1.Time `json:"time"`
 }
 
-// Outcome is what ensureDeployment found and did about rollback.
+// Outcome is what planning the Deployment (Apply) found and did about rollback.
 type Outcome struct {
 	// Status is status.rollback to report (nil: nothing to report).
 	Status *v1alpha2.RollbackStatus
