@@ -28,6 +28,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
@@ -76,7 +77,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 			seen: func(obs *status.Observed, svc *corev1.Service) { obs.Service = svc }},
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: llsd.NetworkPolicyName,
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
-				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
+				return in.cfg.EnableNetworkPolicy, in.cfg.NetworkPolicyKnown
 			},
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
 				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
@@ -195,7 +196,7 @@ func (c *Controller) bindUnstructured(cfg Config, kindName string, resource sche
 // wanted and what it holds.
 type childInputs struct {
 	// cfg is the operator ConfigMap as the sync read it.
-	cfg operatorConfig
+	cfg revision.OperatorConfig
 	// listening is what the pods of the Deployment, as applied, answer on.
 	listening children.Listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.

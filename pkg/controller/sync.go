@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
@@ -147,11 +148,8 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.prober.Forget(key)
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
-	c.baseConfigs.forget(key)
-	c.userConfigs.forget(key)
-	c.tlsSecrets.forget(key)
-	c.skippedChecks.Delete(key)
-	c.caTrust.forget(key)
+	c.resolver.Forget(key)
+	c.caTrust.Forget(key)
 	c.rollouts.Forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
@@ -172,9 +170,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	var obs status.Observed
 	f := &findings{}
 	rev := c.resolveRevision(ctx, l, f)
-	obs.Generation = rev.gen.forStatus(l)
+	obs.Generation = generationForStatus(rev.Gen, l)
 	c.writeConfigMaps(ctx, l, rev, f)
-	f.add(rev.problems...)
+	f.add(rev.Problems...)
 	if f.blocked() {
 		// Keep what runs: observe the children without changing them.
 		c.observeChildren(l, rev, &obs)
@@ -187,10 +185,10 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 
 // observeChildren records the children in obs as they are, for a sync that changes
 // nothing.
-func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed) {
+func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision.Revision, obs *status.Observed) {
 	obs.Deployment = c.controlledDeployment(l)
 	obs.PVC, _ = c.pvcs.Cached(l.Namespace, llsd.PVCName(l))
-	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, obs.Deployment, imageServerVersion(rev.image))}
+	known := childInputs{cfg: rev.Config, listening: children.ListeningFrom(l, obs.Deployment, revision.ImageServerVersion(rev.Image))}
 	for _, child := range slices.Concat(c.beforeServer, c.afterServer) {
 		child.observe(l, known, obs)
 	}
@@ -200,7 +198,7 @@ func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *re
 // Deployment's plan, the children before the server (the Service first), the
 // Deployment, the children after it. The children in front of the pods follow what the plan makes
 // them run (a rollback's template included), else what runs.
-func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed, f *findings) {
+func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision, obs *status.Observed, f *findings) {
 	// The Deployment mounts the claim: it is applied only once the claim is ours.
 	inputsReady := true
 	if l.Spec.Workload.Storage != nil {
@@ -211,10 +209,10 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 			inputsReady = false
 		}
 	}
-	in := rev.deploymentInputs(l, c.openShift)
-	asked := childInputs{cfg: rev.cfg}
-	if rev.tls != nil {
-		asked.serverCA = rev.tls.CA
+	in := rev.DeploymentInputs(l, c.openShift)
+	asked := childInputs{cfg: rev.Config}
+	if rev.TLS != nil {
+		asked.serverCA = rev.TLS.CA
 	}
 	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(l, in)
 	var plan *deploymentPlan
@@ -242,10 +240,10 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 		if !f.report(err) && err == nil {
 			obs.Deployment, obs.Rollback = dep, &rb
 			// Managed ConfigMaps are deleted only once the Deployment no longer mounts them.
-			f.report(c.deleteUnneededConfigMaps(ctx, l, rev.uc, rev.caRefs, dep))
+			f.report(c.deleteUnneededConfigMaps(ctx, l, rev.UserConfig, rev.CARefs, dep))
 			current := ""
-			if rev.gen != nil {
-				current = rev.gen.configMapName(l)
+			if rev.Gen != nil {
+				current = rev.Gen.ConfigMapName(l)
 			}
 			f.report(c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
 		}
