@@ -1,8 +1,8 @@
 // Package configgen writes the llama-stack server's config.yaml for a
 // v1alpha2 LlamaStackDistribution. It is pure: spec and base config in,
 // config, environment and hash out; no client, no Kubernetes API. The
-// controller (pkg/controller/generatedconfig.go) resolves the inputs and
-// applies what it returns.
+// controller resolves the inputs (pkg/controller/revision) and writes what it
+// returns (pkg/controller/generatedconfig.go).
 //
 // # Distributions and versions
 //

@@ -2,10 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,70 +27,6 @@ type caFailure struct {
 	problem     fault.Problem
 }
 
-// caRef is one CA bundle source as the cache sees it (keys and a content hash, no data).
-type caRef struct {
-	cm       *corev1.ConfigMap
-	keys     []string // explicit keys; nil reads every key (the ODH bundle)
-	optional bool
-}
-
-// resolveCABundle finds the CA bundle sources of l in the cache: the ConfigMap of
-// spec.networking.tls.caBundle, then the namespace's odh-trusted-ca-bundle when it
-// exists. It checks what can be checked without their data.
-func (c *Controller) resolveCABundle(l *v1alpha2.LlamaStackDistribution) ([]caRef, *fault.Problem) {
-	var refs []caRef
-	if tls := llsd.Networking(l).TLS; tls != nil && tls.CABundle != nil {
-		spec := tls.CABundle
-		ns, name := spec.ConfigMapNamespace, spec.ConfigMapName
-		if ns == "" {
-			ns = l.Namespace
-		}
-		keys := []string{revision.CABundleKey}
-		if len(spec.ConfigMapKeys) > 0 {
-			keys = make([]string, len(spec.ConfigMapKeys))
-			for i, k := range spec.ConfigMapKeys {
-				keys[i] = string(k)
-			}
-		}
-		if err := validateCAKeys(keys); err != nil {
-			return nil, &fault.Problem{Reason: v1alpha2.ReasonCABundleInvalid, Message: err.Error()}
-		}
-		cm, problem := c.referencedConfigMap(l, "spec.networking.tls.caBundle (v1alpha1 spec.server.tlsConfig.caBundle)", "CA bundle ConfigMap", ns, name)
-		if problem != nil {
-			return nil, problem
-		}
-		for _, k := range keys {
-			if _, ok := cm.Data[k]; !ok {
-				return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
-					"CA bundle ConfigMap %s/%s has no key '%s'", ns, name, k)}
-			}
-		}
-		refs = append(refs, caRef{cm: cm, keys: keys})
-	}
-	if odh, err := c.cachedConfigMap(l.Namespace, odhTrustedCABundle); err == nil && len(odh.Data) > 0 {
-		refs = append(refs, caRef{cm: odh, optional: true})
-	}
-	return refs, nil
-}
-
-// caSourcesHash identifies the sources and their content, from the cache.
-func caSourcesHash(refs []caRef) string {
-	h := sha256.New()
-	for _, r := range refs {
-		fmt.Fprintf(h, "%s/%s|%s|%t|%s\n", r.cm.Namespace, r.cm.Name, strings.Join(r.keys, ","), r.optional, configMapHash(r.cm))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// caBundleMountHash is the content hash of a managed CA bundle ConfigMap, or "" when it
-// holds no certificate (then nothing is mounted).
-func caBundleMountHash(cm *corev1.ConfigMap) string {
-	if _, ok := cm.Data[revision.CABundleKey]; !ok {
-		return ""
-	}
-	return configMapHash(cm)
-}
-
 // newCABundleConfigMap is the managed <name>-ca-bundle ConfigMap holding bundle.
 func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHash string) *corev1.ConfigMap {
 	lbls := llsd.ChildLabels(l)
@@ -110,7 +43,7 @@ func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHas
 			Labels:    lbls,
 			Annotations: map[string]string{
 				llsd.AnnotationSourceHash: sourcesHash,
-				annotationBundleHash:      hashData(data, nil),
+				annotationBundleHash:      revision.HashData(data, nil),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
 		},
@@ -123,11 +56,11 @@ func newCABundleConfigMap(l *v1alpha2.LlamaStackDistribution, bundle, sourcesHas
 // sources are read live only when their cached hashes changed, or when the managed
 // ConfigMap was edited. Without sources nothing is done here: deleteUnneededConfigMaps
 // deletes the ConfigMap once the Deployment no longer mounts it.
-func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackDistribution, refs []caRef) (string, *fault.Problem, error) {
+func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackDistribution, refs []revision.CARef) (string, *fault.Problem, error) {
 	if len(refs) == 0 {
 		return "", nil, nil
 	}
-	sourcesHash := caSourcesHash(refs)
+	sourcesHash := revision.CASourcesHash(refs)
 	// A bundle that could not be built is not read again until a source changes.
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
 	if v, ok := c.caFailures.Load(key); ok {
@@ -141,22 +74,22 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 	cur, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
 		Name: llsd.CABundleConfigMapName(l),
 		UpToDate: func(cur *corev1.ConfigMap) bool {
-			return cur.Annotations[llsd.AnnotationSourceHash] == sourcesHash && configMapHash(cur) == cur.Annotations[annotationBundleHash]
+			return cur.Annotations[llsd.AnnotationSourceHash] == sourcesHash && revision.ConfigMapHash(cur) == cur.Annotations[annotationBundleHash]
 		},
 		Build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
-			sources := make([]caSource, 0, len(refs))
+			sources := make([]revision.CASource, 0, len(refs))
 			for _, r := range refs {
-				src, err := c.kubeclient.CoreV1().ConfigMaps(r.cm.Namespace).Get(ctx, r.cm.Name, metav1.GetOptions{})
+				src, err := c.kubeclient.CoreV1().ConfigMaps(r.ConfigMap.Namespace).Get(ctx, r.ConfigMap.Name, metav1.GetOptions{})
 				if err != nil {
-					return nil, fmt.Errorf("reading CA bundle ConfigMap %s/%s: %w", r.cm.Namespace, r.cm.Name, err)
+					return nil, fmt.Errorf("reading CA bundle ConfigMap %s/%s: %w", r.ConfigMap.Namespace, r.ConfigMap.Name, err)
 				}
-				if src.Namespace != l.Namespace && !allowsNamespace(src, l.Namespace) {
-					problem = notAllowed(src.Namespace, src.Name, l.Namespace)
+				if src.Namespace != l.Namespace && !revision.AllowsNamespace(src, l.Namespace) {
+					problem = revision.NotAllowed(src.Namespace, src.Name, l.Namespace)
 					return nil, nil
 				}
-				sources = append(sources, caSource{Namespace: src.Namespace, Name: src.Name, Data: src.Data, Keys: r.keys, Optional: r.optional})
+				sources = append(sources, revision.CASource{Namespace: src.Namespace, Name: src.Name, Data: src.Data, Keys: r.Keys, Optional: r.Optional})
 			}
-			bundle, _, warnings, err := buildCABundle(sources)
+			bundle, _, warnings, err := revision.BuildCABundle(sources)
 			for _, w := range warnings {
 				c.recorder.Event(l, corev1.EventTypeWarning, "CABundleKeySkipped", w)
 			}
@@ -174,7 +107,7 @@ func (c *Controller) ensureCABundle(ctx context.Context, l *v1alpha2.LlamaStackD
 		return "", problem, err
 	}
 	if desired != nil {
-		return caBundleMountHash(desired), nil, nil
+		return revision.CABundleMountHash(desired), nil, nil
 	}
-	return caBundleMountHash(cur), nil, nil
+	return revision.CABundleMountHash(cur), nil, nil
 }

@@ -1,8 +1,16 @@
 package controller
 
 import (
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,7 +120,7 @@ func TestCABundleLifecycle(t *testing.T) {
 func TestODHTrustedCABundle(t *testing.T) {
 	certs := testCertPEMs(t, 2)
 	f := newFixture(t, newLLSD("app"),
-		configMap(testNamespace, odhTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
+		configMap(testNamespace, revision.ODHTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
 	f.converge("app")
 	l := f.llsd("app")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, l.Status.Phase)
@@ -120,12 +128,12 @@ func TestODHTrustedCABundle(t *testing.T) {
 	assert.Empty(t, f.sync("app"), "a blank ODH bundle is not re-read on every sync")
 
 	// Certificates in two keys: sorted key order, so nothing churns (upstream §12.7).
-	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"z.crt": certs[1], "a.crt": certs[0]}, nil))
+	f.putConfigMap(configMap(testNamespace, revision.ODHTrustedCABundle, map[string]string{"z.crt": certs[1], "a.crt": certs[0]}, nil))
 	f.converge("app")
 	assert.Equal(t, certs[0]+"\n"+certs[1], f.managedCA("app").Data[revision.CABundleKey])
 	assert.True(t, caMount(t, f.deployment("app")))
 	// A bad key in the ODH bundle is skipped with a Warning, not a failure.
-	f.putConfigMap(configMap(testNamespace, odhTrustedCABundle, map[string]string{"a.crt": certs[0], "bad.crt": "-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"}, nil))
+	f.putConfigMap(configMap(testNamespace, revision.ODHTrustedCABundle, map[string]string{"a.crt": certs[0], "bad.crt": "-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----\n"}, nil))
 	f.converge("app")
 	assert.Equal(t, certs[0], f.managedCA("app").Data[revision.CABundleKey])
 	assert.True(t, hasEvent(f.events(), "CABundleKeySkipped"))
@@ -198,4 +206,36 @@ func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
 	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: cert}, nil))
 	f.converge("app")
 	assert.Equal(t, cert, f.managedCA("app").Data[revision.CABundleKey])
+}
+
+// A bundle larger than a ConfigMap can hold is the user's problem, not an apply the API
+// server rejects: two sources, each within a ConfigMap's limit, whose certificates
+// together are not (found by FuzzCABundle's ConfigMap check).
+func TestCABundleTooLargeForConfigMap(t *testing.T) {
+	key, err := testCAKey()
+	require.NoError(t, err)
+	largeCert := func(serial int64) string {
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(serial),
+			Subject:               pkix.Name{CommonName: fmt.Sprintf("large-ca-%d", serial)},
+			NotBefore:             time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+			NotAfter:              time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC),
+			IsCA:                  true,
+			BasicConstraintsValid: true,
+			ExtraExtensions:       []pkix.Extension{{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 99999, 1}, Value: make([]byte, 400*1024)}},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		require.NoError(t, err)
+		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	a, b := largeCert(1), largeCert(2)
+	require.Less(t, len(a), maxConfigMapBytes)
+	_, _, _, err = revision.BuildCABundle([]revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{revision.CABundleKey: a}, Keys: []string{revision.CABundleKey}}, {Namespace: "ns", Name: revision.ODHTrustedCABundle, Data: map[string]string{"b": b}, Optional: true}})
+	require.ErrorContains(t, err, "more than the 1048563 a ConfigMap can hold")
+
+	bundle, n, _, err := revision.BuildCABundle([]revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{revision.CABundleKey: a}, Keys: []string{revision.CABundleKey}}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	l := newLLSD("big")
+	require.Empty(t, configMapErrors(newCABundleConfigMap(l, bundle, "h")))
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
@@ -79,7 +80,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 			seen: func(obs *status.Observed, svc *corev1.Service) { obs.Service = svc }},
 		asked[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]{kind: c.networkPolicies, name: llsd.NetworkPolicyName,
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
-				return in.cfg.enableNetworkPolicy, in.cfg.networkPolicyKnown
+				return in.cfg.EnableNetworkPolicy, in.cfg.NetworkPolicyKnown
 			},
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
 				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
@@ -198,13 +199,13 @@ func (c *Controller) bindUnstructured(cfg Config, kindName string, resource sche
 // wanted and what it holds.
 type childInputs struct {
 	// cfg is the operator ConfigMap as the sync read it.
-	cfg operatorConfig
+	cfg revision.OperatorConfig
 	// listening is what the pods of the Deployment, as applied, answer on.
 	listening children.Listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
 	serverCA []byte
 	// rev is the revision the sync resolved; nil for a sync that changes nothing.
-	rev *resolvedRevision
+	rev *revision.Revision
 	// plan is the Deployment to apply; nil when none is (a problem keeps what runs, or
 	// the claim is not the CR's yet).
 	plan *deploymentPlan
@@ -263,10 +264,10 @@ func (e serverChild) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributio
 	}
 	obs.Deployment, obs.Rollback = dep, &rb
 	current := ""
-	if in.rev.gen != nil {
-		current = in.rev.gen.configMapName(l)
+	if in.rev.Gen != nil {
+		current = in.rev.Gen.ConfigMapName(l)
 	}
-	return errors.Join(e.c.deleteUnneededConfigMaps(ctx, l, in.rev.uc, in.rev.caRefs, dep),
+	return errors.Join(e.c.deleteUnneededConfigMaps(ctx, l, in.rev.UserConfig, in.rev.CARefs, dep),
 		e.c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The ConfigMap cache holds every ConfigMap the controller may be asked to read (a CR can
@@ -28,10 +29,6 @@ import (
 // labels, other annotations (kubectl's last-applied-configuration alone may repeat the
 // whole data) and managed fields are dropped. The rest of the controller reads the cache
 // through cachedConfigMap, which gives the entry back as a *corev1.ConfigMap.
-
-// cacheHashAnnotation carries, on the ConfigMaps that cachedConfigMap returns, the content
-// hash of the data the cache dropped. It never reaches the API server.
-const cacheHashAnnotation = "internal.llama-stack-controller/content-hash"
 
 // keptConfigMapAnnotations are the annotations the controller reads on a ConfigMap: the
 // opt-in of a source in another namespace, and its own hashes on the ConfigMaps it manages.
@@ -54,7 +51,7 @@ type configMapEntry struct {
 	// followed by ':', sorted: one string for all the keys, usually one. A ConfigMap key
 	// has neither character ([-._a-zA-Z0-9]+).
 	keys string
-	// hash is the content hash of data and binaryData (hashSum).
+	// hash is the content hash of data and binaryData (revision.HashSum).
 	hash [sha256.Size]byte
 	// rare has what most ConfigMaps lack; nil when the ConfigMap has none of it.
 	rare *configMapRare
@@ -126,7 +123,7 @@ func newConfigMapEntry(cm *corev1.ConfigMap) *configMapEntry {
 		namespace:       unique.Make(cm.Namespace),
 		resourceVersion: cm.ResourceVersion,
 		keys:            joinKeys(cm.Data, cm.BinaryData),
-		hash:            hashSum(cm.Data, cm.BinaryData),
+		hash:            revision.HashSum(cm.Data, cm.BinaryData),
 	}
 	e.SetUID(cm.UID)
 	e.SetDeletionTimestamp(cm.DeletionTimestamp)
@@ -149,15 +146,8 @@ func joinKeys(data map[string]string, binary map[string][]byte) string {
 	return b.String()
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(m))
-}
-
 // configMap gives the entry back as a ConfigMap: its metadata, the keys of data and
-// binaryData with empty values, and the content hash in cacheHashAnnotation. It is made
+// binaryData with empty values, and the content hash in revision.CacheHashAnnotation. It is made
 // on each call and, like anything read from a cache, must not be modified.
 func (e *configMapEntry) configMap() *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -171,7 +161,7 @@ func (e *configMapEntry) configMap() *corev1.ConfigMap {
 	annotations := e.GetAnnotations()
 	cm.Annotations = make(map[string]string, len(annotations)+1)
 	maps.Copy(cm.Annotations, annotations)
-	cm.Annotations[cacheHashAnnotation] = hex.EncodeToString(e.hash[:])
+	cm.Annotations[revision.CacheHashAnnotation] = hex.EncodeToString(e.hash[:])
 	start := 0
 	for i := 0; i < len(e.keys); i++ {
 		switch e.keys[i] {

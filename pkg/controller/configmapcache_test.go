@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // busyConfigMap is a ConfigMap as the API server sends it, with everything the cache
@@ -69,15 +70,15 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	assert.Equal(t, metav1.ObjectMeta{
 		Namespace: "ns", Name: "cfg", UID: "uid-cm-cfg", ResourceVersion: "42",
 		Annotations: map[string]string{
-			AllowedNamespacesAnnotation: "team-a",
-			cacheHashAnnotation:         hashData(src.Data, src.BinaryData),
+			AllowedNamespacesAnnotation:  "team-a",
+			revision.CacheHashAnnotation: revision.HashData(src.Data, src.BinaryData),
 		},
 		OwnerReferences: []metav1.OwnerReference{src.OwnerReferences[1]},
 	}, got.ObjectMeta)
 	assert.Equal(t, map[string]string{"config.yaml": "", "ca-bundle.crt": ""}, got.Data)
 	assert.Equal(t, map[string][]byte{"blob": nil}, got.BinaryData)
-	assert.Equal(t, hashData(src.Data, src.BinaryData), configMapHash(got), "the hash of the data that was dropped")
-	assert.Equal(t, configMapHash(src), configMapHash(got), "the same hash as the full ConfigMap's")
+	assert.Equal(t, revision.HashData(src.Data, src.BinaryData), revision.ConfigMapHash(got), "the hash of the data that was dropped")
+	assert.Equal(t, revision.ConfigMapHash(src), revision.ConfigMapHash(got), "the same hash as the full ConfigMap's")
 
 	// Each read is a ConfigMap of its own: a careless edit does not reach the cache.
 	got.Annotations["x"] = "y"
@@ -98,7 +99,7 @@ func TestTransformConfigMapKeepsWhatTheControllerReads(t *testing.T) {
 	empty := obj.(*configMapEntry).configMap()
 	assert.Nil(t, empty.Data)
 	assert.Nil(t, empty.BinaryData)
-	assert.Equal(t, map[string]string{cacheHashAnnotation: hashData(nil, nil)}, empty.Annotations)
+	assert.Equal(t, map[string]string{revision.CacheHashAnnotation: revision.HashData(nil, nil)}, empty.Annotations)
 
 	// The copy the informers may make is a deep one.
 	cp := entry.DeepCopyObject().(*configMapEntry)
@@ -205,7 +206,7 @@ func cachedBefore(src *corev1.ConfigMap) *corev1.ConfigMap {
 	if ref := metav1.GetControllerOfNoCopy(src); ref != nil && ref.Kind == llsd.ControllerKind.Kind {
 		cm.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
-	cm.Annotations = map[string]string{cacheHashAnnotation: hashData(src.Data, src.BinaryData)}
+	cm.Annotations = map[string]string{revision.CacheHashAnnotation: revision.HashData(src.Data, src.BinaryData)}
 	for _, k := range keptConfigMapAnnotations {
 		if v, ok := src.Annotations[k]; ok {
 			cm.Annotations[k] = v

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
@@ -23,7 +24,7 @@ import (
 // has it, no longer mounts them and has rolled out: pods never lose a volume they still
 // use (the old pods of a rollout still mount it; the Deployment's status events bring
 // the CR back once the rollout is complete).
-func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig, caRefs []caRef, dep *appsv1.Deployment) error {
+func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *revision.UserConfig, caRefs []revision.CARef, dep *appsv1.Deployment) error {
 	if dep != nil {
 		if _, reason, _ := rollout.Progress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
@@ -34,7 +35,7 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 		name   string
 		needed bool
 	}{
-		{llsd.UserConfigCopyName(l), uc != nil && uc.source != nil},
+		{llsd.UserConfigCopyName(l), uc != nil && uc.Source != nil},
 		{llsd.CABundleConfigMapName(l), len(caRefs) > 0},
 	} {
 		if cm.needed || mountsConfigMap(dep, cm.name) {

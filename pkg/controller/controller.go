@@ -44,6 +44,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	llsdscheme "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/scheme"
@@ -164,18 +165,10 @@ type Controller struct {
 	caFailures sync.Map
 	// failing holds, per CR, when its syncs started failing (failure).
 	failing sync.Map
-	// baseConfigs remembers, per CR, the base config last read live (baseMemo).
-	baseConfigs baseConfigMemos
-	// userConfigs remembers, per CR, the user config last read live, for the check
-	// before a move to another server version.
-	userConfigs baseConfigMemos
-	// skippedChecks remembers, per CR, the user config (hash@version) whose skipped
-	// check was last told in an Event.
-	skippedChecks sync.Map
-	// tlsSecrets remembers, per CR, the last read of its TLS Secret (tlsSecretMemo).
-	tlsSecrets tlsSecretMemos
+	// resolver resolves each sync's revision and keeps, per CR, what it read live.
+	resolver *revision.Resolver
 	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.
-	caTrust baseConfigMemos
+	caTrust revision.ConfigMapReads
 	// rollouts follows the Deployments' rollouts and makes their rollbacks.
 	rollouts *rollout.Rollouts
 	// clock tells the time of failures; tests replace it.
@@ -214,7 +207,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
 		openShift:         cfg.OpenShift,
-		distributions:     builtinDistributions(),
+		distributions:     revision.BuiltinDistributions(),
 		recorder:          cfg.Recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -232,6 +225,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: llsd.Controller})
 	}
 	c.syncHandler = c.sync
+	c.resolver = c.newResolver()
 	if cfg.ServerProbe.Endpoint != nil {
 		c.prober = probe.New(cfg.ServerProbe, func(key cache.ObjectName) { c.queue.Add(key) })
 	}
@@ -421,6 +415,9 @@ func (c *Controller) deletedDuringSync(ctx context.Context, key cache.ObjectName
 // The names the controller's users read: its field manager, the label value that marks
 // its children, and the ConfigMap annotation that opens one to other namespaces.
 const (
+	// OperatorConfigMapName is the ConfigMap, in the operator namespace, that holds
+	// featureFlags and image-overrides (as upstream).
+	OperatorConfigMapName = revision.OperatorConfigMapName
 	// FieldManager is the server-side apply field manager of every write the controller
 	// makes.
 	FieldManager = llsd.FieldManager

@@ -48,11 +48,11 @@ func TestServiceAccountOverrideRemovedCompletely(t *testing.T) {
 // While image-overrides does not parse, a running image is kept only for the same
 // distribution: switching the distribution still takes the new one's image.
 func TestInvalidOverridesKeepImageOnlyForTheSameDistribution(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyImageOverrides: "starter: quay.io/test/llama-stack:pinned"}))
 	f.converge("app")
 	require.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"))
 
-	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: [unclosed"})
+	f.setOperatorConfig(map[string]string{revision.KeyImageOverrides: "starter: [unclosed"})
 	f.converge("app")
 	assert.Equal(t, "quay.io/test/llama-stack:pinned", f.image("app"), "the running image is kept")
 
@@ -89,7 +89,7 @@ func TestUnpublishedDistributionIsReportedAndKeepsWhatRuns(t *testing.T) {
 		assert.Len(t, warnings, 1, "%s: one Warning Event", name)
 	}
 
-	f.setOperatorConfig(map[string]string{keyImageOverrides: "remote-vllm: quay.io/me/vllm-stack:0.2.9"})
+	f.setOperatorConfig(map[string]string{revision.KeyImageOverrides: "remote-vllm: quay.io/me/vllm-stack:0.2.9"})
 	f.converge("app")
 	assert.Equal(t, "quay.io/me/vllm-stack:0.2.9", f.image("app"), "image-overrides still runs a name without a published image")
 	assert.NotEqual(t, v1alpha2.ReasonDistributionNotPublished, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
@@ -254,6 +254,7 @@ func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
 			f := newFixture(t, newLLSDv1("app", mod),
 				configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x"), revision.CABundleKey: testCertPEMs(t, 1)[0]}, open))
 			f.c.watchNamespace = testNamespace
+			f.c.resolver.WatchNamespace = testNamespace
 			f.sync("app")
 			requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/cfg", "--namespace="+testNamespace)
 		})

@@ -56,36 +56,36 @@ func buildForFuzz(spec v1alpha1.LlamaStackDistributionSpec, configData string, c
 		ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "ns", UID: "uid", Generation: 1},
 		Spec:       spec,
 	}
-	c := &Controller{distributions: builtinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
+	c := &Controller{distributions: revision.BuiltinDistributions(), operatorVersion: "v", operatorNamespace: fuzzOperatorNamespace}
 	h := hub(l)
 	res := fuzzResult{cr: l, hub: h, before: h.DeepCopy()}
 	var obs status.Observed
-	img, problem := c.chooseImage(h, operatorConfig{})
+	image, problem := (&revision.Resolver{Distributions: c.distributions}).ChooseImage(h, revision.OperatorConfig{})
 	if problem != nil {
 		obs.Problems = append(obs.Problems, *problem)
 	}
-	in := revision.Inputs{Image: img.ref}
+	in := revision.Inputs{Image: image}
 	if uc := spec.Server.UserConfig; uc != nil {
 		source := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: userConfigNamespace(h), Name: uc.ConfigMapName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: revision.UserConfigNamespace(h), Name: uc.ConfigMapName},
 			Data:       map[string]string{llsd.UserConfigKey: configData},
 		}
 		switch {
 		case len(apimachineryNameErrors(uc.ConfigMapName)) > 0 || len(apimachineryNameErrors(source.Namespace)) > 0:
 			// No such ConfigMap can exist.
-			obs.Problems = append(obs.Problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, userConfigField)})
+			obs.Problems = append(obs.Problems, fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf("ConfigMap %s/%s referenced by %s was not found", source.Namespace, source.Name, revision.UserConfigField)})
 		case source.Namespace != l.Namespace:
 			cp := newUserConfigCopy(h, source)
 			res.children = append(res.children, cp)
 			in.UserConfigMap, in.UserConfigHash = cp.Name, cp.Annotations[llsd.AnnotationSourceHash]
 		default:
-			in.UserConfigMap, in.UserConfigHash = source.Name, configMapHash(source)
+			in.UserConfigMap, in.UserConfigHash = source.Name, revision.ConfigMapHash(source)
 		}
 	}
 	if caBundle {
 		cm := newCABundleConfigMap(h, configData, "sources")
 		res.children = append(res.children, cm)
-		in.CABundleHash = caBundleMountHash(cm)
+		in.CABundleHash = revision.CABundleMountHash(cm)
 	}
 	obs.MountsChecked, obs.NestedMounts = true, children.PodNestedMounts(h, in)
 	if conflict := children.PodConflict(h, in); conflict != nil {
@@ -162,7 +162,7 @@ func FuzzBuilders(f *testing.F) {
 // checkBuilders is the body of FuzzBuilders (and of FuzzSpecFields once it has made a spec).
 func checkBuilders(t *testing.T, specJSON []byte, configData string, caBundle bool) {
 	spec, ok := admittedSpec(specJSON)
-	if !ok || !userPartsValid(&spec) || len(configData) > maxBundleBytes {
+	if !ok || !userPartsValid(&spec) || len(configData) > revision.MaxBundleBytes {
 		return // configData stands for a ConfigMap's value, or an accepted bundle
 	}
 	before := spec.DeepCopy()
@@ -342,10 +342,10 @@ func FuzzOperatorConfig(f *testing.F) {
 	f.Add("[", "starter: [")
 	f.Add("", "a: ''\nb: 'x y'\nc: docker.io/llamastack/distribution-starter@sha256:"+strings.Repeat("a", 64))
 	f.Fuzz(func(t *testing.T, flags, overrides string) {
-		dists := builtinDistributions()
-		cfg := parseOperatorConfig(&corev1.ConfigMap{Data: map[string]string{keyFeatureFlags: flags, keyImageOverrides: overrides}}, dists)
-		for name, image := range cfg.imageOverrides {
-			if !validImageReference(image) {
+		dists := revision.BuiltinDistributions()
+		cfg := revision.ParseOperatorConfig(&corev1.ConfigMap{Data: map[string]string{revision.KeyFeatureFlags: flags, revision.KeyImageOverrides: overrides}}, dists)
+		for name, image := range cfg.ImageOverrides {
+			if !revision.ValidImageReference(image) {
 				t.Fatalf("override %s=%q kept but invalid", name, image)
 			}
 			if _, ok := dists[name]; !ok {
@@ -353,7 +353,7 @@ func FuzzOperatorConfig(f *testing.F) {
 			}
 		}
 		// Whatever is not clear keeps what runs, and says so.
-		if (!cfg.networkPolicyKnown || cfg.keepAllImages || len(cfg.keepImages) > 0) && len(cfg.problems) == 0 {
+		if (!cfg.NetworkPolicyKnown || cfg.KeepAllImages || len(cfg.KeepImages) > 0) && len(cfg.Problems) == 0 {
 			t.Fatalf("featureFlags %q / image-overrides %q: something kept as it is without a problem reported", flags, overrides)
 		}
 	})
@@ -368,9 +368,9 @@ func FuzzCABundle(f *testing.F) {
 	f.Add(cert+"trailing text", pemBlock("PUBLIC KEY", []byte("k")), true)
 	f.Add(pemBlock("CERTIFICATE", []byte("garbage")), cert+cert, false)
 	f.Fuzz(func(t *testing.T, a, b string, optional bool) {
-		src := []caSource{{Namespace: "ns", Name: "ca", Data: map[string]string{"a": a, "b": b}, Optional: optional}}
-		out1, n, _, err := buildCABundle(src)
-		out2, _, _, _ := buildCABundle(src)
+		src := []revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{"a": a, "b": b}, Optional: optional}}
+		out1, n, _, err := revision.BuildCABundle(src)
+		out2, _, _, _ := revision.BuildCABundle(src)
 		if out1 != out2 {
 			t.Fatal("not deterministic")
 		}
@@ -532,7 +532,7 @@ func exampleSeeds(t *testing.T) map[string]map[string][]any {
 			case obj.Kind == "LlamaStackDistribution":
 				specs = append(specs, obj.Spec)
 			case obj.Kind == "ConfigMap" && obj.Metadata.Name == OperatorConfigMapName:
-				out["FuzzOperatorConfig"][name] = []any{obj.Data[keyFeatureFlags], obj.Data[keyImageOverrides]}
+				out["FuzzOperatorConfig"][name] = []any{obj.Data[revision.KeyFeatureFlags], obj.Data[revision.KeyImageOverrides]}
 			case obj.Kind == "ConfigMap":
 				if c, ok := obj.Data[llsd.UserConfigKey]; ok {
 					config = c

@@ -29,6 +29,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // maxConfigMapBytes is what the API server lets a ConfigMap hold (data and binaryData).
@@ -120,7 +121,7 @@ func admittedSpec(raw []byte) (v1alpha1.LlamaStackDistributionSpec, bool) {
 		for i, k := range tls.CABundle.ConfigMapKeys {
 			keys[i] = string(k)
 		}
-		ok = ok && validateCAKeys(keys) == nil
+		ok = ok && revision.ValidateCAKeys(keys) == nil
 	}
 	if n := spec.Network; n != nil {
 		if ing := n.Ingress; ing != nil {

@@ -2,21 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
-	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
@@ -26,7 +17,8 @@ import (
 // or baseConfig gets its config.yaml written by pkg/configgen, in an immutable
 // ConfigMap <name>-config-<sha256 of the file>, mounted where a user config is
 // (/etc/llama-stack/config.yaml), with the Secret-sourced variables in the server's
-// environment. Every other CR is left exactly as before: nothing here runs for it but
+// environment. The package revision generates the file (Resolver.Resolve); it is
+// written here. Every other CR is left exactly as before: nothing here runs for it but
 // the clean-up of generated ConfigMaps it owns (none, unless it generated once).
 
 // generatedConfigComponent is the app.kubernetes.io/component of a generated ConfigMap.
@@ -35,195 +27,44 @@ const generatedConfigComponent = "config"
 // reasonSecretInSettings is the Event of a provider setting that looks like a credential.
 const reasonSecretInSettings = "SecretInSettings"
 
-// generation is the outcome of config generation for a CR that asks for it.
-type generation struct {
-	// out is the generated config; nil on failure.
-	out *configgen.Output
-	// image is the image the Deployment runs with it.
-	image string
-	// resolved is status.resolvedDistribution on success.
-	resolved v1alpha2.ResolvedDistributionStatus
-	// problem is why nothing could be generated: a user error.
-	problem *fault.Problem
-}
-
-// configMapName is the generated ConfigMap's name.
-func (g *generation) configMapName(l *v1alpha2.LlamaStackDistribution) string {
-	return llsd.GeneratedConfigMapName(l, g.out.Hash)
-}
-
-// forStatus is what the status reads of the generation; nil when it did not run (g nil).
-func (g *generation) forStatus(l *v1alpha2.LlamaStackDistribution) *status.Generation {
+// generationForStatus is what the status reads of the generation; nil when it did not
+// run (g nil).
+func generationForStatus(g *revision.Generation, l *v1alpha2.LlamaStackDistribution) *status.Generation {
 	if g == nil {
 		return nil
 	}
-	out := &status.Generation{Resolved: g.resolved, Problem: g.problem}
-	if g.out != nil {
-		out.ConfigMapName = g.configMapName(l)
+	out := &status.Generation{Resolved: g.Resolved, Problem: g.Problem}
+	if g.Out != nil {
+		out.ConfigMapName = g.ConfigMapName(l)
 	}
 	return out
 }
 
-// baseMemo is the last base config read live for a CR, by its ConfigMap's content hash:
-// the ConfigMap cache keeps only hashes, and a sync of an unchanged CR sends nothing.
-type baseMemo struct {
-	namespace, name, key, hash string
-	content                    []byte
-	found                      bool
-}
-
-// baseConfigMemos holds a baseMemo per CR (cache.ObjectName).
-type baseConfigMemos struct{ m sync.Map }
-
-func (b *baseConfigMemos) forget(key cache.ObjectName) { b.m.Delete(key) }
-
-// generate runs configgen for a generating CR on the image chosen for it (chooseImage):
-// it resolves the server version and the base. It returns a transient error only when
-// reading the base failed.
-func (c *Controller) generate(ctx context.Context, l *v1alpha2.LlamaStackDistribution, img serverImage) (*generation, error) {
-	g := &generation{}
-	report := func(p *fault.Problem) (*generation, error) {
-		if p.Reason == v1alpha2.ReasonBaseConfigRequired && !revision.GeneratesForFields(l) {
-			p.Message += " (spec.networking.tls needs a config the controller writes, or one of yours that names the certificate, to tell the server where its certificate is)"
-		}
-		g.problem = p
-		return g, nil
-	}
-	fail := func(reason, field, message string) (*generation, error) {
-		return report(&fault.Problem{Reason: reason, Message: field + ": " + message})
-	}
-	image, version, problem := img.forConfig()
-	if problem != nil {
-		return report(problem)
-	}
-	g.image = image
-	var (
-		source, baseField string
-		base              []byte
-	)
-	if d := img.dist; img.from != imageFromSpec && l.Spec.BaseConfig == nil {
-		b, ok := d.BaseFor(version)
-		if !ok {
-			return fail(v1alpha2.ReasonBaseConfigRequired, "spec.baseConfig", fmt.Sprintf(
-				"distribution %s runs image %s (server %s), for which the controller has no base config (it has them for %s): set spec.baseConfig",
-				d.Name, g.image, version, strings.Join(d.BaseVersions(), ", ")))
-		}
-		base = b
-		source, baseField = "distribution:"+d.Name, "spec.distribution.name"
-		if version != d.ServerVersion {
-			source = "distribution:" + d.Name + "@" + version
-		}
-	}
-	if bc := l.Spec.BaseConfig; bc != nil {
-		key := string(bc.Key)
-		if key == "" {
-			key = llsd.UserConfigKey
-		}
-		content, problem, err := c.readBaseConfig(ctx, l, bc.ConfigMapName, key)
-		if err != nil || problem != nil {
-			g.problem = problem
-			return g, err
-		}
-		base, source, baseField = content, "baseConfig:"+bc.ConfigMapName+"/"+key, "spec.baseConfig"
-	}
-	in := configgen.Input{Name: l.Name, Spec: l.Spec, ServerVersion: version, Base: base, BaseField: baseField}
-	if llsd.TLSEnabled(l) {
-		in.TLS = &serverTLSFiles
-	}
-	out, err := configgen.Generate(in)
-	if err != nil {
-		var ge *configgen.Error
-		if errors.As(err, &ge) {
-			return fail(ge.Reason, ge.Field, ge.Message)
-		}
-		return fail(v1alpha2.ReasonConfigInvalid, "spec", err.Error())
-	}
-	g.out = out
-	g.resolved = v1alpha2.ResolvedDistributionStatus{Image: g.image, ServerVersion: version, ConfigSource: source, ConfigHash: out.Hash}
-	return g, nil
-}
-
-// readBaseConfig returns the content of spec.baseConfig's key. The ConfigMap cache says
-// whether it exists, has the key, and the hash of its content; the content itself is
-// read live only when that hash differs from the one last read for this CR.
-func (c *Controller) readBaseConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name, key string) ([]byte, *fault.Problem, error) {
-	cm, problem := c.referencedConfigMap(l, "spec.baseConfig", "ConfigMap", l.Namespace, name)
-	if problem != nil {
-		return nil, problem, nil
-	}
-	_, inData := cm.Data[key]
-	_, inBinary := cm.BinaryData[key]
-	if !inData && !inBinary {
-		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
-			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
-	}
-	crKey := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	content, exists, found, err := c.baseConfigs.live(ctx, c.kubeclient.CoreV1(), crKey, l.Namespace, name, key, configMapHash(cm))
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case !exists:
-		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapNotFound, Message: fmt.Sprintf(
-			"ConfigMap %s/%s referenced by spec.baseConfig was not found", l.Namespace, name)}, nil
-	case !found:
-		return nil, &fault.Problem{Reason: v1alpha2.ReasonConfigMapKeyMissing, Message: fmt.Sprintf(
-			"ConfigMap %s/%s referenced by spec.baseConfig has no key %s", l.Namespace, name, key)}, nil
-	}
-	return content, nil, nil
-}
-
-// live returns key of the ConfigMap ns/name: from the memo when it holds that content
-// hash for the CR, else read live and remembered. exists and found say whether the
-// ConfigMap and its key are there.
-func (b *baseConfigMemos) live(ctx context.Context, cms typedcorev1.ConfigMapsGetter, crKey cache.ObjectName, ns, name, key, hash string) (content []byte, exists, found bool, err error) {
-	if v, ok := b.m.Load(crKey); ok {
-		if m := v.(baseMemo); m.namespace == ns && m.name == name && m.key == key && m.hash == hash && m.found {
-			return m.content, true, true, nil
-		}
-	}
-	cm, err := cms.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, false, false, nil
-	}
-	if err != nil {
-		return nil, false, false, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, name, err)
-	}
-	if s, ok := cm.Data[key]; ok {
-		content, found = []byte(s), true
-	} else if bin, ok := cm.BinaryData[key]; ok {
-		content, found = bin, true
-	}
-	if found {
-		b.m.Store(crKey, baseMemo{namespace: ns, name: name, key: key, hash: hashData(cm.Data, cm.BinaryData), content: content, found: true})
-	}
-	return content, true, found, nil
-}
-
 // newGeneratedConfigMap is the immutable ConfigMap holding the generated config.yaml.
-func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *generation) *corev1.ConfigMap {
-	meta := llsd.ChildObjectMeta(l, g.configMapName(l))
+func newGeneratedConfigMap(l *v1alpha2.LlamaStackDistribution, g *revision.Generation) *corev1.ConfigMap {
+	meta := llsd.ChildObjectMeta(l, g.ConfigMapName(l))
 	meta.Labels[llsd.LabelComponent] = generatedConfigComponent
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta,
 		Immutable:  func() *bool { t := true; return &t }(),
-		Data:       map[string]string{llsd.UserConfigKey: string(g.out.Config)},
+		Data:       map[string]string{llsd.UserConfigKey: string(g.Out.Config)},
 	}
 }
 
 // ensureGeneratedConfigMap creates the generated ConfigMap through the one ensure path:
 // one of that name that is not the CR's is reported, never written. Its name carries
 // the hash of its content, so an existing one of the CR's is up to date.
-func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.LlamaStackDistribution, g *generation) error {
+func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.LlamaStackDistribution, g *revision.Generation) error {
 	desired := newGeneratedConfigMap(l, g)
-	want := hashData(desired.Data, nil)
+	want := revision.HashData(desired.Data, nil)
 	_, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
 		Name:     desired.Name,
-		UpToDate: func(cur *corev1.ConfigMap) bool { return configMapHash(cur) == want },
+		UpToDate: func(cur *corev1.ConfigMap) bool { return revision.ConfigMapHash(cur) == want },
 		// The ConfigMap is named by its content, so this runs once per new config: its
 		// warnings are told once, not at every sync.
 		Build: func(context.Context, *corev1.ConfigMap, bool) (metav1.Object, error) {
-			for _, w := range g.out.Warnings {
+			for _, w := range g.Out.Warnings {
 				c.recorder.Event(l, corev1.EventTypeWarning, reasonSecretInSettings, w)
 			}
 			return desired, nil

@@ -231,7 +231,7 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	// controller has starter bases for 1.3.0 and 0.7.1, so another version needs
 	// spec.baseConfig.
 	f := newFixture(t, newGenLLSD("app"))
-	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:0.6.0\n"})
+	f.setOperatorConfig(map[string]string{revision.KeyImageOverrides: "starter: quay.io/me/starter:0.6.0\n"})
 	f.converge("app")
 	cond := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
 	require.NotNil(t, cond)
@@ -239,13 +239,13 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	assert.Contains(t, cond.Message, "spec.baseConfig")
 	assert.Contains(t, cond.Message, "it has them for 1.3.0, 0.7.1")
 
-	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:latest\n"})
+	f.setOperatorConfig(map[string]string{revision.KeyImageOverrides: "starter: quay.io/me/starter:latest\n"})
 	f.converge("app")
 	cond = meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
 	assert.Equal(t, v1alpha2.ReasonBaseConfigRequired, cond.Reason)
 	assert.Contains(t, cond.Message, "quay.io/me/starter:latest")
 
-	f.setOperatorConfig(map[string]string{keyImageOverrides: "starter: quay.io/me/starter:0.7.1\n"})
+	f.setOperatorConfig(map[string]string{revision.KeyImageOverrides: "starter: quay.io/me/starter:0.7.1\n"})
 	f.converge("app")
 	st := f.llsd("app").Status
 	assert.Equal(t, "quay.io/me/starter:0.7.1", st.ResolvedDistribution.Image)
@@ -269,22 +269,6 @@ func TestGeneratedConfigImageOverrideAndDirectImage(t *testing.T) {
 	assert.Equal(t, "baseConfig:base/run.yaml", st.ResolvedDistribution.ConfigSource)
 	// A sync of the unchanged CR reads nothing live: the base is remembered by hash.
 	assert.Empty(t, g.sync("app"))
-}
-
-func TestImageVersion(t *testing.T) {
-	for image, want := range map[string]string{
-		"docker.io/llamastack/distribution-starter:0.7.1":              "0.7.1",
-		"localhost:5000/stack:v0.4.2":                                  "0.4.2",
-		"localhost:5000/stack:0.4.2@sha256:" + strings.Repeat("a", 64): "0.4.2",
-		"localhost:5000/stack":                                         "",
-		"docker.io/x/y:latest":                                         "",
-		"docker.io/x/y:0.7.1rc1":                                       "",
-		"docker.io/x/y@sha256:abcdef":                                  "",
-	} {
-		got, ok := imageVersion(image)
-		assert.Equal(t, want, got, image)
-		assert.Equal(t, want != "", ok, image)
-	}
 }
 
 func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
@@ -219,7 +220,7 @@ func (c *Controller) operatorConfigHandler(ctx context.Context) cache.ResourceEv
 		if cm == nil {
 			return
 		}
-		for _, p := range parseOperatorConfig(cm, c.distributions).problems {
+		for _, p := range revision.ParseOperatorConfig(cm, c.distributions).Problems {
 			logger.Error(nil, "Operator ConfigMap is invalid", "configMap", klog.KObj(cm), "problem", p)
 			c.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidConfiguration", "%s", p)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // What the informers keep and how they are looked up: the selectors and transforms
@@ -55,9 +56,9 @@ func indexByConfigMap(obj any) ([]string, error) {
 		return nil, nil
 	}
 	// Every CR watches its namespace's odh-trusted-ca-bundle, which is picked up when it appears.
-	keys := []string{l.Namespace + "/" + odhTrustedCABundle}
+	keys := []string{l.Namespace + "/" + revision.ODHTrustedCABundle}
 	if uc := l.Spec.OverrideConfig; uc != nil {
-		keys = append(keys, userConfigNamespace(l)+"/"+uc.ConfigMapName)
+		keys = append(keys, revision.UserConfigNamespace(l)+"/"+uc.ConfigMapName)
 	}
 	if bc := l.Spec.BaseConfig; bc != nil {
 		keys = append(keys, l.Namespace+"/"+bc.ConfigMapName)

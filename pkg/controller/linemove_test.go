@@ -9,6 +9,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 const (
@@ -23,13 +24,13 @@ const (
 func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
 		configMap(testNamespace, "cfg", map[string]string{"config.yaml": config07}, nil),
-		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+		operatorConfigMap(map[string]string{revision.KeyImageOverrides: "starter: " + previousPin + "\n"}))
 	f.converge("app")
 	require.Equal(t, previousPin, f.image("app"), "the previous release's pin runs")
 	f.events()
 
 	// This release: no override, the pin moves to OGX 1.3.0.
-	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff})
+	f.setOperatorConfig(map[string]string{revision.KeyFeatureFlags: featureFlagsOff})
 	f.converge("app")
 	assert.Equal(t, previousPin, f.image("app"), "the config is not rolled onto a server that refuses it")
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
@@ -58,10 +59,10 @@ func TestUserConfigNotRolledOntoAVersionItDoesNotFit(t *testing.T) {
 func TestUserConfigThatFitsMovesWithThePin(t *testing.T) {
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
 		configMap(testNamespace, "cfg", map[string]string{"config.yaml": configBoth}, nil),
-		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+		operatorConfigMap(map[string]string{revision.KeyImageOverrides: "starter: " + previousPin + "\n"}))
 	f.converge("app")
 	require.Equal(t, previousPin, f.image("app"))
-	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff})
+	f.setOperatorConfig(map[string]string{revision.KeyFeatureFlags: featureFlagsOff})
 	f.converge("app")
 	assert.Equal(t, testImage, f.image("app"))
 }
@@ -75,21 +76,21 @@ func TestUserConfigPreflight(t *testing.T) {
 	assert.Nil(t, f.stored(kindDeployment, "app"), "nothing is rolled out")
 	c := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
 	assert.Equal(t, v1alpha2.ReasonConfigInvalid, c.Reason)
-	for _, want := range []string{"spec.overrideConfig (v1alpha1 spec.server.userConfig)", "would stop server 1.3.0", "no safety API", annotationSkipConfigCheck} {
+	for _, want := range []string{"spec.overrideConfig (v1alpha1 spec.server.userConfig)", "would stop server 1.3.0", "no safety API", revision.AnnotationSkipConfigCheck} {
 		assert.Contains(t, c.Message, want)
 	}
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigInvalid"))
 	assert.Empty(t, f.sync("app"), "the file is not read again while unchanged")
 
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) {
-		l.Annotations = map[string]string{annotationSkipConfigCheck: "true"}
+		l.Annotations = map[string]string{revision.AnnotationSkipConfigCheck: "true"}
 	})
 	f.converge("app")
 	require.NotNil(t, f.stored(kindDeployment, "app"), "rolled out unchecked")
 	events := f.events()
-	assert.Equal(t, 1, countEvents(events, "Warning "+reasonConfigCheckSkipped), "events: %v", events)
+	assert.Equal(t, 1, countEvents(events, "Warning "+revision.ReasonConfigCheckSkipped), "events: %v", events)
 	f.sync("app")
-	assert.Zero(t, countEvents(f.events(), "Warning "+reasonConfigCheckSkipped), "told once")
+	assert.Zero(t, countEvents(f.events(), "Warning "+revision.ReasonConfigCheckSkipped), "told once")
 
 	// A file that fits needs no annotation.
 	f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Annotations = nil })

@@ -55,7 +55,7 @@ func TestListeningOf(t *testing.T) {
 func TestChildrenFollowARolledBackTLSChange(t *testing.T) {
 	serving := newTestServing(t, "app-service.demo.svc")
 	f := newRollbackFixture(t, newLLSD("app", exposedAsRoute("", nil)), serving.secret("serving"),
-		operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOn}))
+		operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOn}))
 	f.serveOpenShiftRoutes()
 	f.converge("app")
 	plain := f.service("app-service").Spec.Ports
@@ -90,7 +90,7 @@ func TestChildrenFollowARolledBackMetricsAndPortChange(t *testing.T) {
 	old := "docker.io/ogxai/distribution-starter:1.1.0"
 	f := newRollbackFixture(t, newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Distribution = v1alpha2.DistributionSpec{Image: old}
-	}), operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOn}))
+	}), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOn}))
 	f.serveServiceMonitors()
 	f.converge("app")
 	require.Nil(t, f.storedMonitor("app-service-monitor"), "1.1 serves no metrics")

@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 const (
@@ -76,7 +77,7 @@ func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
 	// A new CR gets the built-in image of its distribution.
 	f.createLLSD(newLLSDv1("fresh"))
 	f.converge("fresh")
-	assert.Equal(t, builtinDistributions()["starter"], f.image("fresh"))
+	assert.Equal(t, revision.BuiltinDistributions()["starter"], f.image("fresh"))
 	assert.Equal(t, testImage, f.image("fresh"))
 	assert.Equal(t, overrideImage, f.image("app"))
 
@@ -86,128 +87,6 @@ func TestInvalidImageOverridesKeepRunningImages(t *testing.T) {
 	f.converge("fresh")
 	assert.Equal(t, overrideImage2, f.image("app"))
 	assert.Equal(t, overrideImage2, f.image("fresh"))
-}
-
-func TestParseOperatorConfigSkipsOneBadImageReference(t *testing.T) {
-	cfg := parseOperatorConfig(operatorConfigMap(map[string]string{
-		"featureFlags": featureFlagsOff,
-		"image-overrides": "starter: " + overrideImage + "\n" +
-			"remote-vllm: 'Not An Image!'\n" +
-			"postgres-demo: registry.example.com:5000/team/server@sha256:" + sha256Zeros + "\n",
-	}), builtinDistributions())
-	assert.False(t, cfg.keepAllImages)
-	assert.Equal(t, map[string]string{
-		"starter":       overrideImage,
-		"postgres-demo": "registry.example.com:5000/team/server@sha256:" + sha256Zeros,
-	}, cfg.imageOverrides)
-	assert.Equal(t, map[string]bool{"remote-vllm": true}, cfg.keepImages)
-	assert.True(t, cfg.keepsImage("remote-vllm"))
-	assert.False(t, cfg.keepsImage("starter"))
-	assert.False(t, cfg.keepsImage("ollama"), "a distribution without an entry gets its built-in image")
-	require.Len(t, cfg.problems, 1)
-	assert.Contains(t, cfg.problems[0], "remote-vllm")
-	assert.Contains(t, cfg.problems[0], "Not An Image!")
-
-	invalid := parseOperatorConfig(operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff, "image-overrides": invalidYAML}), builtinDistributions())
-	assert.True(t, invalid.keepAllImages)
-	assert.Empty(t, invalid.imageOverrides)
-	assert.Len(t, invalid.problems, 1)
-
-	valid := parseOperatorConfig(operatorConfigMap(map[string]string{"featureFlags": featureFlagsOff}), builtinDistributions())
-	assert.True(t, valid.networkPolicyKnown)
-	assert.False(t, valid.enableNetworkPolicy)
-	assert.False(t, valid.keepsImage("starter"))
-	assert.Empty(t, valid.problems)
-
-	none := parseOperatorConfig(nil, builtinDistributions())
-	assert.True(t, none.missing)
-	assert.False(t, none.networkPolicyKnown, "without the ConfigMap NetworkPolicies are left as they are")
-	assert.True(t, none.keepsImage("starter"), "without the ConfigMap running images are kept")
-}
-
-// TestParseOperatorConfigStrict: unknown keys and values of the wrong type are invalid
-// input that keeps what runs, reported with the key's name; never read as a default.
-func TestParseOperatorConfigStrict(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		data       map[string]string
-		npKnown    bool
-		npEnabled  bool
-		smOff      bool // enableServiceMonitor read as false (default: true)
-		smUnknown  bool // ServiceMonitors left as they are
-		keepAll    bool
-		keep       []string
-		problemHas []string
-	}{
-		{name: "enabled", data: map[string]string{"featureFlags": featureFlagsOn}, npKnown: true, npEnabled: true},
-		{name: "flow style", data: map[string]string{"featureFlags": "enableNetworkPolicy: {enabled: true}"}, npKnown: true, npEnabled: true},
-		{name: "disabled", data: map[string]string{"featureFlags": featureFlagsOff}, npKnown: true},
-		{name: "empty flag mapping says nothing", data: map[string]string{"featureFlags": "enableNetworkPolicy: {}"},
-			problemHas: []string{"does not set enableNetworkPolicy.enabled", "left as they are"}},
-		{name: "empty mapping says nothing", data: map[string]string{"featureFlags": "{}"},
-			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "empty featureFlags says nothing", data: map[string]string{"featureFlags": ""},
-			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "no featureFlags says nothing", data: map[string]string{"image-overrides": "starter: " + overrideImage},
-			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "no data says nothing", data: map[string]string{},
-			keepAll: false, problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "enable for enabled", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: {enable: true}"},
-			problemHas: []string{"featureFlags", `"enable"`, "enableNetworkPolicy", "left as they are"}},
-		{name: "enabeld typo", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabeld: true\n"},
-			problemHas: []string{"featureFlags", `"enabeld"`}},
-		{name: "unknown flag", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicies:\n  enabled: true\n"},
-			problemHas: []string{"featureFlags", `"enableNetworkPolicies"`}},
-		{name: "flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: true"},
-			problemHas: []string{"enableNetworkPolicy must be a mapping", "a boolean"}},
-		{name: "enabled a string", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
-			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "a string"}},
-		{name: "enabled empty", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
-			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "empty"}},
-		{name: "featureFlags a list", smUnknown: true, data: map[string]string{"featureFlags": "- enableNetworkPolicy\n"},
-			problemHas: []string{"featureFlags must be a mapping", "a list"}},
-		{name: "featureFlags not YAML", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: [oops"},
-			problemHas: []string{"featureFlags is not valid YAML"}},
-		{name: "service monitors off", data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: false}\n"},
-			npKnown: true, npEnabled: true, smOff: true},
-		{name: "service monitors on", data: map[string]string{"featureFlags": featureFlagsOff + "enableServiceMonitor:\n  enabled: true\n"}, npKnown: true},
-		{name: "service monitors alone", data: map[string]string{"featureFlags": "enableServiceMonitor: {enabled: false}"}, smOff: true,
-			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
-		{name: "service monitor flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: false\n"},
-			problemHas: []string{"enableServiceMonitor must be a mapping", "a boolean", "ServiceMonitors are left as they are until it is fixed"}},
-		{name: "service monitor enabled a string", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: \"no\"}\n"},
-			problemHas: []string{"enableServiceMonitor.enabled must be true or false", "a string"}},
-		{name: "misspelt data key", smUnknown: true, data: map[string]string{"featureflags": featureFlagsOff},
-			keepAll: true, problemHas: []string{`unknown key "featureflags"`, "NetworkPolicies, ServiceMonitors and running images are left as they are"}},
-		{name: "unknown data key beside both", data: map[string]string{"featureFlags": featureFlagsOn, "image-overrides": "", "extra": "x"},
-			npKnown: true, npEnabled: true, problemHas: []string{`unknown key "extra"`, "ignored"}},
-		{name: "override for no distribution", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "startr: " + overrideImage},
-			npKnown: true, keepAll: true, problemHas: []string{`"startr" is not a distribution`, "starter"}},
-		{name: "override of the wrong type", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "starter:\n  image: " + overrideImage},
-			npKnown: true, keep: []string{"starter"}, problemHas: []string{`distribution "starter" must be an image reference`, "a mapping"}},
-		{name: "overrides a list", data: map[string]string{"featureFlags": featureFlagsOff, "image-overrides": "- starter"},
-			npKnown: true, keepAll: true, problemHas: []string{"image-overrides must be a mapping", "a list"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := parseOperatorConfig(operatorConfigMap(tc.data), builtinDistributions())
-			assert.Equal(t, tc.npKnown, cfg.networkPolicyKnown, "networkPolicyKnown")
-			assert.Equal(t, tc.npEnabled, cfg.enableNetworkPolicy, "enableNetworkPolicy")
-			assert.Equal(t, !tc.smUnknown, cfg.serviceMonitorKnown, "serviceMonitorKnown")
-			assert.Equal(t, !tc.smUnknown && !tc.smOff, cfg.enableServiceMonitor, "enableServiceMonitor")
-			assert.Equal(t, tc.keepAll, cfg.keepAllImages, "keepAllImages")
-			for _, d := range tc.keep {
-				assert.True(t, cfg.keepsImage(d), "keeps the running image of %s", d)
-			}
-			if len(tc.problemHas) == 0 {
-				assert.Empty(t, cfg.problems)
-				return
-			}
-			require.Len(t, cfg.problems, 1, "%q", cfg.problems)
-			for _, s := range tc.problemHas {
-				assert.Contains(t, cfg.problems[0], s)
-			}
-		})
-	}
 }
 
 const sha256Zeros = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -221,7 +100,7 @@ func TestOneBadImageReferenceLeavesTheOthersApplied(t *testing.T) {
 	f.converge("app")
 	f.converge("vllm")
 	assert.Equal(t, overrideImage, f.image("app"))
-	assert.Equal(t, builtinDistributions()["postgres-demo"], f.image("vllm"), "nothing ran before: the built-in image")
+	assert.Equal(t, revision.BuiltinDistributions()["postgres-demo"], f.image("vllm"), "nothing ran before: the built-in image")
 }
 
 // TestOneBadOverrideKeepsTheRunningImage: an entry that turns invalid (or is replaced by
@@ -258,7 +137,7 @@ func TestOneBadOverrideKeepsTheRunningImage(t *testing.T) {
 	// A new CR of that distribution gets the built-in image.
 	f.createLLSD(newLLSDv1("vllm2", vllm))
 	f.converge("vllm2")
-	assert.Equal(t, builtinDistributions()["postgres-demo"], f.image("vllm2"))
+	assert.Equal(t, revision.BuiltinDistributions()["postgres-demo"], f.image("vllm2"))
 
 	// Fixed: the entry applies again.
 	f.setOperatorConfig(map[string]string{"image-overrides": "postgres-demo: " + overrideImage2 + "\n"})
@@ -485,7 +364,7 @@ func TestBuiltinImagesArePinned(t *testing.T) {
 		"remote-vllm":        "",
 	}
 	published := map[string]string{"starter": want["starter"], "postgres-demo": want["postgres-demo"]}
-	assert.Equal(t, want, builtinDistributions())
+	assert.Equal(t, want, revision.BuiltinDistributions())
 	for _, d := range configgen.Distributions() {
 		assert.Equal(t, d.Image, want[d.Name], d.Name)
 		assert.NotContains(t, d.Image, ":latest", d.Name)
@@ -496,9 +375,9 @@ func TestBuiltinImagesArePinned(t *testing.T) {
 	for name := range want {
 		overrides.WriteString(name + ": " + overrideImage + "\n")
 	}
-	cfg := parseOperatorConfig(operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff, keyImageOverrides: overrides.String()}), builtinDistributions())
-	assert.Empty(t, cfg.problems)
-	assert.Len(t, cfg.imageOverrides, len(want))
+	cfg := revision.ParseOperatorConfig(operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff, revision.KeyImageOverrides: overrides.String()}), revision.BuiltinDistributions())
+	assert.Empty(t, cfg.Problems)
+	assert.Len(t, cfg.ImageOverrides, len(want))
 
 	for name, image := range published {
 		t.Run(name, func(t *testing.T) {
@@ -527,13 +406,13 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 		configMap map[string]string // nil: no operator ConfigMap
 		want      string
 	}{
-		{"no override", map[string]string{keyFeatureFlags: featureFlagsOff}, testImage},
-		{"empty overrides", map[string]string{keyFeatureFlags: featureFlagsOff, keyImageOverrides: ""}, testImage},
+		{"no override", map[string]string{revision.KeyFeatureFlags: featureFlagsOff}, testImage},
+		{"empty overrides", map[string]string{revision.KeyFeatureFlags: featureFlagsOff, revision.KeyImageOverrides: ""}, testImage},
 		{"no ConfigMap", nil, testImage},
-		{"an override", map[string]string{keyImageOverrides: "starter: " + overrideImage + "\n"}, overrideImage},
-		{"the old image as override", map[string]string{keyImageOverrides: "starter: " + latest + "\n"}, latest},
-		{"unreadable overrides", map[string]string{keyImageOverrides: invalidYAML}, latest},
-		{"a misspelt key", map[string]string{keyFeatureFlags: featureFlagsOff, "imageOverrides": ""}, latest},
+		{"an override", map[string]string{revision.KeyImageOverrides: "starter: " + overrideImage + "\n"}, overrideImage},
+		{"the old image as override", map[string]string{revision.KeyImageOverrides: "starter: " + latest + "\n"}, latest},
+		{"unreadable overrides", map[string]string{revision.KeyImageOverrides: invalidYAML}, latest},
+		{"a misspelt key", map[string]string{revision.KeyFeatureFlags: featureFlagsOff, "imageOverrides": ""}, latest},
 	} {
 		for _, annotated := range []bool{true, false} {
 			name := tc.name
@@ -542,7 +421,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 			}
 			t.Run(name, func(t *testing.T) {
 				// The Deployment as an earlier release made it: the controller chose :latest.
-				f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + latest + "\n"}))
+				f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyImageOverrides: "starter: " + latest + "\n"}))
 				f.converge("app")
 				require.Equal(t, latest, f.image("app"))
 				if !annotated {
@@ -564,7 +443,7 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 					assert.Empty(t, writes, "the running image is kept: nothing is written")
 				} else {
 					want := []string{"patch deployments app"}
-					if children.ServerServesMetrics(imageServerVersion(tc.want)) {
+					if children.ServerServesMetrics(revision.ImageServerVersion(tc.want)) {
 						// The move to a server with metrics names its port on the Service.
 						want = append(want, "patch services app-service")
 					}
@@ -578,29 +457,5 @@ func earlierBuiltinImageMovesToThePin(t *testing.T, latest string) {
 				assert.Equal(t, tc.want, f.image("app"))
 			})
 		}
-	}
-}
-
-func TestKeepsRunningImage(t *testing.T) {
-	const latest = "docker.io/llamastack/distribution-starter:latest"
-	missing := missingOperatorConfig()
-	unreadable := parseOperatorConfig(operatorConfigMap(map[string]string{keyImageOverrides: invalidYAML}), builtinDistributions())
-	valid := parseOperatorConfig(operatorConfigMap(map[string]string{keyImageOverrides: ""}), builtinDistributions())
-	for _, tc := range []struct {
-		name  string
-		cfg   operatorConfig
-		dist  string
-		image string
-		keep  bool
-	}{
-		{"missing, an override image", missing, "starter", overrideImage, true},
-		{"missing, the earlier built-in", missing, "starter", latest, false},
-		{"missing, another distribution's earlier built-in", missing, "remote-vllm", latest, true},
-		{"missing, nothing runs", missing, "starter", "", false},
-		{"unreadable, the earlier built-in", unreadable, "starter", latest, true},
-		{"unreadable, an override image", unreadable, "starter", overrideImage, true},
-		{"valid", valid, "starter", overrideImage, false},
-	} {
-		assert.Equal(t, tc.keep, tc.cfg.keepsRunningImage(tc.dist, tc.image), tc.name)
 	}
 }

@@ -527,7 +527,7 @@ func v1alpha2Reasons(t *testing.T) map[string]string {
 	return out
 }
 
-// userErrorReasons reads the reasons the controller and configgen give user errors:
+// userErrorReasons reads the reasons the controller, its revision and configgen give user errors:
 // fault.Problem{Reason: v1alpha2.ReasonX, Message: ...}, generate's fail(v1alpha2.ReasonX, ...) and
 // configgen's Error{Reason: v1alpha2.ReasonX}.
 func userErrorReasons(t *testing.T) []string {
@@ -541,7 +541,7 @@ func userErrorReasons(t *testing.T) []string {
 			}
 		}
 	}
-	for _, dir := range []string{".", filepath.Join("..", "configgen")} {
+	for _, dir := range []string{".", "revision", filepath.Join("..", "configgen")} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		require.NoError(t, err)
 		for _, path := range files {

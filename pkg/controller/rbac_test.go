@@ -201,7 +201,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	})
 	opConfig := func(enabled bool) *corev1.ConfigMap {
 		return configMap(testOperatorNamespace, OperatorConfigMapName,
-			map[string]string{keyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\nenableServiceMonitor:\n  enabled: %t\n", enabled, enabled)}, nil)
+			map[string]string{revision.KeyFeatureFlags: fmt.Sprintf("enableNetworkPolicy:\n  enabled: %t\nenableServiceMonitor:\n  enabled: %t\n", enabled, enabled)}, nil)
 	}
 	client := fake.NewClientset(hub(full), hub(broken))
 	statusUpdatesOnlyStatus(client)

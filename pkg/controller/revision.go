@@ -3,40 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
-
-// resolvedRevision is what the server pods are made from, as one sync resolves it from
-// the CR and the caches: the image, the config mounted and its hash, the CA bundle, the
-// server's certificate (the types the pods are built of are the package revision). A
-// sync resolves it first, then makes every child from it.
-type resolvedRevision struct {
-	// cfg is the operator ConfigMap as the sync read it.
-	cfg operatorConfig
-	// img is the image the CR asks for; image the one the pods run (a generated
-	// config's own, once it is written).
-	img   serverImage
-	image string
-	// uc is the config mounted: the user's (or its copy), or the generated one; nil
-	// for the image's own.
-	uc *userConfig
-	// caRefs are the sources of the CA bundle; caHash the hash of the bundle written.
-	caRefs []caRef
-	caHash string
-	// tls is the server's certificate when it serves HTTPS.
-	tls *revision.TLS
-	// gen is the generated config; nil when the CR does not ask for one.
-	gen *generation
-	// problems are the user's problems with these inputs, in the order they are told
-	// (nil entries are none).
-	problems []*fault.Problem
-}
 
 // findings collects what a sync finds wrong: problems the user can act on, in the order
 // they are found, and errors that are retried.
@@ -81,55 +57,47 @@ func (f *findings) blocked() bool {
 // err is the errors to retry, joined.
 func (f *findings) err() error { return errors.Join(f.errs...) }
 
-// resolveRevision resolves the CR's inputs and checks them as the server they are for
-// would: a user config on the image's server version and with its TLS, a generated
-// config. It writes nothing; what it finds wrong is in rev.problems and f.
-func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStackDistribution, f *findings) *resolvedRevision {
-	rev := &resolvedRevision{cfg: c.currentOperatorConfig()}
-	img, imgProblem := c.chooseImage(l, rev.cfg)
-	rev.img, rev.image = img, img.ref
-	uc, ucProblem := c.resolveUserConfig(l)
-	rev.uc = uc
-	caRefs, caProblem := c.resolveCABundle(l)
-	rev.caRefs = caRefs
-	serverTLS, tlsProblem, err := c.resolveServerTLS(ctx, l)
-	if err != nil {
-		f.errs = append(f.errs, err)
+// newResolver is the controller's revision.Resolver: it reads the ConfigMap cache, the
+// operator ConfigMap and the Deployment cache through the controller, and the time of
+// c.clock, which tests replace.
+func (c *Controller) newResolver() *revision.Resolver {
+	return &revision.Resolver{
+		Client:         c.kubeclient,
+		ConfigMap:      c.cachedConfigMap,
+		OperatorConfig: c.currentOperatorConfig,
+		RunningImage:   c.runningImage,
+		RecheckAfter:   func(key cache.ObjectName, d time.Duration) { c.queue.AddAfter(key, d) },
+		Now:            func() time.Time { return c.clock.Now() },
+		Recorder:       c.recorder,
+		Distributions:  c.distributions,
+		WatchNamespace: c.watchNamespace,
 	}
-	rev.tls = serverTLS
+}
 
-	// A user-written config is not rolled onto a server version it does not fit.
-	if imgProblem == nil && ucProblem == nil {
-		var err error
-		imgProblem, err = c.checkUserConfig(ctx, l, rev.image, uc)
+// currentOperatorConfig parses the operator ConfigMap from the cache.
+func (c *Controller) currentOperatorConfig() revision.OperatorConfig {
+	cm, err := c.operatorConfig.ConfigMaps(c.operatorNamespace).Get(OperatorConfigMapName)
+	if err != nil {
+		return revision.MissingOperatorConfig()
+	}
+	return revision.ParseOperatorConfig(cm, c.distributions)
+}
+
+// resolveRevision resolves the CR's revision (revision.Resolver.Resolve): what it finds
+// wrong is in rev.Problems, and the errors it met are reported to f.
+func (c *Controller) resolveRevision(ctx context.Context, l *v1alpha2.LlamaStackDistribution, f *findings) *revision.Revision {
+	rev, errs := c.resolver.Resolve(ctx, l)
+	for _, err := range errs {
 		f.report(err)
 	}
-	if imgProblem == nil && ucProblem == nil && tlsProblem == nil && serverTLS != nil {
-		var err error
-		tlsProblem, err = c.checkUserConfigTLS(ctx, l, rev.image, uc)
-		f.report(err)
-	}
-	// A CR that asks for a generated config runs it: the ConfigMap is mounted where a
-	// user config would be, the image is the one the config was generated for. A
-	// failure is a user error, so what runs is kept.
-	var genProblem *fault.Problem
-	if imgProblem == nil && revision.GeneratesConfig(l) {
-		var err error
-		rev.gen, err = c.generate(ctx, l, img)
-		f.report(err)
-		if rev.gen != nil {
-			genProblem = rev.gen.problem
-		}
-	}
-	rev.problems = []*fault.Problem{imgProblem, ucProblem, caProblem, tlsProblem, genProblem}
 	return rev
 }
 
 // writeConfigMaps writes the ConfigMaps the revision mounts (the copy of the user's
 // config, the CA bundle, the generated config) when its inputs have no problem and
 // nothing failed so far; the revision then names what it mounts.
-func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, f *findings) {
-	for _, p := range rev.problems {
+func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision, f *findings) {
+	for _, p := range rev.Problems {
 		if p != nil {
 			return
 		}
@@ -137,30 +105,15 @@ func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStack
 	if len(f.errs) > 0 {
 		return
 	}
-	copyProblem, err := c.ensureUserConfigCopy(ctx, l, rev.uc)
+	copyProblem, err := c.ensureUserConfigCopy(ctx, l, rev.UserConfig)
 	f.report(err)
 	var bundleProblem *fault.Problem
-	rev.caHash, bundleProblem, err = c.ensureCABundle(ctx, l, rev.caRefs)
+	rev.CAHash, bundleProblem, err = c.ensureCABundle(ctx, l, rev.CARefs)
 	f.report(err)
-	if g := rev.gen; g != nil {
+	if g := rev.Gen; g != nil {
 		f.report(c.ensureGeneratedConfigMap(ctx, l, g))
-		rev.image = g.image
-		rev.uc = &userConfig{mountName: g.configMapName(l), hash: g.out.Hash}
+		rev.Image = g.Image
+		rev.UserConfig = &revision.UserConfig{MountName: g.ConfigMapName(l), Hash: g.Out.Hash}
 	}
-	rev.problems = append(rev.problems, copyProblem, bundleProblem)
-}
-
-// deploymentInputs are the facts of the revision the Deployment is made of, the config
-// it mounts included.
-func (rev *resolvedRevision) deploymentInputs(l *v1alpha2.LlamaStackDistribution, openShift bool) revision.Inputs {
-	in := revision.Inputs{Image: rev.image, CABundleHash: rev.caHash, OpenShift: openShift,
-		ServerVersion: imageServerVersion(rev.image), Distro: l.Spec.Distribution.Name, TLS: rev.tls}
-	if uc := rev.uc; uc != nil {
-		in.UserConfigMap, in.UserConfigHash = uc.mountName, uc.hash
-	}
-	if g := rev.gen; g != nil {
-		in.ConfigEnv = g.out.Env
-		in.ServerVersion, in.Distro = g.resolved.ServerVersion, g.out.Distro
-	}
-	return in
+	rev.Problems = append(rev.Problems, copyProblem, bundleProblem)
 }

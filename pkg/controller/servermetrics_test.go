@@ -15,7 +15,9 @@ import (
 )
 
 // starterVersion is the server version of the pinned starter image.
-func starterVersion() string { return imageServerVersion(builtinDistributions()["starter"]) }
+func starterVersion() string {
+	return revision.ImageServerVersion(revision.BuiltinDistributions()["starter"])
+}
 
 func TestServerServesMetrics(t *testing.T) {
 	for version, want := range map[string]bool{
@@ -38,7 +40,7 @@ func TestServerServesMetrics(t *testing.T) {
 // and the port is named on the container and the Service; any other is left alone.
 func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 	l := newLLSD("app")
-	image := builtinDistributions()["starter"]
+	image := revision.BuiltinDistributions()["starter"]
 	in := revision.Inputs{Image: image, Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
 	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, "1", envValue(t, c.Env, "OGX_METRICS_ENDPOINT_ENABLED"))
@@ -66,7 +68,7 @@ func TestMetricsPortOnTheContainerAndTheService(t *testing.T) {
 func TestMetricsStayOffWhenTheAPIHasTheirPort(t *testing.T) {
 	l := newLLSD("app")
 	l.Spec.Networking = &v1alpha2.NetworkingSpec{Port: 9464}
-	in := revision.Inputs{Image: builtinDistributions()["starter"], Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
+	in := revision.Inputs{Image: revision.BuiltinDistributions()["starter"], Replicas: ptr.To(int32(1)), ServerVersion: starterVersion(), Distro: "starter"}
 	c := serverContainerOf(t, children.NewDeployment(l, in))
 	assert.Equal(t, []corev1.ContainerPort{{ContainerPort: 9464, Protocol: corev1.ProtocolTCP}}, c.Ports)
 	for _, e := range c.Env {

@@ -30,12 +30,12 @@ func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistrib
 	}
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
 	t := &probe.TLS{}
-	if last := c.tlsSecrets.last(key); last != nil {
+	if last := c.resolver.LastTLS(key); last != nil {
 		t.RootCAs = append(t.RootCAs, last.CA...)
 	}
 	if hash := d.Spec.Template.Annotations[llsd.AnnotationCABundleHash]; hash != "" {
 		name := llsd.CABundleConfigMapName(l)
-		content, _, found, err := c.caTrust.live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, revision.CABundleKey, hash)
+		content, _, found, err := c.caTrust.Live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, revision.CABundleKey, hash)
 		if err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle for the server probe", "configMap", klog.KRef(l.Namespace, name), "err", err)
 		} else if found {

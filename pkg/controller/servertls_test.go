@@ -71,7 +71,7 @@ func (s testServing) secret(name string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: s.cert, corev1.TLSPrivateKeyKey: s.key, secretCAKey: s.ca},
+		Data:       map[string][]byte{corev1.TLSCertKey: s.cert, corev1.TLSPrivateKeyKey: s.key, revision.SecretCAKey: s.ca},
 	}
 }
 
@@ -89,7 +89,7 @@ func TestCheckTLSSecret(t *testing.T) {
 		problem string
 	}{
 		"a certificate and its key":     {},
-		"without ca.crt":                {edit: func(s *corev1.Secret) { delete(s.Data, secretCAKey) }},
+		"without ca.crt":                {edit: func(s *corev1.Secret) { delete(s.Data, revision.SecretCAKey) }},
 		"no tls.key":                    {edit: func(s *corev1.Secret) { delete(s.Data, corev1.TLSPrivateKeyKey) }, problem: "has no tls.key"},
 		"no tls.crt":                    {edit: func(s *corev1.Secret) { s.Data[corev1.TLSCertKey] = nil }, problem: "has no tls.crt"},
 		"a key of another certificate":  {edit: func(s *corev1.Secret) { s.Data[corev1.TLSPrivateKeyKey] = other.key }, problem: "could not load tls.crt and tls.key"},
@@ -101,7 +101,7 @@ func TestCheckTLSSecret(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(s)
 			}
-			got, problem := checkTLSSecret(s)
+			got, problem := revision.CheckTLSSecret(s)
 			if tc.problem != "" {
 				require.NotNil(t, problem)
 				assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, problem.Reason)
@@ -111,11 +111,11 @@ func TestCheckTLSSecret(t *testing.T) {
 			}
 			require.Nil(t, problem)
 			assert.Len(t, got.Hash, 32)
-			assert.Equal(t, s.Data[secretCAKey], got.CA)
+			assert.Equal(t, s.Data[revision.SecretCAKey], got.CA)
 		})
 	}
-	a, _ := checkTLSSecret(good.secret("s"))
-	b, _ := checkTLSSecret(other.secret("s"))
+	a, _ := revision.CheckTLSSecret(good.secret("s"))
+	b, _ := revision.CheckTLSSecret(other.secret("s"))
 	assert.NotEqual(t, a.Hash, b.Hash, "another certificate, another hash")
 }
 
@@ -220,14 +220,14 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	assert.Contains(t, strings.Join(f.events(), "\n"), "TLSSecretNotFound")
 	assert.Empty(t, f.sync("app"), "not read again before the back-off")
 
-	clk.Step(tlsSecretRetryMin)
+	clk.Step(revision.TLSSecretRetryMin)
 	assert.Equal(t, []string{"get secrets serving"}, describe(f.sync("app")), "read again after the back-off")
 
 	// The Secret appears: the server is rolled out serving HTTPS.
 	serving := newTestServing(t, "app-service.demo.svc")
 	_, err := f.kubeclient.CoreV1().Secrets(testNamespace).Create(f.ctx, serving.secret("serving"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	clk.Step(2 * tlsSecretRetryMin)
+	clk.Step(2 * revision.TLSSecretRetryMin)
 	f.converge("app")
 	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
@@ -238,7 +238,7 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	_, err = f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, f.sync("app"), "not before it is due")
-	clk.Step(tlsSecretRecheck)
+	clk.Step(revision.TLSSecretRecheck)
 	f.converge("app")
 	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash])
 }
@@ -270,7 +270,7 @@ func TestUserConfigWithTLSMustNameTheCertificate(t *testing.T) {
 	// llama-stack 0.7.1: the script's uvicorn is given the certificate; the file need not name it.
 	f2 := newFixture(t, newLLSD("app", withServerTLS("serving"), withOverride),
 		serving.secret("serving"), configMap(testNamespace, "cfg", map[string]string{llsd.UserConfigKey: plain}, nil),
-		operatorConfigMap(map[string]string{keyImageOverrides: "starter: " + previousPin + "\n"}))
+		operatorConfigMap(map[string]string{revision.KeyImageOverrides: "starter: " + previousPin + "\n"}))
 	f2.converge("app")
 	ctr := serverContainerOf(t, f2.deployment("app"))
 	assert.Equal(t, revision.ServerCertFile, envMap(ctr.Env)[revision.EnvUvicornCertFile])

@@ -26,7 +26,7 @@ const serviceMonitorKind = "ServiceMonitor"
 // and the operator ConfigMap allows it; while the ConfigMap does not say, existing
 // ones are left as they are.
 func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool) {
-	return in.cfg.enableServiceMonitor && in.listening.Metrics, in.cfg.serviceMonitorKnown
+	return in.cfg.EnableServiceMonitor && in.listening.Metrics, in.cfg.ServiceMonitorKnown
 }
 
 // newServiceMonitor builds the ServiceMonitor that has Prometheus scrape the metrics

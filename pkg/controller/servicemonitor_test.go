@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The ServiceMonitor selects the CR's Service alone and scrapes its metrics port.
@@ -107,7 +108,7 @@ func (f *fixture) storedUnstructured(resource schema.GroupVersionResource, name 
 // gets a ServiceMonitor, applied once and then left alone; when the operator ConfigMap
 // turns ServiceMonitors off, it goes.
 func TestServiceMonitorLifecycle(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff}))
 	f.serveServiceMonitors()
 	applied := monitorActions(mutating(f.sync("app")))
 	require.Len(t, applied, 1, "%s", describe(applied))
@@ -131,11 +132,11 @@ func TestServiceMonitorLifecycle(t *testing.T) {
 	assert.Equal(t, "metrics", endpoints[0].(map[string]any)["port"])
 
 	// featureFlags that cannot be read leave it as it is.
-	f.setOperatorConfig(map[string]string{keyFeatureFlags: "enableServiceMonitor: [oops"})
+	f.setOperatorConfig(map[string]string{revision.KeyFeatureFlags: "enableServiceMonitor: [oops"})
 	f.converge("app")
 	require.NotNil(t, f.storedMonitor("app-service-monitor"), "kept while the ConfigMap does not say")
 
-	f.setOperatorConfig(map[string]string{keyFeatureFlags: featureFlagsOff + "enableServiceMonitor: {enabled: false}\n"})
+	f.setOperatorConfig(map[string]string{revision.KeyFeatureFlags: featureFlagsOff + "enableServiceMonitor: {enabled: false}\n"})
 	f.converge("app")
 	assert.Nil(t, f.storedMonitor("app-service-monitor"), "turned off: deleted")
 }
@@ -144,7 +145,7 @@ func TestServiceMonitorLifecycle(t *testing.T) {
 // version without the endpoint, the API on the metrics port, a cluster without the
 // API, and no operator ConfigMap (which says nothing).
 func TestServiceMonitorOnlyWhereItScrapesSomething(t *testing.T) {
-	opConfig := operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff})
+	opConfig := operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff})
 	for name, tc := range map[string]struct {
 		cr       *v1alpha2.LlamaStackDistribution
 		opConfig bool
@@ -181,7 +182,7 @@ func TestServiceMonitorOnlyWhereItScrapesSomething(t *testing.T) {
 // A server that stops serving metrics (moved to an image without the endpoint) loses
 // its ServiceMonitor.
 func TestServiceMonitorGoesWithTheMetrics(t *testing.T) {
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff}))
 	f.serveServiceMonitors()
 	f.converge("app")
 	require.NotNil(t, f.storedMonitor("app-service-monitor"))
@@ -201,7 +202,7 @@ func TestServiceMonitorOfSomeoneElse(t *testing.T) {
 			"labels": map[string]any{llsd.LabelManagedBy: ManagedByValue}},
 		"spec": map[string]any{"endpoints": []any{map[string]any{"port": "web"}}},
 	}}
-	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{keyFeatureFlags: featureFlagsOff}))
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff}))
 	_, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.serveServiceMonitors()

@@ -148,11 +148,8 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.prober.Forget(key)
 	c.caFailures.Delete(key)
 	c.failing.Delete(key)
-	c.baseConfigs.forget(key)
-	c.userConfigs.forget(key)
-	c.tlsSecrets.forget(key)
-	c.skippedChecks.Delete(key)
-	c.caTrust.forget(key)
+	c.resolver.Forget(key)
+	c.caTrust.Forget(key)
 	c.rollouts.Forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
@@ -173,9 +170,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	var obs status.Observed
 	f := &findings{}
 	rev := c.resolveRevision(ctx, l, f)
-	obs.Generation = rev.gen.forStatus(l)
+	obs.Generation = generationForStatus(rev.Gen, l)
 	c.writeConfigMaps(ctx, l, rev, f)
-	f.add(rev.problems...)
+	f.add(rev.Problems...)
 	if f.blocked() {
 		// Keep what runs: observe the children without changing them.
 		c.observeChildren(l, rev, &obs)
@@ -188,10 +185,10 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 
 // observeChildren records the children in obs as they are, for a sync that changes
 // nothing.
-func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed) {
+func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *revision.Revision, obs *status.Observed) {
 	// What runs decides what the children in front of it are asked to be.
 	running := c.controlledDeployment(l)
-	known := childInputs{cfg: rev.cfg, listening: children.ListeningFrom(l, running, imageServerVersion(rev.image))}
+	known := childInputs{cfg: rev.Config, listening: children.ListeningFrom(l, running, revision.ImageServerVersion(rev.Image))}
 	c.table.claim.observe(l, known, obs)
 	for _, child := range c.table.afterClaim() {
 		child.observe(l, known, obs)
@@ -202,14 +199,14 @@ func (c *Controller) observeChildren(l *v1alpha2.LlamaStackDistribution, rev *re
 // then the Deployment's plan, then the others (childTable). The children in front of
 // the pods follow what the plan makes them run (a rollback's template included), else
 // what runs.
-func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *resolvedRevision, obs *status.Observed, f *findings) {
-	in := childInputs{cfg: rev.cfg, rev: rev}
-	if rev.tls != nil {
-		in.serverCA = rev.tls.CA
+func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision, obs *status.Observed, f *findings) {
+	in := childInputs{cfg: rev.Config, rev: rev}
+	if rev.TLS != nil {
+		in.serverCA = rev.TLS.CA
 	}
 	claimed := c.table.claim.sync(ctx, l, in, obs)
 	f.report(claimed)
-	dep := rev.deploymentInputs(l, c.openShift)
+	dep := rev.DeploymentInputs(l, c.openShift)
 	in.plan = c.planServer(ctx, l, dep, claimed == nil, obs, f)
 	running := c.controlledDeployment(l)
 	if in.plan != nil && in.plan.desired != nil {

@@ -29,11 +29,11 @@ import (
 func TestCreateThenNoOp(t *testing.T) {
 	l := newLLSD("demo")
 	f := newFixture(t, l)
-	image := builtinDistributions()["starter"]
+	image := revision.BuiltinDistributions()["starter"]
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "deployments", "demo", children.NewDeployment(l, revision.Inputs{Image: image, Replicas: ptr.To(int32(1)),
-			ServerVersion: imageServerVersion(image), Distro: "starter"})},
-		{"patch", "services", "demo-service", children.NewService(l, children.AskedListening(l, imageServerVersion(image)))},
+			ServerVersion: revision.ImageServerVersion(image), Distro: "starter"})},
+		{"patch", "services", "demo-service", children.NewService(l, children.AskedListening(l, revision.ImageServerVersion(image)))},
 		{"update", "llamastackdistributions/status", "demo", nil},
 	})
 	require.Empty(t, describe(f.sync("demo")))
@@ -119,8 +119,8 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 	})
 	f := newFixture(t, l)
 	h := f.llsd("demo")
-	image := builtinDistributions()["starter"]
-	version := imageServerVersion(image)
+	image := revision.BuiltinDistributions()["starter"]
+	version := revision.ImageServerVersion(image)
 	checkWrites(t, f.sync("demo"), []expectedWrite{
 		{"patch", "persistentvolumeclaims", "demo-pvc", children.NewPVC(h)},
 		{"patch", "services", "demo-service", children.NewService(h, children.AskedListening(h, version))},
@@ -150,7 +150,7 @@ func TestWholeObjectsOfACRWithStorageExposureAndAutoscaling(t *testing.T) {
 		Version:            v1alpha2.VersionInfo{OperatorVersion: "test"},
 		// The distributions with a published image.
 		DistributionConfig: v1alpha2.DistributionConfig{ActiveDistribution: "starter", AvailableDistributions: map[string]string{
-			"postgres-demo": builtinDistributions()["postgres-demo"], "starter": image}},
+			"postgres-demo": revision.BuiltinDistributions()["postgres-demo"], "starter": image}},
 		Conditions: []metav1.Condition{
 			ready(v1alpha2.ConditionDeploymentReady, "DeploymentReady", "Deployment is ready"),
 			ready(v1alpha2.ConditionProgressing, v1alpha2.ReasonRolloutComplete, "Deployment has rolled out"),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 const userConfigName = "my-config"
@@ -56,7 +57,7 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 	d := f.deployment("app")
 	assert.Equal(t, userConfigName, userConfigVolume(t, d))
 	assert.Regexp(t, sha256Hex, userConfigHash(d))
-	assert.Equal(t, hashData(data, nil), userConfigHash(d))
+	assert.Equal(t, revision.HashData(data, nil), userConfigHash(d))
 	assert.Nil(t, f.stored(kindConfigMapCopy, "app-user-config"), "no copy in the same namespace")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 
@@ -67,7 +68,7 @@ func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
 	requireApplies(t, actions)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, userConfigHash(d), newHash)
-	assert.Equal(t, hashData(map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil), newHash)
+	assert.Equal(t, revision.HashData(map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil), newHash)
 	f.converge("app")
 
 	// A metadata-only edit changes nothing.
@@ -111,7 +112,7 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 
 			d := f.deployment("app")
 			assert.Equal(t, "app-user-config", userConfigVolume(t, d), "the pod mounts the copy")
-			assert.Equal(t, hashData(data, nil), userConfigHash(d))
+			assert.Equal(t, revision.HashData(data, nil), userConfigHash(d))
 			assert.Empty(t, writesTo(actions, "configmaps", userConfigName), "the source is never written")
 
 			f.converge("app")
@@ -134,7 +135,7 @@ func TestEditedSourceUpdatesTheCopyAndRollsTheDeployment(t *testing.T) {
 	assert.Equal(t, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).Data)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, oldHash, newHash)
-	assert.Equal(t, hashData(map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil), newHash)
+	assert.Equal(t, revision.HashData(map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil), newHash)
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")))
 }
@@ -204,7 +205,7 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 	requireHashMatchesCopy := func(step string) {
 		t.Helper()
 		cp := f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap)
-		assert.Equal(t, hashData(cp.Data, cp.BinaryData), userConfigHash(f.deployment("app")),
+		assert.Equal(t, revision.HashData(cp.Data, cp.BinaryData), userConfigHash(f.deployment("app")),
 			"%s: the Deployment's hash is not the content hash of the copy it mounts (copy data %v)", step, cp.Data)
 	}
 	requireHashMatchesCopy("converged")

@@ -1,4 +1,4 @@
-package controller
+package revision
 
 import (
 	"crypto/x509"
@@ -9,37 +9,34 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // CA bundle: the certificates of spec.networking.tls.caBundle and of the namespace's
 // odh-trusted-ca-bundle, gathered into one managed ConfigMap and mounted into the server pod
-// (its key, mount path and file are revision.CABundleKey, CABundleMountPath and
-// CABundleFile).
+// (its key, mount path and file are CABundleKey, CABundleMountPath and CABundleFile).
 const (
-	// odhTrustedCABundle is the ConfigMap in the CR's namespace whose certificates are
+	// ODHTrustedCABundle is the ConfigMap in the CR's namespace whose certificates are
 	// added when it exists (OpenShift AI injects it).
-	odhTrustedCABundle = "odh-trusted-ca-bundle"
+	ODHTrustedCABundle = "odh-trusted-ca-bundle"
 
 	// maxCABundleBytes caps the summed length of the source values read (every key taken,
 	// whether or not it holds certificates), across all sources.
 	maxCABundleBytes = 10 * 1024 * 1024
 	// maxCABundleCerts caps the number of distinct certificates in the bundle.
 	maxCABundleCerts = 1000
-	// maxBundleBytes is the most the managed ConfigMap can hold under its one key: the
+	// MaxBundleBytes is the most the managed ConfigMap can hold under its one key: the
 	// API server limits a ConfigMap's keys and values to 1 MiB in total.
-	maxBundleBytes = 1024*1024 - len(revision.CABundleKey)
+	MaxBundleBytes = 1024*1024 - len(CABundleKey)
 
 	maxCAKeyLength = 253
 )
 
 var caKeyPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9\-_.]*[a-zA-Z0-9])?$`)
 
-// validateCAKeys checks the keys listed in spec.networking.tls.caBundle.configMapKeys,
+// ValidateCAKeys checks the keys listed in spec.networking.tls.caBundle.configMapKeys,
 // in order, and reports the first bad one. The CRD enforces the same rules at admission;
 // this guards objects stored before it did.
-func validateCAKeys(keys []string) error {
+func ValidateCAKeys(keys []string) error {
 	for _, k := range keys {
 		switch {
 		case k == "":
@@ -55,8 +52,8 @@ func validateCAKeys(keys []string) error {
 	return nil
 }
 
-// caSource is one ConfigMap's data to take certificates from.
-type caSource struct {
+// CASource is one ConfigMap's data to take certificates from.
+type CASource struct {
 	Namespace, Name string
 	Data            map[string]string
 	// Keys are the keys to read, in order; each must be in Data. nil means every key of
@@ -75,14 +72,14 @@ type caBundle struct {
 	bytes  int
 }
 
-// buildCABundle concatenates the valid certificates of the sources, in order (keys sorted
+// BuildCABundle concatenates the valid certificates of the sources, in order (keys sorted
 // when Keys is nil), keeping the first copy of identical certificates. The bundle is the
 // PEM blocks (re-encoded without headers) joined with "\n", ending with one newline, or
 // "" when there is none; the same input always gives the same bytes. warnings are the
 // keys of Optional sources that were skipped, and why. err is a problem for the user:
 // a bad key of a non-optional source, a limit exceeded, or no certificate at all while a
-// non-optional source is given. Keys are not validated here; see validateCAKeys.
-func buildCABundle(sources []caSource) (bundle string, certs int, warnings []string, err error) {
+// non-optional source is given. Keys are not validated here; see ValidateCAKeys.
+func BuildCABundle(sources []CASource) (bundle string, certs int, warnings []string, err error) {
 	b := &caBundle{seen: map[string]bool{}}
 	var explicit []string
 	for _, src := range sources {
@@ -142,8 +139,8 @@ func buildCABundle(sources []caSource) (bundle string, certs int, warnings []str
 		parts[i] = string(blk)
 	}
 	bundle = strings.Join(parts, "\n")
-	if len(bundle) > maxBundleBytes {
-		return "", 0, warnings, fmt.Errorf("the CA bundle's %d certificates take %d bytes, more than the %d a ConfigMap can hold", len(b.blocks), len(bundle), maxBundleBytes)
+	if len(bundle) > MaxBundleBytes {
+		return "", 0, warnings, fmt.Errorf("the CA bundle's %d certificates take %d bytes, more than the %d a ConfigMap can hold", len(b.blocks), len(bundle), MaxBundleBytes)
 	}
 	return bundle, len(b.blocks), warnings, nil
 }

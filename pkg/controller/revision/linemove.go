@@ -1,4 +1,4 @@
-package controller
+package revision
 
 import (
 	"context"
@@ -25,22 +25,22 @@ import (
 // hash. The annotation llamastack.io/skip-config-check: "true" on the CR skips the
 // check (an Event says so, once per file content), for a file the check is wrong about.
 
-// annotationSkipConfigCheck on a CR skips the pre-flight check of its user config.
-const annotationSkipConfigCheck = "llamastack.io/skip-config-check"
+// AnnotationSkipConfigCheck on a CR skips the pre-flight check of its user config.
+const AnnotationSkipConfigCheck = "llamastack.io/skip-config-check"
 
-// reasonConfigCheckSkipped is the Event of a user config rolled out unchecked.
-const reasonConfigCheckSkipped = "ConfigCheckSkipped"
+// ReasonConfigCheckSkipped is the Event of a user config rolled out unchecked.
+const ReasonConfigCheckSkipped = "ConfigCheckSkipped"
 
-// userConfigField names the user config in both versions.
-const userConfigField = "spec.overrideConfig (v1alpha1 spec.server.userConfig)"
+// UserConfigField names the user config in both versions.
+const UserConfigField = "spec.overrideConfig (v1alpha1 spec.server.userConfig)"
 
 // checkUserConfig returns a problem when the CR's user config would not start the
 // server version of image. A transient error reading the file is returned as such.
-func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*fault.Problem, error) {
+func (r *Resolver) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *UserConfig) (*fault.Problem, error) {
 	if uc == nil {
 		return nil, nil
 	}
-	to := imageServerVersion(image)
+	to := ImageServerVersion(image)
 	v, err := configgen.ParseVersion(to)
 	if err != nil || !configgen.Known(v) {
 		// No version, or one whose shape the controller does not know (overrideConfig
@@ -48,17 +48,17 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 		return nil, nil
 	}
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	if l.Annotations[annotationSkipConfigCheck] == "true" {
-		if prev, ok := c.skippedChecks.Load(key); !ok || prev.(string) != uc.hash+"@"+to {
-			c.skippedChecks.Store(key, uc.hash+"@"+to)
-			c.recorder.Eventf(l, corev1.EventTypeWarning, reasonConfigCheckSkipped,
-				"%s: the check of the user config against server %s is skipped (annotation %s); the file is rolled out as it is", userConfigField, to, annotationSkipConfigCheck)
+	if l.Annotations[AnnotationSkipConfigCheck] == "true" {
+		if prev, ok := r.skippedChecks.Load(key); !ok || prev.(string) != uc.Hash+"@"+to {
+			r.skippedChecks.Store(key, uc.Hash+"@"+to)
+			r.Recorder.Eventf(l, corev1.EventTypeWarning, ReasonConfigCheckSkipped,
+				"%s: the check of the user config against server %s is skipped (annotation %s); the file is rolled out as it is", UserConfigField, to, AnnotationSkipConfigCheck)
 		}
 		return nil, nil
 	}
-	c.skippedChecks.Delete(key)
-	ns, name := uc.sourceName(l)
-	content, found, err := c.readUserConfig(ctx, l, uc)
+	r.skippedChecks.Delete(key)
+	ns, name := uc.SourceName(l)
+	content, found, err := r.readUserConfig(ctx, l, uc)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -66,34 +66,34 @@ func (c *Controller) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStack
 	if perr == nil {
 		return nil, nil
 	}
-	running := c.runningImage(l)
-	from := imageServerVersion(running)
+	running := r.RunningImage(l)
+	from := ImageServerVersion(running)
 	if l.Spec.Distribution.Name != "" && running != "" && running != image && from != "" && from != to {
 		return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 			"%s (ConfigMap %s/%s) does not fit server %s, which distribution %s now runs (%s): %v. "+
 				"It keeps running %s (server %s). Update the config for server %s, or hold the old line with image-overrides in the operator ConfigMap "+
 				"(for example %s: docker.io/ogxai/distribution-%s:0.6.1, a published pre-rename image)",
-			userConfigField, ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
+			UserConfigField, ns, name, to, l.Spec.Distribution.Name, image, perr, running, from, to,
 			l.Spec.Distribution.Name, l.Spec.Distribution.Name)}, nil
 	}
 	return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 		"%s (ConfigMap %s/%s) would stop server %s (image %s) at start-up: %v. Nothing is rolled out; fix the file, or set the annotation %s: \"true\" on the CR to roll it out unchecked",
-		userConfigField, ns, name, to, image, perr, annotationSkipConfigCheck)}, nil
+		UserConfigField, ns, name, to, image, perr, AnnotationSkipConfigCheck)}, nil
 }
 
-// sourceName is the namespace and name of the ConfigMap the user wrote uc in.
-func (uc *userConfig) sourceName(l *v1alpha2.LlamaStackDistribution) (ns, name string) {
-	if uc.source != nil {
-		return uc.source.Namespace, uc.source.Name
+// SourceName is the namespace and name of the ConfigMap the user wrote uc in.
+func (uc *UserConfig) SourceName(l *v1alpha2.LlamaStackDistribution) (ns, name string) {
+	if uc.Source != nil {
+		return uc.Source.Namespace, uc.Source.Name
 	}
-	return l.Namespace, uc.mountName
+	return l.Namespace, uc.MountName
 }
 
 // readUserConfig is the content of the CR's user config, read live only when its
 // content hash differs from the one last read for the CR (userConfigs); found is
 // false when the ConfigMap or its key is gone.
-func (c *Controller) readUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *userConfig) ([]byte, bool, error) {
-	ns, name := uc.sourceName(l)
-	content, _, found, err := c.userConfigs.live(ctx, c.kubeclient.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, llsd.UserConfigKey, uc.hash)
+func (r *Resolver) readUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *UserConfig) ([]byte, bool, error) {
+	ns, name := uc.SourceName(l)
+	content, _, found, err := r.userConfigs.Live(ctx, r.Client.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, llsd.UserConfigKey, uc.Hash)
 	return content, found, err
 }

@@ -1,4 +1,4 @@
-package controller
+package revision
 
 import (
 	"fmt"
@@ -17,14 +17,15 @@ import (
 // featureFlags and image-overrides (as upstream).
 const OperatorConfigMapName = "llama-stack-operator-config"
 
+// The keys of the operator ConfigMap.
 const (
-	keyFeatureFlags   = "featureFlags"
-	keyImageOverrides = "image-overrides"
+	KeyFeatureFlags   = "featureFlags"
+	KeyImageOverrides = "image-overrides"
 )
 
-// builtinDistributions returns a fresh map of each named distribution to its pinned
+// BuiltinDistributions returns a fresh map of each named distribution to its pinned
 // image, from configgen's table (the one table of named distributions).
-func builtinDistributions() map[string]string {
+func BuiltinDistributions() map[string]string {
 	m := map[string]string{}
 	for _, d := range configgen.Distributions() {
 		m[d.Name] = d.Image
@@ -32,48 +33,48 @@ func builtinDistributions() map[string]string {
 	return m
 }
 
-// operatorConfig is the parsed operator ConfigMap: an immutable value made per sync, so
+// OperatorConfig is the parsed operator ConfigMap: an immutable value made per sync, so
 // workers share no mutable state. What the ConfigMap does not say clearly (it is missing,
 // a key does not parse, has an unknown key or a value of the wrong type) changes nothing
 // that runs: it is invalid input, reported on the ConfigMap, never read as a default
 // that deletes a NetworkPolicy or rolls a Deployment.
-type operatorConfig struct {
-	// networkPolicyKnown is false when featureFlags cannot be read: existing
+type OperatorConfig struct {
+	// NetworkPolicyKnown is false when featureFlags cannot be read: existing
 	// NetworkPolicies are then left as they are (neither made nor deleted).
-	networkPolicyKnown  bool
-	enableNetworkPolicy bool
-	// serviceMonitorKnown is false when the ConfigMap is missing or featureFlags cannot
+	NetworkPolicyKnown  bool
+	EnableNetworkPolicy bool
+	// ServiceMonitorKnown is false when the ConfigMap is missing or featureFlags cannot
 	// be read: existing ServiceMonitors are then left as they are. Otherwise they are
 	// made unless enableServiceMonitor.enabled is false.
-	serviceMonitorKnown  bool
-	enableServiceMonitor bool
-	// imageOverrides are the valid entries of image-overrides.
-	imageOverrides map[string]string
-	// keepAllImages is true when image-overrides cannot be read as a whole (or has an
+	ServiceMonitorKnown  bool
+	EnableServiceMonitor bool
+	// ImageOverrides are the valid entries of image-overrides.
+	ImageOverrides map[string]string
+	// KeepAllImages is true when image-overrides cannot be read as a whole (or has an
 	// entry for a distribution that does not exist, which may be a typo of one that
 	// does): a running Deployment of a distribution without a valid entry keeps its
 	// image; new ones get the built-in image.
-	keepAllImages bool
-	// keepImages are the distributions whose entry is invalid: their running
+	KeepAllImages bool
+	// KeepImages are the distributions whose entry is invalid: their running
 	// Deployments keep their image.
-	keepImages map[string]bool
-	// missing is true when the ConfigMap does not exist.
-	missing bool
-	// problems lists what is wrong with the ConfigMap, for an Event and the log.
-	problems []string
+	KeepImages map[string]bool
+	// Missing is true when the ConfigMap does not exist.
+	Missing bool
+	// Problems lists what is wrong with the ConfigMap, for an Event and the log.
+	Problems []string
 }
 
 // keepsImage tells whether a running Deployment of the distribution keeps its image
 // because image-overrides does not say clearly which image it should run.
-func (cfg operatorConfig) keepsImage(distribution string) bool {
-	if _, ok := cfg.imageOverrides[distribution]; ok {
+func (cfg OperatorConfig) keepsImage(distribution string) bool {
+	if _, ok := cfg.ImageOverrides[distribution]; ok {
 		return false
 	}
-	return cfg.keepAllImages || cfg.keepImages[distribution]
+	return cfg.KeepAllImages || cfg.KeepImages[distribution]
 }
 
 // keepsRunningImage tells whether a Deployment of the distribution that runs image
-// (as runningImage reads it; "" for none) keeps it. It does while image-overrides
+// (as Resolver.RunningImage reads it; "" for none) keeps it. It does while image-overrides
 // does not say clearly which image it should run (keepsImage), with one exception:
 // without an operator ConfigMap, an image an earlier release of the controller ran
 // for the distribution by default (its :latest, before names were pinned) is that
@@ -81,11 +82,11 @@ func (cfg operatorConfig) keepsImage(distribution string) bool {
 // ConfigMap, so it moves to this release's built-in one, as it does with a ConfigMap
 // that sets no override. A ConfigMap that exists but cannot be read keeps even those:
 // it may have named that image.
-func (cfg operatorConfig) keepsRunningImage(distribution, image string) bool {
+func (cfg OperatorConfig) keepsRunningImage(distribution, image string) bool {
 	if image == "" || !cfg.keepsImage(distribution) {
 		return false
 	}
-	if cfg.missing {
+	if cfg.Missing {
 		if d, ok := configgen.LookupDistribution(distribution); ok && slices.Contains(d.EarlierImages, image) {
 			return false
 		}
@@ -93,61 +94,61 @@ func (cfg operatorConfig) keepsRunningImage(distribution, image string) bool {
 	return true
 }
 
-// missingOperatorConfig is what the controller goes by without an operator ConfigMap:
+// MissingOperatorConfig is what the controller goes by without an operator ConfigMap:
 // nothing that runs changes (NetworkPolicies stay, running images stay, except an
 // earlier release's built-in image: keepsRunningImage), and new CRs get the built-in
 // defaults (no NetworkPolicy, the built-in image).
-func missingOperatorConfig() operatorConfig {
-	return operatorConfig{missing: true, keepAllImages: true}
+func MissingOperatorConfig() OperatorConfig {
+	return OperatorConfig{Missing: true, KeepAllImages: true}
 }
 
-// parseOperatorConfig reads the operator ConfigMap; nil is a missing one.
+// ParseOperatorConfig reads the operator ConfigMap; nil is a missing one.
 // distributions are the names image-overrides may override.
-func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) operatorConfig {
+func ParseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) OperatorConfig {
 	if cm == nil {
-		return missingOperatorConfig()
+		return MissingOperatorConfig()
 	}
-	cfg := operatorConfig{networkPolicyKnown: true, serviceMonitorKnown: true, enableServiceMonitor: true}
+	cfg := OperatorConfig{NetworkPolicyKnown: true, ServiceMonitorKnown: true, EnableServiceMonitor: true}
 	for _, k := range sortedKeys(cm.Data) {
-		if k != keyFeatureFlags && k != keyImageOverrides {
-			cfg.problems = append(cfg.problems, fmt.Sprintf("unknown key %q (known keys: %s, %s)%s", k, keyFeatureFlags, keyImageOverrides, typoConsequence(cm, k)))
+		if k != KeyFeatureFlags && k != KeyImageOverrides {
+			cfg.Problems = append(cfg.Problems, fmt.Sprintf("unknown key %q (known keys: %s, %s)%s", k, KeyFeatureFlags, KeyImageOverrides, typoConsequence(cm, k)))
 		}
 	}
 	for _, k := range sortedKeys(cm.BinaryData) {
-		cfg.problems = append(cfg.problems, fmt.Sprintf("binaryData key %q is not read: put %s and %s in data%s", k, keyFeatureFlags, keyImageOverrides, typoConsequence(cm, k)))
+		cfg.Problems = append(cfg.Problems, fmt.Sprintf("binaryData key %q is not read: put %s and %s in data%s", k, KeyFeatureFlags, KeyImageOverrides, typoConsequence(cm, k)))
 	}
-	unknownKeys := len(cfg.problems) > 0
+	unknownKeys := len(cfg.Problems) > 0
 
 	// Only an explicit enableNetworkPolicy.enabled decides: a ConfigMap that does not say
 	// (no featureFlags, an empty one, enableNetworkPolicy: {}) is not a "disabled" that
 	// deletes every NetworkPolicy.
-	raw, ok := cm.Data[keyFeatureFlags]
+	raw, ok := cm.Data[KeyFeatureFlags]
 	flags, problem := parseFeatureFlags(raw)
 	if flags.serviceMonitor != nil {
-		cfg.enableServiceMonitor = *flags.serviceMonitor
+		cfg.EnableServiceMonitor = *flags.serviceMonitor
 	}
 	if !ok && unknownKeys {
 		// A misspelt featureFlags may have said enableServiceMonitor: {enabled: false}.
-		cfg.serviceMonitorKnown, cfg.enableServiceMonitor = false, false
+		cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false
 	}
 	switch {
 	case problem != "":
-		cfg.networkPolicyKnown, cfg.serviceMonitorKnown, cfg.enableServiceMonitor = false, false, false
-		cfg.problems = append(cfg.problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
+		cfg.NetworkPolicyKnown, cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false, false
+		cfg.Problems = append(cfg.Problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
 	case flags.networkPolicy == nil:
-		cfg.networkPolicyKnown = false
+		cfg.NetworkPolicyKnown = false
 		if ok || !unknownKeys { // (a misspelt key is reported above)
-			cfg.problems = append(cfg.problems, fmt.Sprintf(
-				"key %s does not set enableNetworkPolicy.enabled; NetworkPolicies are left as they are until it says true or false", keyFeatureFlags))
+			cfg.Problems = append(cfg.Problems, fmt.Sprintf(
+				"key %s does not set enableNetworkPolicy.enabled; NetworkPolicies are left as they are until it says true or false", KeyFeatureFlags))
 		}
 	default:
-		cfg.enableNetworkPolicy = *flags.networkPolicy
+		cfg.EnableNetworkPolicy = *flags.networkPolicy
 	}
 
-	if raw, ok := cm.Data[keyImageOverrides]; ok && strings.TrimSpace(raw) != "" {
+	if raw, ok := cm.Data[KeyImageOverrides]; ok && strings.TrimSpace(raw) != "" {
 		parseImageOverrides(raw, distributions, &cfg)
 	} else if !ok && unknownKeys {
-		cfg.keepAllImages = true
+		cfg.KeepAllImages = true
 	}
 	return cfg
 }
@@ -155,10 +156,10 @@ func parseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 // typoConsequence says what an unknown key costs when it may stand for a missing known one.
 func typoConsequence(cm *corev1.ConfigMap, key string) string {
 	var kept []string
-	if _, ok := cm.Data[keyFeatureFlags]; !ok {
+	if _, ok := cm.Data[KeyFeatureFlags]; !ok {
 		kept = append(kept, "NetworkPolicies", "ServiceMonitors")
 	}
-	if _, ok := cm.Data[keyImageOverrides]; !ok {
+	if _, ok := cm.Data[KeyImageOverrides]; !ok {
 		kept = append(kept, "running images")
 	}
 	if len(kept) == 0 {
@@ -185,12 +186,12 @@ func parseFeatureFlags(raw string) (featureFlags, string) {
 	}
 	var doc any
 	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
-		return flags, fmt.Sprintf("key %s is not valid YAML (%v)", keyFeatureFlags, err)
+		return flags, fmt.Sprintf("key %s is not valid YAML (%v)", KeyFeatureFlags, err)
 	}
 	const example = "enableNetworkPolicy: {enabled: true}"
 	top, ok := doc.(map[string]any)
 	if !ok {
-		return flags, fmt.Sprintf("key %s must be a mapping such as %q, not %s", keyFeatureFlags, example, yamlKind(doc))
+		return flags, fmt.Sprintf("key %s must be a mapping such as %q, not %s", KeyFeatureFlags, example, yamlKind(doc))
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		var target **bool
@@ -200,19 +201,19 @@ func parseFeatureFlags(raw string) (featureFlags, string) {
 		case "enableServiceMonitor":
 			target = &flags.serviceMonitor
 		default:
-			return featureFlags{}, fmt.Sprintf("key %s: unknown flag %q (known flags: %s)", keyFeatureFlags, k, strings.Join(knownFlags, ", "))
+			return featureFlags{}, fmt.Sprintf("key %s: unknown flag %q (known flags: %s)", KeyFeatureFlags, k, strings.Join(knownFlags, ", "))
 		}
 		flag, ok := top[k].(map[string]any)
 		if !ok {
-			return featureFlags{}, fmt.Sprintf("key %s: %s must be a mapping such as {enabled: true}, not %s", keyFeatureFlags, k, yamlKind(top[k]))
+			return featureFlags{}, fmt.Sprintf("key %s: %s must be a mapping such as {enabled: true}, not %s", KeyFeatureFlags, k, yamlKind(top[k]))
 		}
 		for _, field := range slices.Sorted(maps.Keys(flag)) {
 			if field != "enabled" {
-				return featureFlags{}, fmt.Sprintf("key %s: unknown field %q in %s (known fields: enabled)", keyFeatureFlags, field, k)
+				return featureFlags{}, fmt.Sprintf("key %s: unknown field %q in %s (known fields: enabled)", KeyFeatureFlags, field, k)
 			}
 			b, ok := flag[field].(bool)
 			if !ok {
-				return featureFlags{}, fmt.Sprintf("key %s: %s.enabled must be true or false, not %s", keyFeatureFlags, k, yamlKind(flag[field]))
+				return featureFlags{}, fmt.Sprintf("key %s: %s.enabled must be true or false, not %s", KeyFeatureFlags, k, yamlKind(flag[field]))
 			}
 			*target = &b
 		}
@@ -224,44 +225,44 @@ func parseFeatureFlags(raw string) (featureFlags, string) {
 // image reference. An entry that is not a valid reference keeps the running image of
 // its distribution; one for a distribution that does not exist keeps every running
 // image that has no valid entry (it may be a typo of the one meant).
-func parseImageOverrides(raw string, distributions map[string]string, cfg *operatorConfig) {
+func parseImageOverrides(raw string, distributions map[string]string, cfg *OperatorConfig) {
 	var doc any
 	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
-		cfg.keepAllImages = true
-		cfg.problems = append(cfg.problems, fmt.Sprintf("key %s is not valid YAML (%v); running images are kept", keyImageOverrides, err))
+		cfg.KeepAllImages = true
+		cfg.Problems = append(cfg.Problems, fmt.Sprintf("key %s is not valid YAML (%v); running images are kept", KeyImageOverrides, err))
 		return
 	}
 	entries, ok := doc.(map[string]any)
 	if !ok {
-		cfg.keepAllImages = true
-		cfg.problems = append(cfg.problems, fmt.Sprintf("key %s must be a mapping of distribution name to image, not %s; running images are kept", keyImageOverrides, yamlKind(doc)))
+		cfg.KeepAllImages = true
+		cfg.Problems = append(cfg.Problems, fmt.Sprintf("key %s must be a mapping of distribution name to image, not %s; running images are kept", KeyImageOverrides, yamlKind(doc)))
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		if _, known := distributions[name]; !known {
-			cfg.keepAllImages = true
-			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: %q is not a distribution (overrides replace the image of one of: %s); running images without a valid entry are kept",
-				keyImageOverrides, name, strings.Join(slices.Sorted(maps.Keys(distributions)), ", ")))
+			cfg.KeepAllImages = true
+			cfg.Problems = append(cfg.Problems, fmt.Sprintf("key %s: %q is not a distribution (overrides replace the image of one of: %s); running images without a valid entry are kept",
+				KeyImageOverrides, name, strings.Join(slices.Sorted(maps.Keys(distributions)), ", ")))
 			continue
 		}
 		s, isString := entries[name].(string)
 		image := strings.TrimSpace(s)
 		switch {
 		case !isString:
-			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: the entry for distribution %q must be an image reference, not %s; its running image is kept", keyImageOverrides, name, yamlKind(entries[name])))
-		case !validImageReference(image):
-			cfg.problems = append(cfg.problems, fmt.Sprintf("key %s: %q for distribution %q is not a valid image reference; its running image is kept", keyImageOverrides, image, name))
+			cfg.Problems = append(cfg.Problems, fmt.Sprintf("key %s: the entry for distribution %q must be an image reference, not %s; its running image is kept", KeyImageOverrides, name, yamlKind(entries[name])))
+		case !ValidImageReference(image):
+			cfg.Problems = append(cfg.Problems, fmt.Sprintf("key %s: %q for distribution %q is not a valid image reference; its running image is kept", KeyImageOverrides, image, name))
 		default:
-			if cfg.imageOverrides == nil {
-				cfg.imageOverrides = map[string]string{}
+			if cfg.ImageOverrides == nil {
+				cfg.ImageOverrides = map[string]string{}
 			}
-			cfg.imageOverrides[name] = image
+			cfg.ImageOverrides[name] = image
 			continue
 		}
-		if cfg.keepImages == nil {
-			cfg.keepImages = map[string]bool{}
+		if cfg.KeepImages == nil {
+			cfg.KeepImages = map[string]bool{}
 		}
-		cfg.keepImages[name] = true
+		cfg.KeepImages[name] = true
 	}
 }
 
@@ -296,17 +297,9 @@ var imageReferenceRE = func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:` + domain + `/)?` + component + `(?:/` + component + `)*(?::` + tag + `)?(?:@` + digest + `)?$`)
 }()
 
-func validImageReference(s string) bool {
+// ValidImageReference tells whether s is an image reference as image-overrides takes one.
+func ValidImageReference(s string) bool {
 	return len(s) <= 4096 && imageReferenceRE.MatchString(s)
-}
-
-// currentOperatorConfig parses the operator ConfigMap from the cache.
-func (c *Controller) currentOperatorConfig() operatorConfig {
-	cm, err := c.operatorConfig.ConfigMaps(c.operatorNamespace).Get(OperatorConfigMapName)
-	if err != nil {
-		return missingOperatorConfig()
-	}
-	return parseOperatorConfig(cm, c.distributions)
 }
 
 // joinAnd joins words as a sentence lists them: "a", "a and b", "a, b and c".
@@ -315,4 +308,11 @@ func joinAnd(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }

@@ -1,6 +1,7 @@
-package controller
+package revision
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,8 +54,24 @@ func TestServerImageForConfig(t *testing.T) {
 }
 
 func TestImageServerVersion(t *testing.T) {
-	assert.Equal(t, "0.7.1", imageServerVersion("docker.io/llamastack/distribution-starter:0.7.1"))
-	assert.Equal(t, "1.3.0", imageServerVersion("quay.io/me/ogx:v1.3.0"))
-	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx:latest"))
-	assert.Equal(t, "", imageServerVersion("quay.io/me/ogx"))
+	assert.Equal(t, "0.7.1", ImageServerVersion("docker.io/llamastack/distribution-starter:0.7.1"))
+	assert.Equal(t, "1.3.0", ImageServerVersion("quay.io/me/ogx:v1.3.0"))
+	assert.Equal(t, "", ImageServerVersion("quay.io/me/ogx:latest"))
+	assert.Equal(t, "", ImageServerVersion("quay.io/me/ogx"))
+}
+
+func TestImageVersion(t *testing.T) {
+	for image, want := range map[string]string{
+		"docker.io/llamastack/distribution-starter:0.7.1":              "0.7.1",
+		"localhost:5000/stack:v0.4.2":                                  "0.4.2",
+		"localhost:5000/stack:0.4.2@sha256:" + strings.Repeat("a", 64): "0.4.2",
+		"localhost:5000/stack":                                         "",
+		"docker.io/x/y:latest":                                         "",
+		"docker.io/x/y:0.7.1rc1":                                       "",
+		"docker.io/x/y@sha256:abcdef":                                  "",
+	} {
+		got, ok := imageVersion(image)
+		assert.Equal(t, want, got, image)
+		assert.Equal(t, want != "", ok, image)
+	}
 }

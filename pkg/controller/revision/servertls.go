@@ -1,4 +1,4 @@
-package controller
+package revision
 
 import (
 	"context"
@@ -18,11 +18,10 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // The server's own TLS (spec.networking.tls.enabled with secretName). The Secret is
-// mounted read-only at revision.ServerTLSMountPath, and the server is told where its
+// mounted read-only at ServerTLSMountPath, and the server is told where its
 // tls.crt and tls.key are in the way its version reads them:
 //   - a generated config says so in server.tls_certfile and tls_keyfile, which the CLI
 //     of every version reads (how OGX and a llama-stack image's entrypoint start);
@@ -35,26 +34,26 @@ import (
 // The controller reads the Secret with a GET (it has no informer on Secrets: they hold
 // private keys, and a cache of them would grow with every Secret of the cluster): when
 // the CR changes; while the Secret is missing or unusable, after a wait that doubles from
-// tlsSecretRetryMin to tlsSecretRetryMax (no event announces its creation); and every
-// tlsSecretRecheck otherwise, so that a renewed certificate (cert-manager renews before
+// TLSSecretRetryMin to TLSSecretRetryMax (no event announces its creation); and every
+// TLSSecretRecheck otherwise, so that a renewed certificate (cert-manager renews before
 // expiry) rolls the pods, whose server reads its certificate only at start. Syncs in
 // between send nothing for it.
 // Of the Secret it keeps hashes and ca.crt, never the key.
 
 const (
-	// secretCAKey is the key of the CA certificate in a Secret of cert-manager.
-	secretCAKey = "ca.crt"
+	// SecretCAKey is the key of the CA certificate in a Secret of cert-manager.
+	SecretCAKey = "ca.crt"
 
-	// tlsSecretRecheck is how often the Secret of a serving CR is read again.
-	tlsSecretRecheck = 10 * time.Minute
-	// tlsSecretRetryMin and tlsSecretRetryMax bound the wait before a missing or
+	// TLSSecretRecheck is how often the Secret of a serving CR is read again.
+	TLSSecretRecheck = 10 * time.Minute
+	// TLSSecretRetryMin and TLSSecretRetryMax bound the wait before a missing or
 	// unusable Secret is read again.
-	tlsSecretRetryMin = 5 * time.Second
-	tlsSecretRetryMax = 2 * time.Minute
+	TLSSecretRetryMin = 5 * time.Second
+	TLSSecretRetryMax = 2 * time.Minute
 )
 
 // serverTLSFiles are the paths the server container reads its certificate and key from.
-var serverTLSFiles = configgen.TLSFiles{CertFile: revision.ServerCertFile, KeyFile: revision.ServerKeyFile}
+var serverTLSFiles = configgen.TLSFiles{CertFile: ServerCertFile, KeyFile: ServerKeyFile}
 
 // tlsSecretMemo is the last read of a CR's TLS Secret.
 type tlsSecretMemo struct {
@@ -62,7 +61,7 @@ type tlsSecretMemo struct {
 	generation int64
 	name       string
 	read       time.Time
-	tls        revision.TLS
+	tls        TLS
 	problem    *fault.Problem
 	// failures counts the reads in a row that found a problem.
 	failures int
@@ -71,13 +70,13 @@ type tlsSecretMemo struct {
 // valid is how long the read stays good.
 func (m tlsSecretMemo) valid() time.Duration {
 	if m.problem == nil {
-		return tlsSecretRecheck
+		return TLSSecretRecheck
 	}
-	d := tlsSecretRetryMin
-	for i := 1; i < m.failures && d < tlsSecretRetryMax; i++ {
+	d := TLSSecretRetryMin
+	for i := 1; i < m.failures && d < TLSSecretRetryMax; i++ {
 		d *= 2
 	}
-	return min(d, tlsSecretRetryMax)
+	return min(d, TLSSecretRetryMax)
 }
 
 // tlsSecretMemos holds a tlsSecretMemo per CR (cache.ObjectName).
@@ -86,7 +85,7 @@ type tlsSecretMemos struct{ m sync.Map }
 func (t *tlsSecretMemos) forget(key cache.ObjectName) { t.m.Delete(key) }
 
 // last is the last good read of the CR's Secret, for the probe's trust; nil when none.
-func (t *tlsSecretMemos) last(key cache.ObjectName) *revision.TLS {
+func (t *tlsSecretMemos) last(key cache.ObjectName) *TLS {
 	if v, ok := t.m.Load(key); ok {
 		if m := v.(tlsSecretMemo); m.problem == nil {
 			return &m.tls
@@ -99,16 +98,16 @@ func (t *tlsSecretMemos) last(key cache.ObjectName) *revision.TLS {
 // it must hold a certificate and the key that goes with it, as the server would load
 // them. A missing or unusable Secret is a problem: what runs is kept and the CR is looked
 // at again on the recheck back-off, since no event announces the Secret's creation.
-func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*revision.TLS, *fault.Problem, error) {
+func (r *Resolver) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (*TLS, *fault.Problem, error) {
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	name := revision.TLSSecretName(l)
+	name := TLSSecretName(l)
 	if name == "" {
-		c.tlsSecrets.forget(key)
+		r.tlsSecrets.forget(key)
 		return nil, nil, nil
 	}
-	now := c.clock.Now()
+	now := r.Now()
 	failures := 0
-	if v, ok := c.tlsSecrets.m.Load(key); ok {
+	if v, ok := r.tlsSecrets.m.Load(key); ok {
 		m := v.(tlsSecretMemo)
 		if m.uid == l.UID && m.name == name {
 			if m.generation == l.Generation && now.Sub(m.read) < m.valid() {
@@ -121,7 +120,7 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 			failures = m.failures
 		}
 	}
-	secret, err := c.kubeclient.CoreV1().Secrets(l.Namespace).Get(ctx, name, metav1.GetOptions{})
+	secret, err := r.Client.CoreV1().Secrets(l.Namespace).Get(ctx, name, metav1.GetOptions{})
 	memo := tlsSecretMemo{uid: l.UID, generation: l.Generation, name: name, read: now}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -131,14 +130,14 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 	case err != nil:
 		return nil, nil, fmt.Errorf("reading TLS Secret %s/%s: %w", l.Namespace, name, err)
 	default:
-		memo.tls, memo.problem = checkTLSSecret(secret)
+		memo.tls, memo.problem = CheckTLSSecret(secret)
 	}
 	if memo.problem != nil {
 		memo.failures = failures + 1
 	}
-	c.tlsSecrets.m.Store(key, memo)
+	r.tlsSecrets.m.Store(key, memo)
 	// The CR comes back when the next read is due, whatever else brings it back.
-	c.queue.AddAfter(key, memo.valid())
+	r.RecheckAfter(key, memo.valid())
 	if memo.problem != nil {
 		return nil, memo.problem, nil
 	}
@@ -146,9 +145,9 @@ func (c *Controller) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStac
 	return &t, nil, nil
 }
 
-// checkTLSSecret checks that secret holds a certificate and its key, as the server loads
+// CheckTLSSecret checks that secret holds a certificate and its key, as the server loads
 // them, and returns their hash and the CA certificate.
-func checkTLSSecret(secret *corev1.Secret) (revision.TLS, *fault.Problem) {
+func CheckTLSSecret(secret *corev1.Secret) (TLS, *fault.Problem) {
 	where := fmt.Sprintf("spec.networking.tls.secretName: Secret %s/%s", secret.Namespace, secret.Name)
 	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 	for _, k := range []struct {
@@ -156,17 +155,17 @@ func checkTLSSecret(secret *corev1.Secret) (revision.TLS, *fault.Problem) {
 		data []byte
 	}{{corev1.TLSCertKey, crt}, {corev1.TLSPrivateKeyKey, key}} {
 		if len(k.data) == 0 {
-			return revision.TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
+			return TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 				"%s has no %s: the server needs tls.crt and tls.key (a Secret of type kubernetes.io/tls); what runs is kept", where, k.name)}
 		}
 	}
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
-		return revision.TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
+		return TLS{}, &fault.Problem{Reason: v1alpha2.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
 			"%s: the server could not load tls.crt and tls.key (%v); what runs is kept", where, err)}
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s%d:%s", len(crt), crt, len(key), key)
-	return revision.TLS{Hash: hex.EncodeToString(h.Sum(nil))[:32], CA: append([]byte(nil), secret.Data[secretCAKey]...)}, nil
+	return TLS{Hash: hex.EncodeToString(h.Sum(nil))[:32], CA: append([]byte(nil), secret.Data[SecretCAKey]...)}, nil
 }
 
 // checkUserConfigTLS returns a problem when the server would serve plain HTTP with the
@@ -174,16 +173,16 @@ func checkTLSSecret(secret *corev1.Secret) (revision.TLS, *fault.Problem) {
 // image whose line is not known) reads its certificate only from the config, which the
 // controller does not write. The controller's script for llama-stack 0.3 to 0.7 passes
 // the certificate itself. The file is read as for a version move (userConfigs).
-func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *userConfig) (*fault.Problem, error) {
-	if uc == nil || revision.GeneratesConfig(l) {
+func (r *Resolver) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, image string, uc *UserConfig) (*fault.Problem, error) {
+	if uc == nil || GeneratesConfig(l) {
 		return nil, nil
 	}
-	version := imageServerVersion(image)
+	version := ImageServerVersion(image)
 	if v, err := configgen.ParseVersion(version); err == nil && !v.OGX() && v.Minor >= 3 {
 		return nil, nil
 	}
-	ns, name := uc.sourceName(l)
-	content, found, err := c.readUserConfig(ctx, l, uc)
+	ns, name := uc.SourceName(l)
+	content, found, err := r.readUserConfig(ctx, l, uc)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -198,5 +197,5 @@ func (c *Controller) checkUserConfigTLS(ctx context.Context, l *v1alpha2.LlamaSt
 	return &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: fmt.Sprintf(
 		"spec.networking.tls: %s reads its certificate only from its config, and the config of overrideConfig (ConfigMap %s/%s) names none, so it would serve plain HTTP; "+
 			"add to it server.tls_certfile: %s and server.tls_keyfile: %s (where the Secret %s is mounted); until then what runs is kept",
-		server, ns, name, revision.ServerCertFile, revision.ServerKeyFile, revision.TLSSecretName(l))}, nil
+		server, ns, name, ServerCertFile, ServerKeyFile, TLSSecretName(l))}, nil
 }
