@@ -30,6 +30,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
@@ -69,6 +70,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 		k.CoreV1().ConfigMaps, coreac.ExtractConfigMap, children.NeverTakeOver)
 
 	// Every child a CR has, in the order a sync makes them (childTable).
+	c.table.configs = []mountedConfigMap{userConfigCopy{c}, caBundle{c}, generatedConfig{c}}
 	c.table.claim = claimChild{c}
 	c.table.server = serverChild{c}
 	c.table.front = []askedChild{
@@ -211,21 +213,64 @@ type childInputs struct {
 	plan *deploymentPlan
 }
 
-// childTable is every child a CR has, in the order a sync makes them: the claim (the
-// Deployment mounts it, so it is planned and applied only once the claim is the CR's),
-// the children in front of the pods (the Service, and a NetworkPolicy in place before
-// the pods start), the Deployment, then the others. Each is one entry: its kind, its
-// name, when the CR wants it, its builder and what the status reads of it.
+// childTable is every child a CR has, in the order a sync makes them: the ConfigMaps
+// the pods mount, written with the revision (the pod template names them and carries
+// their hashes); the claim (the Deployment mounts it, so it is planned and applied only
+// once the claim is the CR's); the children in front of the pods (the Service, and a
+// NetworkPolicy in place before the pods start); the Deployment; then the others. Each
+// is one entry: its kind, its name, when the CR wants it, its builder and what the
+// status reads of it.
 type childTable struct {
-	claim  askedChild
-	front  []askedChild
-	server askedChild
-	back   []askedChild
+	configs []mountedConfigMap
+	claim   askedChild
+	front   []askedChild
+	server  askedChild
+	back    []askedChild
 }
 
 // afterClaim is the table's entries after the claim, in order.
 func (t *childTable) afterClaim() []askedChild {
 	return slices.Concat(t.front, []askedChild{t.server}, t.back)
+}
+
+// mountedConfigMap is the table's entry of a ConfigMap the pods mount: written while the
+// revision mounts it, before any other child, and deleted by the Deployment's entry once
+// no pod template of the CR mounts it (configmapcleanup.go).
+type mountedConfigMap interface {
+	// write writes it when the revision mounts it, and records in rev what the pods
+	// read of it (its name and hash); a problem is the user's.
+	write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision) (*fault.Problem, error)
+}
+
+// userConfigCopy is the copy of a user config in another namespace (userconfig.go).
+type userConfigCopy struct{ c *Controller }
+
+func (e userConfigCopy) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision) (*fault.Problem, error) {
+	return e.c.ensureUserConfigCopy(ctx, l, rev.UserConfig)
+}
+
+// caBundle is the managed CA bundle (cabundleconfigmap.go); the pods read its hash.
+type caBundle struct{ c *Controller }
+
+func (e caBundle) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision) (*fault.Problem, error) {
+	hash, problem, err := e.c.ensureCABundle(ctx, l, rev.CARefs)
+	rev.CAHash = hash
+	return problem, err
+}
+
+// generatedConfig is the generated config's immutable ConfigMap (generatedconfig.go):
+// the pods mount it where a user config would be, and run the image it was made for.
+type generatedConfig struct{ c *Controller }
+
+func (e generatedConfig) write(ctx context.Context, l *v1alpha2.LlamaStackDistribution, rev *revision.Revision) (*fault.Problem, error) {
+	g := rev.Gen
+	if g == nil {
+		return nil, nil
+	}
+	err := e.c.ensureGeneratedConfigMap(ctx, l, g)
+	rev.Image = g.Image
+	rev.UserConfig = &revision.UserConfig{MountName: g.ConfigMapName(l), Hash: g.Out.Hash}
+	return nil, err
 }
 
 // claimChild is the table's entry of the PersistentVolumeClaim: made while the CR asks

@@ -105,15 +105,9 @@ func (c *Controller) writeConfigMaps(ctx context.Context, l *v1alpha2.LlamaStack
 	if len(f.errs) > 0 {
 		return
 	}
-	copyProblem, err := c.ensureUserConfigCopy(ctx, l, rev.UserConfig)
-	f.report(err)
-	var bundleProblem *fault.Problem
-	rev.CAHash, bundleProblem, err = c.ensureCABundle(ctx, l, rev.CARefs)
-	f.report(err)
-	if g := rev.Gen; g != nil {
-		f.report(c.ensureGeneratedConfigMap(ctx, l, g))
-		rev.Image = g.Image
-		rev.UserConfig = &revision.UserConfig{MountName: g.ConfigMapName(l), Hash: g.Out.Hash}
+	for _, cm := range c.table.configs {
+		problem, err := cm.write(ctx, l, rev)
+		f.report(err)
+		rev.Problems = append(rev.Problems, problem)
 	}
-	rev.Problems = append(rev.Problems, copyProblem, bundleProblem)
 }
