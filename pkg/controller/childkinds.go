@@ -151,7 +151,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	if cfg.DynamicClient == nil {
 		crds = nil
 	}
-	monitors, err := c.bindUnstructured(cfg, serviceMonitorKind, serviceMonitorResource, crds,
+	monitors, err := c.bindUnstructured(cfg, children.ServiceMonitorKind, children.ServiceMonitorResource, crds,
 		func(*v1alpha2.LlamaStackDistribution) bool { return true }, &c.serviceMonitors)
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	openShiftRoutes.discovered = cfg.RoutesDiscovered
 	c.table.back = append(c.table.back,
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
-			api: monitors, wanted: wantsServiceMonitor, build: fromCR(newServiceMonitor)},
+			api: monitors, wanted: wantsServiceMonitor, build: fromCR(children.NewServiceMonitor)},
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
 			api: openShiftRoutes, wanted: always(children.WantsRoute),
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
@@ -395,4 +395,11 @@ func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.Ll
 // fromCR is a build function for a child made from the CR alone.
 func fromCR[T any](build func(*v1alpha2.LlamaStackDistribution) T) func(*v1alpha2.LlamaStackDistribution, childInputs) T {
 	return func(l *v1alpha2.LlamaStackDistribution, _ childInputs) T { return build(l) }
+}
+
+// wantsServiceMonitor tells whether l's server has a ServiceMonitor: its metrics are on
+// and the operator ConfigMap allows it; while the ConfigMap does not say, existing
+// ones are left as they are.
+func wantsServiceMonitor(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool) {
+	return in.cfg.EnableServiceMonitor && in.listening.Metrics, in.cfg.ServiceMonitorKnown
 }

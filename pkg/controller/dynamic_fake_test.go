@@ -24,7 +24,7 @@ func newMonitoringClient(t testing.TB, objs ...runtime.Object) *dynamicfake.Fake
 	t.Helper()
 	scheme := runtime.NewScheme()
 	listKinds := map[schema.GroupVersionResource]string{}
-	for resource, kind := range map[schema.GroupVersionResource]string{serviceMonitorResource: serviceMonitorKind, children.RouteResource: children.RouteKind} {
+	for resource, kind := range map[schema.GroupVersionResource]string{children.ServiceMonitorResource: children.ServiceMonitorKind, children.RouteResource: children.RouteKind} {
 		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind), &unstructured.Unstructured{})
 		scheme.AddKnownTypeWithName(resource.GroupVersion().WithKind(kind+"List"), &unstructured.UnstructuredList{})
 		listKinds[resource] = kind + "List"

@@ -159,7 +159,7 @@ func (f *fixture) serveHTTPRoutes() {
 
 // serveServiceMonitors makes the ServiceMonitor API served, as serveHTTPRoutes does
 // the HTTPRoute API.
-func (f *fixture) serveServiceMonitors() { f.serveUnstructured(serviceMonitorKind) }
+func (f *fixture) serveServiceMonitors() { f.serveUnstructured(children.ServiceMonitorKind) }
 
 // serveOpenShiftRoutes makes the OpenShift Route API served.
 func (f *fixture) serveOpenShiftRoutes() { f.serveUnstructured(children.RouteKind) }
@@ -230,7 +230,7 @@ func (f *fixture) refreshCaches() {
 		}
 		fill(gateways, TransformGateway, nil, list, nil)
 	}
-	for kind, resource := range map[string]schema.GroupVersionResource{serviceMonitorKind: serviceMonitorResource, children.RouteKind: children.RouteResource} {
+	for kind, resource := range map[string]schema.GroupVersionResource{children.ServiceMonitorKind: children.ServiceMonitorResource, children.RouteKind: children.RouteResource} {
 		if indexer := f.optionalKind(kind).cache(); indexer != nil {
 			list, err := f.dynamicclient.Resource(resource).Namespace("").List(ctx, all)
 			fill(indexer, strip, managed, list, err)

@@ -258,7 +258,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		waitFor(what+" is created", func() bool { return exists(o.gvr, o.name) })
 	}
 	monitorExists := func() bool {
-		_, err := dynamicclient.Resource(serviceMonitorResource).Namespace(ns).Get(ctx, "full-service-monitor", metav1.GetOptions{})
+		_, err := dynamicclient.Resource(children.ServiceMonitorResource).Namespace(ns).Get(ctx, "full-service-monitor", metav1.GetOptions{})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
 		return err == nil
 	}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 
@@ -20,40 +19,9 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
-// The ServiceMonitor selects the CR's Service alone and scrapes its metrics port.
-func TestNewServiceMonitor(t *testing.T) {
-	l := newLLSD("app")
-	sm := newServiceMonitor(l)
-	assert.Equal(t, "monitoring.coreos.com/v1", sm.GetAPIVersion())
-	assert.Equal(t, "ServiceMonitor", sm.GetKind())
-	assert.Equal(t, "app-service-monitor", sm.GetName())
-	assert.Equal(t, testNamespace, sm.GetNamespace())
-	assert.Equal(t, llsd.ChildLabels(l), sm.GetLabels())
-	assertControlledChild(t, sm, l)
-
-	matchLabels, found, err := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-	require.NoError(t, err)
-	require.True(t, found)
-	selector := labels.SelectorFromSet(matchLabels)
-	svc := children.NewService(l, children.AskedListening(l, starterVersion()))
-	assert.True(t, selector.Matches(labels.Set(svc.Labels)), "selects the CR's Service")
-	other := children.NewService(newLLSD("app-2"), children.AskedListening(newLLSD("app-2"), starterVersion()))
-	assert.False(t, selector.Matches(labels.Set(other.Labels)), "and not another CR's")
-
-	endpoints, found, err := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.Equal(t, []any{map[string]any{"port": "metrics", "path": "/metrics", "scheme": "http"}}, endpoints)
-	names := map[string]bool{}
-	for _, p := range svc.Spec.Ports {
-		names[p.Name] = true
-	}
-	assert.True(t, names["metrics"], "the Service has the port the ServiceMonitor names: %v", svc.Spec.Ports)
-}
-
 // serviceMonitorCRD is the Prometheus Operator's ServiceMonitor CRD, established.
 func serviceMonitorCRD() *apiextensionsv1.CustomResourceDefinition {
-	return establishedCRD(serviceMonitorResource, serviceMonitorKind)
+	return establishedCRD(children.ServiceMonitorResource, children.ServiceMonitorKind)
 }
 
 // establishedCRD is the established CRD serving resource (one served version) of kind.
@@ -73,7 +41,7 @@ func establishedCRD(resource schema.GroupVersionResource, kind string) *apiexten
 
 // monitorActions are the requests of actions to the ServiceMonitor API.
 func monitorActions(actions []core.Action) []core.Action {
-	return actionsOn(serviceMonitorResource, actions)
+	return actionsOn(children.ServiceMonitorResource, actions)
 }
 
 // actionsOn are the requests of actions to resource.
@@ -89,7 +57,7 @@ func actionsOn(resource schema.GroupVersionResource, actions []core.Action) []co
 
 // storedMonitor reads the CR's ServiceMonitor from the fake API; nil when there is none.
 func (f *fixture) storedMonitor(name string) *unstructured.Unstructured {
-	return f.storedUnstructured(serviceMonitorResource, name)
+	return f.storedUnstructured(children.ServiceMonitorResource, name)
 }
 
 // storedUnstructured reads an object of the dynamic fake in the CR namespace; nil when
@@ -117,14 +85,14 @@ func TestServiceMonitorLifecycle(t *testing.T) {
 	require.NotNil(t, stored)
 	assertControlledChild(t, stored, f.llsd("app"))
 	spec, _, _ := unstructured.NestedMap(stored.Object, "spec")
-	assert.Equal(t, newServiceMonitor(f.llsd("app")).Object["spec"], spec)
+	assert.Equal(t, children.NewServiceMonitor(f.llsd("app")).Object["spec"], spec)
 
 	f.converge("app")
 	assert.Empty(t, mutating(f.sync("app")), "a converged sync writes nothing")
 
 	// Someone edits a field the controller owns: it is put back.
 	require.NoError(t, unstructured.SetNestedSlice(stored.Object, []any{map[string]any{"port": "http"}}, "spec", "endpoints"))
-	_, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace(testNamespace).Update(f.ctx, stored, metav1.UpdateOptions{FieldManager: "someone"})
+	_, err := f.dynamicclient.Resource(children.ServiceMonitorResource).Namespace(testNamespace).Update(f.ctx, stored, metav1.UpdateOptions{FieldManager: "someone"})
 	require.NoError(t, err)
 	f.refreshCaches()
 	require.Len(t, monitorActions(mutating(f.sync("app"))), 1, "the edit is undone")
@@ -203,7 +171,7 @@ func TestServiceMonitorOfSomeoneElse(t *testing.T) {
 		"spec": map[string]any{"endpoints": []any{map[string]any{"port": "web"}}},
 	}}
 	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff}))
-	_, err := f.dynamicclient.Resource(serviceMonitorResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
+	_, err := f.dynamicclient.Resource(children.ServiceMonitorResource).Namespace(testNamespace).Create(f.ctx, theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.serveServiceMonitors()
 	for _, a := range monitorActions(mutating(f.sync("app"))) {
