@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
@@ -129,4 +132,46 @@ func TestServiceMonitorFollowsThePrometheusOperatorAPI(t *testing.T) {
 	deleteCRD()
 	create(t, llsd(ns, "after"))
 	waitReady(t, ns, "after")
+}
+
+// A server of the pinned 1.3 with two workers gets no metrics endpoint: each worker
+// would start its own on port 9464 and every one after the first would fail. Its
+// Deployment has no metrics variables or port and its Service no metrics port; back at
+// one worker, the endpoint is on again.
+func TestMetricsOffWithWorkers(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	create(t, llsd(ns, "busy", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Workers = ptr.To[int32](2) }))
+	waitReady(t, ns, "busy")
+	metrics := func() (vars, containerPort, servicePort bool) {
+		d := deployment(t, ns, "busy")
+		c := d.Spec.Template.Spec.Containers[0]
+		for _, e := range c.Env {
+			vars = vars || e.Name == "OGX_METRICS_ENDPOINT_ENABLED"
+		}
+		for _, p := range c.Ports {
+			containerPort = containerPort || p.Name == "metrics"
+		}
+		svc, err := env.kube.CoreV1().Services(ns).Get(ctx, "busy-service", metav1.GetOptions{})
+		require.NoError(t, err)
+		for _, p := range svc.Spec.Ports {
+			servicePort = servicePort || p.Name == "metrics"
+		}
+		return vars, containerPort, servicePort
+	}
+	e, cp, sp := metrics()
+	assert.False(t, e || cp || sp, "two workers: no metrics (env %v, container port %v, Service port %v)", e, cp, sp)
+
+	edit(t, ns, "busy", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.Workers = ptr.To[int32](1) })
+	waitDeployment(t, ns, "busy", "one worker: the metrics endpoint on", func(d *appsv1.Deployment) bool {
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "OGX_METRICS_ENDPOINT_ENABLED" {
+				return true
+			}
+		}
+		return false
+	})
+	waitReady(t, ns, "busy")
+	e, cp, sp = metrics()
+	assert.True(t, e && cp && sp, "one worker: metrics (env %v, container port %v, Service port %v)", e, cp, sp)
 }

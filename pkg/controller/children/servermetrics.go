@@ -37,10 +37,14 @@ func ServerServesMetrics(version string) bool {
 }
 
 // MetricsOn reports whether the controller turns the metrics endpoint of l's server
-// on: the version has it and the API does not already listen on its port (a server
-// asked to serve both on one port would fail to bind the second).
+// on: the version has it, the API does not already listen on its port (a server asked
+// to serve both on one port would fail to bind the second), and the server runs one
+// worker. Each worker process starts the endpoint in its own start-up
+// (initialize_telemetry from Stack.initialize, guarded per process only, at 1.2 and
+// 1.3), so with two or more every worker after the first would fail to bind the port
+// and not start.
 func MetricsOn(l *v1alpha2.LlamaStackDistribution, version string) bool {
-	return ServerServesMetrics(version) && llsd.Port(l) != ServerMetricsPort
+	return ServerServesMetrics(version) && llsd.Port(l) != ServerMetricsPort && serverWorkers(l) == 1
 }
 
 // MetricsEnv turns the server's metrics endpoint on.
