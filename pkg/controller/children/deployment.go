@@ -374,6 +374,9 @@ func podVolumes(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []corev1
 		storage.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
 	volumes := []corev1.Volume{storage}
+	if writableTmp(l) {
+		volumes = append(volumes, corev1.Volume{Name: llsd.VolumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
 	if in.CABundleHash != "" {
 		volumes = append(volumes, corev1.Volume{
 			Name: llsd.VolumeCABundle,

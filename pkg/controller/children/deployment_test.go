@@ -500,6 +500,27 @@ func TestNewDeployment(t *testing.T) {
 			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
 				d.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(2000))}
 				c.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+				// A read-only root gets a writable /tmp: the server's CLI writes its resolved config there.
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes[:1], append([]corev1.Volume{{
+					Name: "lls-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+				}}, d.Spec.Template.Spec.Volumes[1:]...)...)
+				c.VolumeMounts = append(c.VolumeMounts[:1], append([]corev1.VolumeMount{{Name: "lls-tmp", MountPath: "/tmp"}}, c.VolumeMounts[1:]...)...)
+			}),
+		},
+		"a read-only root with the user's own /tmp": {
+			mutate: func(l *v1alpha1.LlamaStackDistribution) {
+				l.Spec.Server.ContainerSpec.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+				l.Spec.Server.PodOverrides = &v1alpha1.PodOverrides{
+					Volumes:      []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/tmp/"}},
+				}
+			},
+			in: defaultInputs(),
+			want: wantDeployment(func(d *appsv1.Deployment, c *corev1.Container) {
+				c.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+				d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{
+					Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/tmp/"})
 			}),
 		},
 		"more than one replica spreads the pods": {

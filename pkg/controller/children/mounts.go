@@ -39,12 +39,36 @@ func (m ServerMount) String() string {
 
 // serverMounts are the server container's volume mounts in order: the controller's
 // (storage, user config, CA bundle), then the user's.
+// writableTmp tells whether the server container gets a writable /tmp of its own: its
+// root filesystem is read-only (workload.overrides.containerSecurityContext), and no
+// volume of the user's is mounted there. OGX's CLI writes the resolved config to a
+// temporary file before the server starts (tempfile.mkstemp in $TMPDIR, /tmp), so
+// without it a 1.x server cannot start.
+func writableTmp(l *v1alpha2.LlamaStackDistribution) bool {
+	o := llsd.Overrides(l)
+	if c := o.ContainerSecurityContext; c == nil || c.ReadOnlyRootFilesystem == nil || !*c.ReadOnlyRootFilesystem {
+		return false
+	}
+	for _, m := range o.VolumeMounts {
+		if path.Clean(m.MountPath) == llsd.TmpMountPath {
+			return false
+		}
+	}
+	return true
+}
+
 func serverMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []ServerMount {
 	storage := ServerMount{VolumeMount: corev1.VolumeMount{Name: llsd.VolumeStorage, MountPath: storageMountPath(l)}, what: "the storage volume"}
 	if s := l.Spec.Workload.Storage; s != nil && s.MountPath != "" {
 		storage.field, storage.field1 = "spec.workload.storage.mountPath", "spec.server.storage.mountPath"
 	}
 	mounts := []ServerMount{storage}
+	if writableTmp(l) {
+		mounts = append(mounts, ServerMount{
+			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeTmp, MountPath: llsd.TmpMountPath},
+			what:        "the temporary directory volume",
+		})
+	}
 	if in.UserConfigMap != "" {
 		mounts = append(mounts, ServerMount{
 			VolumeMount: corev1.VolumeMount{Name: llsd.VolumeUserConfig, MountPath: llsd.UserConfigMountPath, ReadOnly: true},

@@ -70,7 +70,10 @@ const (
 	VolumeStorage       = "lls-storage"
 	VolumeUserConfig    = "user-config"
 	VolumeCABundle      = "ca-bundle"
-	EnvSSLCertFile      = "SSL_CERT_FILE"
+	// VolumeTmp is the writable /tmp of a server whose root filesystem is read-only.
+	VolumeTmp      = "lls-tmp"
+	TmpMountPath   = "/tmp"
+	EnvSSLCertFile = "SSL_CERT_FILE"
 
 	DefaultUID = int64(1001)
 )
