@@ -28,9 +28,10 @@ const generatedConfigComponent = "config"
 const reasonSecretInSettings = "SecretInSettings"
 
 // generationForStatus is what the status reads of the generation; nil when it did not
-// run (g nil).
+// run (g nil) or did not finish (an error reading its inputs, retried: neither a config
+// nor a problem), so that ConfigGenerated keeps what it said.
 func generationForStatus(g *revision.Generation, l *v1alpha2.LlamaStackDistribution) *status.Generation {
-	if g == nil {
+	if g == nil || (g.Out == nil && g.Problem == nil) {
 		return nil
 	}
 	out := &status.Generation{Resolved: g.Resolved, Problem: g.Problem}

@@ -20,8 +20,10 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/configgen"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // newGenLLSD is a v1alpha2 CR of distribution starter with one vLLM provider whose API
@@ -376,4 +378,14 @@ func TestConfigGeneratedDoesNotNameAForeignConfigMap(t *testing.T) {
 	assert.NotContains(t, c.Message, name)
 	assert.Contains(t, c.Message, "not rolled out while the CR has a problem ("+v1alpha2.ReasonResourceNotOwned+")")
 	assert.Nil(t, f.stored(kindDeployment, "app"))
+}
+
+// A generation that did not finish (its inputs could not be read: retried) is not
+// reported: ConfigGenerated keeps what it said, rather than "Generated" with nothing.
+func TestUnfinishedGenerationIsNotReported(t *testing.T) {
+	l := newGenLLSD("app")
+	assert.Nil(t, generationForStatus(nil, l))
+	assert.Nil(t, generationForStatus(&revision.Generation{}, l), "neither a config nor a problem")
+	problem := &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: "bad"}
+	assert.Equal(t, &status.Generation{Problem: problem}, generationForStatus(&revision.Generation{Problem: problem}, l))
 }

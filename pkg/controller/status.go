@@ -8,8 +8,7 @@ import (
 )
 
 // calculateStatus computes the CR's status from what was observed (status.Calculate),
-// with what the controller knows besides (statusFacts) and whether the CR asks for a
-// generated config.
+// with what the controller knows besides (statusFacts).
 func (c *Controller) calculateStatus(l *v1alpha2.LlamaStackDistribution, obs status.Observed, now metav1.Time) v1alpha2.LlamaStackDistributionStatus {
 	return status.Calculate(l, obs, c.statusFacts(), now)
 }

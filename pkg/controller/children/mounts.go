@@ -194,7 +194,7 @@ func NestedMountsMessage(nested []MountNesting) string {
 		". The pod runs, but the server does not see what the outer volume holds at that path; mount the inner volume elsewhere if those files are needed"
 }
 
-// PodNestedMounts are the nested mounts of the server container as ensureChildren
+// PodNestedMounts are the nested mounts of the server container as NewDeployment
 // builds it (see PodConflict).
 func PodNestedMounts(l *v1alpha2.LlamaStackDistribution, in revision.Inputs) []MountNesting {
 	return nestedMounts(serverMounts(l, in))

@@ -23,6 +23,6 @@ type Inputs struct {
 	TLS *TLS
 	// LegacySpread leaves the default spreading out, as releases before this one did
 	// at one replica: for a running Deployment without it that nothing else changes
-	// (desiredDeployment), so that upgrading the controller rolls no pod.
+	// (pkg/controller's desiredDeployment), so that upgrading the controller rolls no pod.
 	LegacySpread bool
 }

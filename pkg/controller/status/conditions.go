@@ -365,8 +365,8 @@ func DeploymentStuck(conds []metav1.Condition) *metav1.Condition {
 // StuckReason tells whether a reason of a False DeploymentReady says why the Deployment
 // cannot come up: ReplicaFailure, ProgressDeadlineExceeded, or a pod's own reason
 // (rollout.ProblemOf), which is the kubelet's or the scheduler's and so not a closed list,
-// but never one the controller gives with another meaning (ownReason: containerProblem
-// does not pass those on), such as a user error's.
+// but never one the controller gives with another meaning (rollout.OwnReason: the
+// rollout package's containerProblem does not pass those on), such as a user error's.
 func StuckReason(reason string) bool {
 	return reason == v1alpha2.ReasonReplicaFailure || reason == v1alpha2.ReasonProgressDeadlineExceeded || PodReason(reason)
 }
