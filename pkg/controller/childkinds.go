@@ -143,6 +143,9 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 				obs.HTTPRoute, obs.HTTPRouteEndpoint = route, children.HTTPRouteEndpoint(route, cachedGateway)
 			},
 			seenAPI: func(obs *status.Observed, state children.APIState) { obs.HTTPRouteAPI = state }})
+	if err := c.bindBackendTLS(cfg, crds); err != nil {
+		return err
+	}
 
 	// Without a dynamic client no ServiceMonitor or Route is made. A CR hears of the
 	// ServiceMonitor CRD whatever it asks: whether its server serves metrics is known
@@ -171,6 +174,38 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 			},
 			seen:    func(obs *status.Observed, route *unstructured.Unstructured) { obs.Route = route },
 			seenAPI: func(obs *status.Observed, state children.APIState) { obs.RouteAPI = state }})
+	return nil
+}
+
+// bindBackendTLS binds the BackendTLSPolicy, an optional kind of Gateway API (v1 since
+// its 1.4), to the watch of its CRD, and adds to the table the policy of an HTTPRoute
+// to a server that serves TLS, after the ConfigMap of the CA it names (backendCA).
+func (c *Controller) bindBackendTLS(cfg Config, crds apiextensionsclient.Interface) error {
+	policies, err := newOptionalKind("BackendTLSPolicy", children.BackendTLSPolicyResource, crds,
+		func() cache.SharedIndexInformer {
+			return newBackendTLSPolicyInformer(cfg.GatewayClient, c.watchNamespace)
+		},
+		c.ownedHandler(), c.enqueueAsking(children.WantsHTTPRoute))
+	if err != nil {
+		return fmt.Errorf("watching the BackendTLSPolicy CRD: %w", err)
+	}
+	c.optionalKinds = append(c.optionalKinds, policies)
+	c.backendTLS = children.NewKind(c.recorder, "BackendTLSPolicy", fromOptionalCache[*gatewayv1.BackendTLSPolicy](policies),
+		func(ns string) gatewayv1client.BackendTLSPolicyInterface {
+			return cfg.GatewayClient.GatewayV1().BackendTLSPolicies(ns)
+		},
+		gatewayac.ExtractBackendTLSPolicy, children.NeverTakeOver)
+	c.table.back = append(c.table.back, backendCA{c: c, api: policies},
+		asked[*gatewayv1.BackendTLSPolicy, gatewayac.BackendTLSPolicyApplyConfiguration]{kind: c.backendTLS, name: llsd.BackendTLSPolicyName,
+			api: policies,
+			wanted: func(l *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
+				return children.WantsBackendTLSPolicy(l, in.listening), true
+			},
+			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *gatewayv1.BackendTLSPolicy {
+				return children.NewBackendTLSPolicy(l, len(in.backendCA) > 0)
+			},
+			seen:    func(obs *status.Observed, p *gatewayv1.BackendTLSPolicy) { obs.BackendTLSPolicy = p },
+			seenAPI: func(obs *status.Observed, state children.APIState) { obs.BackendTLSPolicyAPI = state }})
 	return nil
 }
 
@@ -206,6 +241,10 @@ type childInputs struct {
 	listening children.Listening
 	// serverCA is the ca.crt of the server's TLS Secret; empty without TLS or without one.
 	serverCA []byte
+	// backendCA is what verifies the server the pods serve as listening says: the
+	// ca.crt of its TLS Secret and the CA bundle they mount; read only for a CR that
+	// has a BackendTLSPolicy (empty otherwise, and when the controller knows no CA).
+	backendCA []byte
 	// rev is the revision the sync resolved; nil for a sync that changes nothing.
 	rev *revision.Revision
 	// plan is the Deployment to apply; nil when none is (a problem keeps what runs, or
@@ -386,6 +425,40 @@ func (a asked[T, AC]) observe(l *v1alpha2.LlamaStackDistribution, in childInputs
 		a.seen(obs, obj)
 	}
 }
+
+// backendCA is the table's entry of the ConfigMap <name>-backend-ca, which holds the CA
+// the BackendTLSPolicy has the Gateways verify the server with: made while the cluster
+// serves the policy's API, the CR has one and the controller knows a CA; deleted (when
+// the CR's) once one of these does not hold. Like the other managed ConfigMaps, it is
+// compared by content hash (the ConfigMap cache keeps no data).
+type backendCA struct {
+	c   *Controller
+	api *optionalKind
+}
+
+func (e backendCA) sync(ctx context.Context, l *v1alpha2.LlamaStackDistribution, in childInputs, _ *status.Observed) error {
+	name := llsd.BackendCAConfigMapName(l)
+	switch e.api.state() {
+	case children.APIUnknown:
+		return nil
+	case children.APIServed:
+		if !children.WantsBackendTLSPolicy(l, in.listening) || len(in.backendCA) == 0 {
+			break
+		}
+		desired := children.NewBackendCAConfigMap(l, in.backendCA)
+		hash := revision.HashData(desired.Data, nil)
+		_, err := e.c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
+			Name:     name,
+			UpToDate: func(cur *corev1.ConfigMap) bool { return revision.ConfigMapHash(cur) == hash },
+			Build:    children.Fixed[*corev1.ConfigMap](desired),
+		})
+		return err
+	}
+	return e.c.configMapCopies.DeleteIfOwned(ctx, l, name)
+}
+
+// observe records nothing: the status does not read the ConfigMap.
+func (backendCA) observe(*v1alpha2.LlamaStackDistribution, childInputs, *status.Observed) {}
 
 // always is a wanted function for a child the CR alone decides.
 func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.LlamaStackDistribution, childInputs) (bool, bool) {

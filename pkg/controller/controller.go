@@ -134,6 +134,7 @@ type Controller struct {
 	networkPolicies *children.Kind[*networkingv1.NetworkPolicy, networkingac.NetworkPolicyApplyConfiguration]
 	configMapCopies *children.Kind[*corev1.ConfigMap, coreac.ConfigMapApplyConfiguration]
 	httpRoutes      *children.Kind[*gatewayv1.HTTPRoute, gatewayac.HTTPRouteApplyConfiguration]
+	backendTLS      *children.Kind[*gatewayv1.BackendTLSPolicy, gatewayac.BackendTLSPolicyApplyConfiguration]
 	serviceMonitors *children.Kind[*unstructured.Unstructured, unstructured.Unstructured]
 	routes          *children.Kind[*unstructured.Unstructured, unstructured.Unstructured]
 	// optionalKinds are the kinds whose API the cluster may not serve, each watched

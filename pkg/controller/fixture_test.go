@@ -161,10 +161,14 @@ func (f *fixture) serveHTTPRoutes() {
 // the HTTPRoute API.
 func (f *fixture) serveServiceMonitors() { f.serveUnstructured(children.ServiceMonitorKind) }
 
+// serveBackendTLSPolicies makes the BackendTLSPolicy API served.
+func (f *fixture) serveBackendTLSPolicies() { f.serveUnstructured("BackendTLSPolicy") }
+
 // serveOpenShiftRoutes makes the OpenShift Route API served.
 func (f *fixture) serveOpenShiftRoutes() { f.serveUnstructured(children.RouteKind) }
 
-// serveUnstructured makes the API of an optional kind of the dynamic client served.
+// serveUnstructured makes the API of an optional kind served (one of the dynamic
+// client, or any other whose cache refreshCaches fills).
 func (f *fixture) serveUnstructured(kind string) {
 	f.t.Helper()
 	k := f.optionalKind(kind)
@@ -220,6 +224,10 @@ func (f *fixture) refreshCaches() {
 	if routes := f.routeKind().cache(); routes != nil {
 		list, err := f.gatewayclient.GatewayV1().HTTPRoutes("").List(ctx, all)
 		fill(routes, strip, managed, list, err)
+	}
+	if policies := f.optionalKind("BackendTLSPolicy").cache(); policies != nil {
+		list, err := f.gatewayclient.GatewayV1().BackendTLSPolicies("").List(ctx, all)
+		fill(policies, strip, managed, list, err)
 	}
 	if gateways := f.optionalKind("Gateway").cache(); gateways != nil {
 		// (The Gateway API fake cannot store Gateways: its field manager maps no such

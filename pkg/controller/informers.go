@@ -98,3 +98,14 @@ func newHTTPRouteInformer(client gatewayclient.Interface, namespace string) cach
 	_ = informer.SetTransform(children.TransformStripManagedFields)
 	return informer
 }
+
+// newBackendTLSPolicyInformer is the informer of the BackendTLSPolicy children, as
+// newHTTPRouteInformer is of the HTTPRoutes.
+func newBackendTLSPolicyInformer(client gatewayclient.Interface, namespace string) cache.SharedIndexInformer {
+	informer := gatewayinformers.NewFilteredBackendTLSPolicyInformer(client, namespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = children.ManagedSelector() })
+	// Only fails once the informer has started.
+	_ = informer.SetTransform(children.TransformStripManagedFields)
+	return informer
+}

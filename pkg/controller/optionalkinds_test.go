@@ -36,6 +36,11 @@ func httpRouteCRD(served bool) *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
+// backendTLSPolicyCRD is Gateway API's BackendTLSPolicy CRD, established, serving v1.
+func backendTLSPolicyCRD() *apiextensionsv1.CustomResourceDefinition {
+	return establishedCRD(children.BackendTLSPolicyResource, "BackendTLSPolicy")
+}
+
 func TestServesVersion(t *testing.T) {
 	assert.True(t, servesVersion(httpRouteCRD(true), "v1"))
 	assert.False(t, servesVersion(httpRouteCRD(false), "v1"), "v1 not served")

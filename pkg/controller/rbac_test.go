@@ -209,13 +209,16 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		opConfig(true),
 		configMap("shared", "run", map[string]string{llsd.UserConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
 		configMap(testNamespace, "ca", map[string]string{revision.CABundleKey: testCertPEMs(t, 1)[0]}, nil),
+		newTestServing(t, "routed-service."+testNamespace+".svc").secret("routed-cert"),
 	)
-	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute and a
-	// ServiceMonitor are made and deleted too.
-	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true), gatewayCRD(), serviceMonitorCRD(), routeCRD())
+	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute (to a
+	// server that serves TLS, so with a BackendTLSPolicy and its CA) and a ServiceMonitor
+	// are made and deleted too.
+	crdclient := apiextensionsfake.NewClientset(httpRouteCRD(true), gatewayCRD(), backendTLSPolicyCRD(), serviceMonitorCRD(), routeCRD())
 	gatewayclient := gatewayfake.NewClientset()
 	dynamicclient := newMonitoringClient(t)
-	require.NoError(t, client.Tracker().Add(newLLSD("routed", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))))
+	require.NoError(t, client.Tracker().Add(newLLSD("routed", withServerTLS("routed-cert"),
+		exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"}))))
 	require.NoError(t, client.Tracker().Add(newLLSD("openshift", exposedAsRoute("llama.apps.example.com", nil))))
 	// No recorder: the controller records Events through the API, as in a cluster.
 	c, done := runControllerWith(ctx, t, client, kubeclient, func(cfg *Config) {
@@ -289,6 +292,14 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		return err == nil
 	}
 	waitFor("the HTTPRoute is created", routeExists)
+	policyExists := func() bool {
+		_, err := gatewayclient.Tracker().Get(children.BackendTLSPolicyResource, ns, "routed-backend-tls")
+		require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+		return err == nil
+	}
+	backendCA := corev1.SchemeGroupVersion.WithResource("configmaps")
+	waitFor("the BackendTLSPolicy is created", policyExists)
+	waitFor("its CA is created", func() bool { return exists(backendCA, "routed-backend-ca") })
 	// The fake's status update stores the whole object the controller read, so a status
 	// write racing this edit can undo it: the edit is made again until it holds.
 	unroute := func() {
@@ -301,6 +312,10 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		require.NoError(t, client.Tracker().Update(llsdGVR, l, ns))
 	}
 	waitFor("the HTTPRoute is deleted", func() bool { unroute(); return !routeExists() })
+	waitFor("the BackendTLSPolicy and its CA are deleted", func() bool {
+		unroute()
+		return !policyExists() && !exists(backendCA, "routed-backend-ca")
+	})
 	// A repeated Event is patched (its count) by the recorder rather than created again.
 	for range 2 {
 		c.recorder.Event(hub(broken), corev1.EventTypeWarning, "Repeated", "the same event twice")

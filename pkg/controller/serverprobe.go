@@ -22,28 +22,38 @@ func probeService(l *v1alpha2.LlamaStackDistribution) probe.Service {
 }
 
 // probeTLS is how the controller reaches the server of d: nil when d's pods serve plain
-// HTTP; else trusting the last good read of the TLS Secret's ca.crt and the CA bundle d
-// mounts (read live only when its content changes: caTrust).
+// HTTP; else trusting serverRoots.
 func (c *Controller) probeTLS(ctx context.Context, l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) *probe.TLS {
 	if !children.ServesTLS(d) {
 		return nil
 	}
+	return &probe.TLS{RootCAs: c.serverRoots(ctx, l, d)}
+}
+
+// serverRoots are the CA certificates (PEM) that verify the server of d: the last good
+// read of the TLS Secret's ca.crt and the CA bundle d mounts (read live only when its
+// content changes: caTrust); empty when neither is known.
+func (c *Controller) serverRoots(ctx context.Context, l *v1alpha2.LlamaStackDistribution, d *appsv1.Deployment) []byte {
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
-	t := &probe.TLS{}
+	var roots []byte
 	if last := c.resolver.LastTLS(key); last != nil {
-		t.RootCAs = append(t.RootCAs, last.CA...)
+		roots = append(roots, last.CA...)
 	}
-	if hash := d.Spec.Template.Annotations[llsd.AnnotationCABundleHash]; hash != "" {
+	hash := ""
+	if d != nil {
+		hash = d.Spec.Template.Annotations[llsd.AnnotationCABundleHash]
+	}
+	if hash != "" {
 		name := llsd.CABundleConfigMapName(l)
 		content, _, found, err := c.caTrust.Live(ctx, c.kubeclient.CoreV1(), key, l.Namespace, name, revision.CABundleKey, hash)
 		if err != nil {
-			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle for the server probe", "configMap", klog.KRef(l.Namespace, name), "err", err)
+			klog.FromContext(ctx).V(2).Info("Could not read the CA bundle the server trusts", "configMap", klog.KRef(l.Namespace, name), "err", err)
 		} else if found {
-			if len(t.RootCAs) > 0 && !strings.HasSuffix(string(t.RootCAs), "\n") {
-				t.RootCAs = append(t.RootCAs, '\n')
+			if len(roots) > 0 && !strings.HasSuffix(string(roots), "\n") {
+				roots = append(roots, '\n')
 			}
-			t.RootCAs = append(t.RootCAs, content...)
+			roots = append(roots, content...)
 		}
 	}
-	return t
+	return roots
 }

@@ -213,6 +213,9 @@ func (c *Controller) applyChildren(ctx context.Context, l *v1alpha2.LlamaStackDi
 		running = in.plan.desired
 	}
 	in.listening = children.ListeningFrom(l, running, dep.ServerVersion)
+	if children.WantsBackendTLSPolicy(l, in.listening) {
+		in.backendCA = c.serverRoots(ctx, l, running)
+	}
 	for _, child := range c.table.afterClaim() {
 		f.reportEach(child.sync(ctx, l, in, obs))
 	}

@@ -221,6 +221,10 @@ func volumeMountWarningCondition(obs Observed) conditionUpdate {
 // until it has one) when the CR asks to be exposed, else none.
 func routeURL(l *v1alpha2.LlamaStackDistribution, obs Observed) *string {
 	if children.WantsHTTPRoute(l) {
+		if obs.BackendTLSPolicyAPI == children.APIAbsent {
+			// The Gateway would speak plain HTTP to a server that serves TLS.
+			return ptr.To("")
+		}
 		return ptr.To(children.HTTPRouteURL(l, obs.HTTPRoute, obs.HTTPRouteEndpoint))
 	}
 	if children.WantsRoute(l) {
@@ -238,10 +242,13 @@ func routeURL(l *v1alpha2.LlamaStackDistribution, obs Observed) *string {
 
 // exposedCondition is Exposed: for a CR exposed through an HTTPRoute or a Route,
 // whether the cluster serves the API and the Gateways (or routers) accept the route;
-// absent otherwise. Until the controller knows (the API's discovery, the route's first
-// write), the last report stands.
+// absent otherwise. An HTTPRoute to a server that serves TLS also needs the
+// BackendTLSPolicy API. Until the controller knows (the API's discovery, the route's
+// first write), the last report stands.
 func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
 	switch {
+	case children.WantsHTTPRoute(l) && obs.HTTPRouteAPI != children.APIAbsent && obs.BackendTLSPolicyAPI == children.APIAbsent:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonBackendTLSNotServed, backendTLSNotServed)
 	case children.WantsHTTPRoute(l):
 		return routeCondition(obs.HTTPRouteAPI, obs.HTTPRoute != nil,
 			"The cluster does not serve "+children.HTTPRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
@@ -255,6 +262,13 @@ func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditio
 	}
 	return dropped
 }
+
+// backendTLSNotServed is Exposed's message for an HTTPRoute to a TLS server on a
+// cluster without the BackendTLSPolicy API.
+var backendTLSNotServed = "The server serves HTTPS (spec.networking.tls) and the cluster does not serve " +
+	children.BackendTLSPolicyResource.GroupVersion().String() + " BackendTLSPolicy, which tells the Gateway to speak TLS to it: " +
+	"the Gateway would send plain HTTP to the server's HTTPS port. Install the Gateway API standard CRDs of v1.4 or later " +
+	"(they include BackendTLSPolicy), or expose the server another way"
 
 // routeCondition is Exposed for a route of an optional kind: False with notServed
 // while the cluster does not serve the kind, what accepted says once the route was

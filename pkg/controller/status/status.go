@@ -34,6 +34,11 @@ type Observed struct {
 	HTTPRouteAPI children.APIState
 	// HTTPRouteEndpoint is where the Gateways serve the HTTPRoute (children.HTTPRouteEndpoint).
 	HTTPRouteEndpoint children.RouteEndpoint
+	// BackendTLSPolicy and BackendTLSPolicyAPI are the same for the BackendTLSPolicy of
+	// an HTTPRoute to a server that serves TLS (children.APIUnknown when the sync did not
+	// look: the CR's server does not serve TLS, or is not exposed through an HTTPRoute).
+	BackendTLSPolicy    *gatewayv1.BackendTLSPolicy
+	BackendTLSPolicyAPI children.APIState
 	// Route and RouteAPI are the same for an OpenShift Route.
 	Route    *unstructured.Unstructured
 	RouteAPI children.APIState

@@ -153,4 +153,8 @@ const (
 	// ReasonAPINotServed: the cluster does not serve the API of the kind asked for
 	// (gateway.networking.k8s.io/v1 for an HTTPRoute).
 	ReasonAPINotServed = "APINotServed"
+	// ReasonBackendTLSNotServed: the route is to a server that serves TLS, and the
+	// cluster does not serve gateway.networking.k8s.io/v1 BackendTLSPolicy, which tells
+	// the Gateway to speak TLS to it: the Gateway would send plain HTTP to an HTTPS port.
+	ReasonBackendTLSNotServed = "BackendTLSNotServed"
 )

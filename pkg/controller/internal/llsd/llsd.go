@@ -96,6 +96,14 @@ func UserConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
 }
 func CABundleConfigMapName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-ca-bundle" }
 
+// BackendTLSPolicyName is the BackendTLSPolicy that has the Gateways of an HTTPRoute
+// speak TLS to a server that serves it; BackendCAConfigMapName holds the CA they
+// verify it with.
+func BackendTLSPolicyName(l *v1alpha2.LlamaStackDistribution) string {
+	return l.Name + "-backend-tls"
+}
+func BackendCAConfigMapName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-backend-ca" }
+
 // SelectorLabels select the server pods: the Deployment, Service, PDB and NetworkPolicy selector.
 // They never change, so upstream's objects can be taken over.
 func SelectorLabels(l *v1alpha2.LlamaStackDistribution) map[string]string {
