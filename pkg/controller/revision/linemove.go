@@ -17,10 +17,12 @@ import (
 // A config its user wrote (overrideConfig, v1alpha1 userConfig) is checked before it
 // is rolled out, against the server version that will read it (the image's, when its
 // pin or tag tells it): configgen.Preflight finds what that server refuses at start-up
-// as far as the file tells (an API, provider type or key it lacks, a provider whose
+// as far as the file tells (an API or provider type it lacks, a provider whose
 // dependency is missing or without a field it requires). A file that would not start
 // is never rolled out: the CR keeps what runs and says which line fails on which
-// version. When the image changes version under an unchanged file (a new pin, or
+// version. Keys that version merely ignores (configgen.Ignored: a top-level safety on
+// 1.x, ...) do not hold a file back: it is rolled out, and a ConfigKeyIgnored Warning
+// names them, once per file content and version. When the image changes version under an unchanged file (a new pin, or
 // image-overrides), the message also says how to keep the old line. The file is read
 // live only when its content (or the image) changes, and remembered by its content
 // hash. The annotation llamastack.io/skip-config-check: "true" on the CR skips the
