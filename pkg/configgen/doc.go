@@ -78,8 +78,9 @@
 //   - Disabled APIs leave both apis and providers (the server starts every
 //     listed provider), with the resources and defaults that need them.
 //     Disabling an API the CR configures, one its resources need, or one a
-//     remaining provider hard-depends on is an error; so is an API the
-//     server version does not have.
+//     remaining provider hard-depends on is an error. An API the server
+//     version does not have is absent, as asked: Output.Ignored says so
+//     (an error only when the version has it under another name).
 //   - Resources are added to the base's (an entry with the same id is
 //     replaced). A model without provider goes to the CR's first inference
 //     provider, else the base's first whose id is not an ${env...}

@@ -8,12 +8,11 @@ import (
 )
 
 // Fits reports what in a config the user wrote (overrideConfig, v1alpha1 userConfig)
-// server version v lacks, so that the config is not rolled onto a server that would
-// refuse it at start: an API it does not have (in apis or providers: "API 'safety'
-// does not exist"), a provider type it does not have, or a key that names an API it
-// lost (registered_resources.shields and the top-level safety from 1.0; datasets,
-// scoring_fns and benchmarks from 0.8). Unlike Validate it is not strict about keys
-// no version reads: the server ignores those, and the file is the user's.
+// server version v lacks and stops on, so that the config is not rolled onto a server
+// that would refuse it at start: an API it does not have (in apis or providers: "API
+// 'safety' does not exist"), or a provider type it does not have. Unlike Validate it
+// is not strict about keys: the server ignores the keys it does not read (Ignored
+// lists those an earlier version read), and the file is the user's.
 func Fits(configYAML []byte, v Version) error {
 	if ok, why := v.supported(); !ok {
 		return fmt.Errorf("%s", why)
@@ -37,19 +36,6 @@ func Fits(configYAML []byte, v Version) error {
 	for _, api := range sortedKeys(prov) {
 		if !hasAPI(v, api) {
 			bad("providers.%s: server %s has no %s API%s", api, v, api, renameHint(api, v))
-		}
-	}
-	if _, ok := cfg["safety"]; ok && v.from(1, 0) {
-		bad("safety (default_shield_id): removed in 1.0 with the safety API")
-	}
-	if rr, ok := cfg["registered_resources"].(map[string]any); ok {
-		if l, _ := rr["shields"].([]any); len(l) > 0 && v.from(1, 0) {
-			bad("registered_resources.shields: removed in 1.0 with the safety API")
-		}
-		for _, k := range []string{"datasets", "scoring_fns", "benchmarks"} {
-			if l, _ := rr[k].([]any); len(l) > 0 && v.OGX() {
-				bad("registered_resources.%s: removed in 0.8 with the datasetio, scoring and eval APIs", k)
-			}
 		}
 	}
 	unknown, _ := checkRegistry(cfg, v)
@@ -82,8 +68,8 @@ func ServerTLS(configYAML []byte) (certFile, keyFile string, err error) {
 }
 
 // Preflight reports what in a config the user wrote server version v would refuse at
-// start-up, as far as the file alone tells: what Fits finds (an API, provider type or
-// key the version lacks), a provider whose API dependency the config does not provide
+// start-up, as far as the file alone tells: what Fits finds (an API or provider type
+// the version lacks), a provider whose API dependency the config does not provide
 // ("required dependency ... is not available"), and a provider config without a field
 // the version requires. It does not look at ${env.X} references: the image may set
 // variables the controller does not know.

@@ -1,8 +1,12 @@
 package configgen
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestFits(t *testing.T) {
@@ -30,11 +34,14 @@ some_key_no_server_reads: true
 		"apis lists eval, which server 1.3.0 does not have (removed in 0.8",
 		"providers.safety: server 1.3.0 has no safety API",
 		"providers.eval: server 1.3.0 has no eval API",
-		"safety (default_shield_id): removed in 1.0",
-		"registered_resources.shields: removed in 1.0",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	for _, ignored := range []string{"default_shield_id", "registered_resources.shields"} {
+		if strings.Contains(err.Error(), ignored) {
+			t.Errorf("1.3.0 ignores %s, so it is not refused: %v", ignored, err)
 		}
 	}
 	if strings.Contains(err.Error(), "some_key") {
@@ -51,6 +58,36 @@ some_key_no_server_reads: true
 	b, _ := base.Base()
 	if err := Fits(b, mustVersion(t, base.ServerVersion)); err != nil {
 		t.Errorf("the starter base: %v", err)
+	}
+}
+
+// Ignored names each key an earlier version read that v drops, only from the version
+// that drops it, and only when it says something.
+func TestIgnored(t *testing.T) {
+	const cfg = "version: 2\ntelemetry: {enabled: true}\nsafety: {default_shield_id: g}\n" +
+		"registered_resources: {shields: [{shield_id: g}], datasets: [], benchmarks: [{benchmark_id: b}], connectors: [{connector_id: c}]}\n" +
+		"server: {port: 8321, cors: false, quota: {kvstore: {backend: kv_default}}}\n"
+	for version, want := range map[string][]string{
+		"0.3.4": nil,
+		"0.4.2": {"telemetry"},
+		"0.7.1": {"telemetry", "registered_resources.connectors"},
+		"0.8.0": {"telemetry", "registered_resources.connectors", "registered_resources.benchmarks"},
+		"1.3.0": {"telemetry", "registered_resources.connectors", "registered_resources.benchmarks", "registered_resources.shields", "safety", "server.quota"},
+	} {
+		got := Ignored([]byte(cfg), mustVersion(t, version))
+		var keys []string
+		for _, g := range got {
+			keys = append(keys, g[:strings.Index(g, ":")])
+			if !strings.Contains(g, "server "+version+" ignores it (") {
+				t.Errorf("%s: %q does not name the version and what replaced the key", version, g)
+			}
+		}
+		if strings.Join(keys, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: ignored %v, want %v", version, keys, want)
+		}
+	}
+	if got := Ignored([]byte("version: [2"), mustVersion(t, "1.3.0")); got != nil {
+		t.Errorf("a config that does not parse: %v", got)
 	}
 }
 
@@ -77,6 +114,8 @@ func TestPreflight(t *testing.T) {
 			want:   "neither distro_name nor image_name is set: server 1.3.0 requires one",
 		},
 		"no providers": {config: "version: 2\ndistro_name: mine\n", want: "providers is missing"},
+		"keys 1.3 ignores": {config: "version: 2\ndistro_name: mine\napis: [inference]\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n" +
+			"safety: {default_shield_id: g}\nregistered_resources: {shields: [{shield_id: g}], datasets: [{dataset_id: d}]}\nserver: {cors: true}\n"},
 		"apis null": {
 			config: "version: 2\napis: null\nproviders:\n  inference: [{provider_id: vllm, provider_type: remote::vllm, config: {base_url: 'http://v'}}]\n",
 			want:   "apis is null",
@@ -151,4 +190,54 @@ func TestPreflightStartupChecks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPreflightGolden judges the user configs of testdata/preflight/<case> as the
+// controller does before a rollout: config.yaml at the case's server-version. A case
+// with want-error.txt is refused, with each of its lines in the message; any other is
+// rolled out, with exactly the lines of want-ignored.txt as what the version ignores
+// (none when it has no such file). testdata/preflight/README.md records what the
+// server's own start-up checks said of each case at its tag.
+func TestPreflightGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/preflight/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, dir := range dirs {
+		if filepath.Ext(dir) == ".md" {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			config, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := mustVersion(t, strings.TrimSpace(string(must(os.ReadFile(filepath.Join(dir, "server-version"))))))
+			perr := Preflight(config, v)
+			if want := readLines(t, filepath.Join(dir, "want-error.txt")); want != nil {
+				if perr == nil {
+					t.Fatalf("Preflight accepted the config, want an error with %q", want)
+				}
+				for _, w := range want {
+					if !strings.Contains(perr.Error(), w) {
+						t.Errorf("Preflight = %v, want it to say %q", perr, w)
+					}
+				}
+				return
+			}
+			if perr != nil {
+				t.Fatalf("Preflight: %v", perr)
+			}
+			if d := cmp.Diff(readLines(t, filepath.Join(dir, "want-ignored.txt")), Ignored(config, v)); d != "" {
+				t.Errorf("ignored (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func must[T any](x T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return x
 }

@@ -63,6 +63,9 @@ type Output struct {
 	// settings key that looks like a secret, written into the ConfigMap as a
 	// literal value.
 	Warnings []string
+	// Ignored are what the CR says that server version does not have, so it has
+	// no effect there: a spec.disabled entry naming an API the version lacks.
+	Ignored []string
 }
 
 // ResolvedProvider is one provider of the generated config. ID is as
@@ -207,7 +210,7 @@ func Generate(in Input) (*Output, error) {
 		return nil, invalid("spec", "the generated config is not one server %s reads: %v", v, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved(), Distro: g.distro, Warnings: g.warnings}, nil
+	return &Output{Config: out, Env: g.env.vars(), Hash: hex.EncodeToString(sum[:]), Providers: g.resolved(), Distro: g.distro, Warnings: g.warnings, Ignored: g.ignored}, nil
 }
 
 // gen holds one generation: the config as a generic tree (so the parts the
@@ -227,6 +230,8 @@ type gen struct {
 	tls *TLSFiles
 	// warnings are Output.Warnings.
 	warnings []string
+	// ignored are Output.Ignored.
+	ignored []string
 }
 
 func decodeJSON(raw []byte, out any) error {
@@ -315,7 +320,10 @@ func (g *gen) checkAPIs() error {
 		field := fmt.Sprintf("spec.disabled[%d]", i)
 		s := serverAPIName(d)
 		if s == "" || !hasAPI(g.v, s) {
-			return invalid(field, "server %s has no %s API%s", g.v, d, renameHint(s, g.v))
+			if err := g.disabledAbsent(field, d, s); err != nil {
+				return err
+			}
+			continue
 		}
 		if configured[s] {
 			return invalid(field, "%s is disabled and also has providers in spec.providers.%s", d, d)
@@ -333,6 +341,22 @@ func (g *gen) checkAPIs() error {
 			}
 		}
 	}
+	return nil
+}
+
+// disabledAbsent judges a spec.disabled entry naming an API server version g.v does
+// not have. The API is absent, which is what the entry asks: a warning says so, so that
+// a CR written for another version keeps working (disabled: [eval] from 0.7 on 1.x). An
+// API the version has under another name (agents and responses around 0.7) or built in
+// (telemetry at 0.3) is refused: the entry would not turn it off.
+func (g *gen) disabledAbsent(field string, d v1alpha2.APIName, server string) error {
+	renamed := (server == "agents" && g.v.atLeast(7)) || (server == "responses" && !g.v.atLeast(7)) ||
+		(server == "telemetry" && !g.v.atLeast(4))
+	if server == "" || renamed {
+		return invalid(field, "server %s has no %s API%s", g.v, d, renameHint(server, g.v))
+	}
+	g.ignored = append(g.ignored, fmt.Sprintf("%s: server %s has no %s API%s, so there is nothing to disable; the entry is ignored on this version",
+		field, g.v, d, renameHint(server, g.v)))
 	return nil
 }
 

@@ -24,6 +24,9 @@ type goldenEnv struct {
 	Key    string `json:"key"`
 }
 
+// A case's want-ignored.txt, when it has one, lists Output.Ignored one a line: what
+// the CR asks that the version does not have (none when the file is absent).
+
 // loadCase reads testdata/<dir>: cr.yaml, base.yaml when the case has
 // one, and server-version when it names a distribution on another version
 // than the pinned one. The server version is the named distribution's, or the tag of a
@@ -82,6 +85,9 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("no golden cases: %v", err)
 	}
 	for _, dir := range dirs {
+		if filepath.Base(dir) == "preflight" {
+			continue // the user-config cases of TestPreflightGolden
+		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			in := loadCase(t, dir)
 			out, err := Generate(in)
@@ -134,8 +140,24 @@ func TestGolden(t *testing.T) {
 			if d := cmp.Diff(wantVars, envOf(out)); d != "" {
 				t.Errorf("env (-want +got):\n%s", d)
 			}
+			if d := cmp.Diff(readLines(t, filepath.Join(dir, "want-ignored.txt")), out.Ignored); d != "" {
+				t.Errorf("ignored (-want +got):\n%s", d)
+			}
 		})
 	}
+}
+
+// readLines is the lines of a file, none when there is no file.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 }
 
 func envOf(out *Output) []goldenEnv {
@@ -148,7 +170,7 @@ func envOf(out *Output) []goldenEnv {
 
 func writeGolden(t *testing.T, dir string, out *Output, err error) {
 	t.Helper()
-	for _, f := range []string{"want-config.yaml", "want-env.yaml", "want-error.txt"} {
+	for _, f := range []string{"want-config.yaml", "want-env.yaml", "want-error.txt", "want-ignored.txt"} {
 		_ = os.Remove(filepath.Join(dir, f))
 	}
 	var e *Error
@@ -164,6 +186,11 @@ func writeGolden(t *testing.T, dir string, out *Output, err error) {
 	}
 	if werr := os.WriteFile(filepath.Join(dir, "want-config.yaml"), out.Config, 0o644); werr != nil {
 		t.Fatal(werr)
+	}
+	if len(out.Ignored) > 0 {
+		if werr := os.WriteFile(filepath.Join(dir, "want-ignored.txt"), []byte(strings.Join(out.Ignored, "\n")+"\n"), 0o644); werr != nil {
+			t.Fatal(werr)
+		}
 	}
 	if vars := envOf(out); len(vars) > 0 {
 		b, merr := yaml.Marshal(vars)

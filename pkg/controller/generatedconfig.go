@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,6 +68,9 @@ func (c *Controller) ensureGeneratedConfigMap(ctx context.Context, l *v1alpha2.L
 		Build: func(context.Context, *corev1.ConfigMap, bool) (metav1.Object, error) {
 			for _, w := range g.Out.Warnings {
 				c.recorder.Event(l, corev1.EventTypeWarning, reasonSecretInSettings, w)
+			}
+			if len(g.Out.Ignored) > 0 {
+				c.recorder.Event(l, corev1.EventTypeWarning, revision.ReasonConfigKeyIgnored, strings.Join(g.Out.Ignored, "; "))
 			}
 			return desired, nil
 		},

@@ -389,3 +389,40 @@ func TestUnfinishedGenerationIsNotReported(t *testing.T) {
 	problem := &fault.Problem{Reason: v1alpha2.ReasonConfigInvalid, Message: "bad"}
 	assert.Equal(t, &status.Generation{Problem: problem}, generationForStatus(&revision.Generation{Problem: problem}, l))
 }
+
+// disabled written for 0.7 (safety, eval) on the 1.3 pin: the APIs are absent there,
+// which is what the entries ask. The CR rolls out, its generated config without them,
+// with one Warning that says so, told once.
+func TestDisabledAPIsTheVersionLacksRollOutWithOneWarning(t *testing.T) {
+	l := newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Disabled = []v1alpha2.APIName{v1alpha2.APISafety, v1alpha2.APIEval}
+	})
+	want := expectedGeneration(t, l)
+	f := newFixture(t, l)
+	f.converge("app")
+	d := f.deployment("app")
+	require.NotNil(t, d, "rolled out")
+	assert.Equal(t, "app-config-"+want.Hash, mountedConfig(d))
+	var parsed struct {
+		APIs      []string       `json:"apis"`
+		Providers map[string]any `json:"providers"`
+	}
+	require.NoError(t, yaml.Unmarshal(want.Config, &parsed))
+	for _, api := range []string{"safety", "eval"} {
+		assert.NotContains(t, parsed.APIs, api)
+		assert.NotContains(t, parsed.Providers, api)
+	}
+	cond := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status)
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+revision.ReasonConfigKeyIgnored), "events: %v", events)
+	for _, want := range []string{
+		"spec.disabled[0]: server 1.3.0 has no safety API (removed in 1.0", "spec.disabled[1]: server 1.3.0 has no eval API (removed in 0.8",
+		"nothing to disable",
+	} {
+		assert.True(t, hasEvent(events, want), "no event with %q: %v", want, events)
+	}
+	f.sync("app")
+	assert.Zero(t, countEvents(f.events(), "Warning "+revision.ReasonConfigKeyIgnored), "told once")
+}

@@ -98,3 +98,32 @@ func TestUserConfigPreflight(t *testing.T) {
 	f.converge("app")
 	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 }
+
+// A 1.3 user config with a 0.x top-level safety key: the server ignores it, so the file
+// is rolled out, with one Warning naming the key, the version and what replaced it;
+// not again at the next sync.
+func TestUserConfigIgnoredKeyRollsOutWithOneWarning(t *testing.T) {
+	withSafety := configBoth + "safety: {default_shield_id: llama-guard}\n"
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "")),
+		configMap(testNamespace, "cfg", map[string]string{"config.yaml": withSafety}, nil))
+	f.converge("app")
+	assert.Equal(t, testImage, f.image("app"), "rolled out")
+	assert.NotEqual(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+revision.ReasonConfigKeyIgnored), "events: %v", events)
+	for _, want := range []string{
+		"ConfigMap " + testNamespace + "/cfg", "safety: server 1.3.0 ignores it (removed in 1.0 with the safety API",
+		"moderation_endpoint",
+	} {
+		assert.True(t, hasEvent(events, want), "no event with %q: %v", want, events)
+	}
+	f.sync("app")
+	assert.Zero(t, countEvents(f.events(), "Warning "+revision.ReasonConfigKeyIgnored), "told once")
+
+	// The same keys in a new file content are told again, once.
+	f.putConfigMap(configMap(testNamespace, "cfg", map[string]string{"config.yaml": withSafety + "server: {cors: true}\n"}, nil))
+	f.converge("app")
+	events = f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+revision.ReasonConfigKeyIgnored), "events: %v", events)
+	assert.True(t, hasEvent(events, "server.cors: server 1.3.0 ignores it"), "events: %v", events)
+}

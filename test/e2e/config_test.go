@@ -67,17 +67,18 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	t.Logf("the Deployment was updated %s after the ConfigMap edit", time.Since(start).Round(time.Millisecond))
 	waitReady(t, ns, "app")
 
-	// An edit the server would refuse at start-up (an API 1.x removed) rolls nothing: the
-	// pods keep serving the file they read, the CR stays Ready, the refusal in Progressing.
+	// An edit the server would refuse at start-up (a provider of an API 1.x removed) rolls
+	// nothing: the pods keep serving the file they read, the CR stays Ready, the refusal
+	// in Progressing.
 	before := deployment(t, ns, "app")
 	cm, err = cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})
 	require.NoError(t, err)
-	cm.Data["config.yaml"] = starterConfig + "safety: {default_shield_id: llama-guard}\n"
+	cm.Data["config.yaml"] = starterConfig + "  safety: [{provider_id: llama-guard, provider_type: \"inline::llama-guard\"}]\n"
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	l := waitCondition(t, ns, "app", v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonConfigInvalid)
 	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady), "the CR stays Ready")
-	assert.Contains(t, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing).Message, "removed in 1.0 with the safety API")
+	assert.Contains(t, meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing).Message, "providers.safety: server 1.3.0 has no safety API (removed in 1.0")
 	eventually(t, 30*time.Second, "one Warning Event ConfigInvalid", func(ctx context.Context) (bool, error) {
 		return countCREvents(ctx, ns, "app", corev1.EventTypeWarning, v1alpha2.ReasonConfigInvalid) == 1, nil
 	})

@@ -3,6 +3,7 @@ package revision
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -16,10 +17,12 @@ import (
 // A config its user wrote (overrideConfig, v1alpha1 userConfig) is checked before it
 // is rolled out, against the server version that will read it (the image's, when its
 // pin or tag tells it): configgen.Preflight finds what that server refuses at start-up
-// as far as the file tells (an API, provider type or key it lacks, a provider whose
+// as far as the file tells (an API or provider type it lacks, a provider whose
 // dependency is missing or without a field it requires). A file that would not start
 // is never rolled out: the CR keeps what runs and says which line fails on which
-// version. When the image changes version under an unchanged file (a new pin, or
+// version. Keys that version merely ignores (configgen.Ignored: a top-level safety on
+// 1.x, ...) do not hold a file back: it is rolled out, and a ConfigKeyIgnored Warning
+// names them, once per file content and version. When the image changes version under an unchanged file (a new pin, or
 // image-overrides), the message also says how to keep the old line. The file is read
 // live only when its content (or the image) changes, and remembered by its content
 // hash. The annotation llamastack.io/skip-config-check: "true" on the CR skips the
@@ -30,6 +33,11 @@ const AnnotationSkipConfigCheck = "llamastack.io/skip-config-check"
 
 // ReasonConfigCheckSkipped is the Event of a user config rolled out unchecked.
 const ReasonConfigCheckSkipped = "ConfigCheckSkipped"
+
+// ReasonConfigKeyIgnored is the Warning Event of what a config says that its server
+// version does not read (a key it dropped, a disabled API it lacks): rolled out, not
+// refused, and told once per file content and version.
+const ReasonConfigKeyIgnored = "ConfigKeyIgnored"
 
 // UserConfigField names the user config in both versions.
 const UserConfigField = "spec.overrideConfig (v1alpha1 spec.server.userConfig)"
@@ -64,6 +72,14 @@ func (r *Resolver) checkUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDi
 	}
 	perr := configgen.Preflight(content, v)
 	if perr == nil {
+		r.tellIgnored(l, uc.Hash+"@"+to, func() string {
+			ignored := configgen.Ignored(content, v)
+			if len(ignored) == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%s (ConfigMap %s/%s) is rolled out on server %s (image %s), which starts without what these keys say: %s. Remove them from the file to silence this warning",
+				UserConfigField, ns, name, to, image, strings.Join(ignored, "; "))
+		})
 		return nil, nil
 	}
 	running := r.RunningImage(l)
@@ -96,4 +112,17 @@ func (r *Resolver) readUserConfig(ctx context.Context, l *v1alpha2.LlamaStackDis
 	ns, name := uc.SourceName(l)
 	content, _, found, err := r.userConfigs.Live(ctx, r.Client.CoreV1(), cache.ObjectName{Namespace: l.Namespace, Name: l.Name}, ns, name, llsd.UserConfigKey, uc.Hash)
 	return content, found, err
+}
+
+// tellIgnored records, once per CR and key (the file's content hash and server
+// version), the ConfigKeyIgnored Warning that message returns, if any.
+func (r *Resolver) tellIgnored(l *v1alpha2.LlamaStackDistribution, key string, message func() string) {
+	name := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
+	if prev, ok := r.ignoredTold.Load(name); ok && prev.(string) == key {
+		return
+	}
+	r.ignoredTold.Store(name, key)
+	if m := message(); m != "" {
+		r.Recorder.Event(l, corev1.EventTypeWarning, ReasonConfigKeyIgnored, m)
+	}
 }

@@ -76,6 +76,9 @@ type Resolver struct {
 	// skippedChecks remembers, per CR, the user config (hash@version) whose skipped
 	// check was last told in an Event.
 	skippedChecks sync.Map
+	// ignoredTold remembers, per CR, the user config (hash@version) whose ignored keys
+	// were last judged, so that their Warning is told once.
+	ignoredTold sync.Map
 	// tlsSecrets remembers, per CR, the last read of its TLS Secret (tlsSecretMemo).
 	tlsSecrets tlsSecretMemos
 }
@@ -86,6 +89,7 @@ func (r *Resolver) Forget(key cache.ObjectName) {
 	r.userConfigs.Forget(key)
 	r.tlsSecrets.forget(key)
 	r.skippedChecks.Delete(key)
+	r.ignoredTold.Delete(key)
 }
 
 // LastTLS is the last good read of the CR's TLS Secret, for the probe's trust; nil when
