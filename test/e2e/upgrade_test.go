@@ -229,8 +229,14 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	require.NotEmpty(t, pinned)
 	require.Less(t, len(pinned), len(names), "a CR with a direct image too")
 	after := u.snapshot(t, ns)
-	assertUpgradeChanges(t, before, after, pinned)
-	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names, pinned)
+	// The pinned server serves metrics, but only with one worker: each worker would
+	// start the endpoint on the same port.
+	metricsOn := map[string]bool{}
+	for name, c := range created {
+		metricsOn[name] = pinServesMetrics(pinned[name]) && ptr.Deref(c.Spec.Server.Workers, 1) == 1
+	}
+	assertUpgradeChanges(t, before, after, pinned, metricsOn)
+	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names, metricsOn)
 
 	// A restart of the controller writes nothing in the namespace: the pin was applied
 	// once, and the Deployments are as the first sync left them.
@@ -289,7 +295,7 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 //     annotation naming the pinned image, and the server's image moved to it from the
 //     previous release's :latest, nothing else of its spec: one new ReplicaSet runs the
 //     pinned image, and the old one is kept.
-func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.Unstructured, pinned map[string]string) {
+func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.Unstructured, pinned map[string]string, metricsOn map[string]bool) {
 	t.Helper()
 	// owner is the Deployment a ReplicaSet or pod belongs to (a pod through its ReplicaSet).
 	owner := func(o *unstructured.Unstructured) string {
@@ -341,14 +347,14 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 				return o
 			}
 			want, got := strip(b), strip(a)
-			if resource == "services" && pinServesMetrics(pinned[owner(b)]) {
+			if resource == "services" && metricsOn[owner(b)] {
 				// The pinned server serves metrics: the Service gains their port, after the
 				// API's, in the one write of it.
 				ports, _, _ := unstructured.NestedSlice(want, "spec", "ports")
 				ports = append(ports, map[string]any{"name": "metrics", "port": int64(9464), "protocol": "TCP", "targetPort": "metrics"})
 				require.NoError(t, unstructured.SetNestedSlice(want, ports, "spec", "ports"))
 			}
-			if resource == "networkpolicies" && pinServesMetrics(pinned[owner(b)]) {
+			if resource == "networkpolicies" && metricsOn[owner(b)] {
 				// And the NetworkPolicy a rule admitting scrapes of that port.
 				rules, _, _ := unstructured.NestedSlice(want, "spec", "ingress")
 				require.NoError(t, unstructured.SetNestedSlice(want, append(rules, metricsRule(t, rules)), "spec", "ingress"))
@@ -393,8 +399,8 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 			server["image"] = image
 			server["env"] = gotServer["env"]
 			delete(server, "command")
-			if pinServesMetrics(image) {
-				assert.True(t, envNames["OGX_METRICS_ENDPOINT_ENABLED"], "%s: the metrics endpoint is turned on", key)
+			assert.Equal(t, metricsOn[b.GetName()], envNames["OGX_METRICS_ENDPOINT_ENABLED"], "%s: the metrics endpoint is on for one worker", key)
+			if metricsOn[b.GetName()] {
 				ports, _ := server["ports"].([]any)
 				server["ports"] = append(ports, map[string]any{"name": "metrics", "containerPort": int64(9464), "protocol": "TCP"})
 			}
@@ -491,7 +497,7 @@ func metricsRule(t *testing.T, rules []any) map[string]any {
 // patch of each Deployment (the image annotation, or the pin) and of the Service and
 // NetworkPolicy of each CR whose pinned server serves metrics (their port, and a rule
 // for it), nothing else of any child, only status writes of the CRs and Events besides.
-func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, pinned map[string]string) {
+func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, metricsOn map[string]bool) {
 	t.Helper()
 	patched := map[string]int{}
 	var all []string
@@ -514,7 +520,7 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 	want := map[string]int{}
 	for _, name := range names {
 		want[name] = 1
-		if pinServesMetrics(pinned[name]) {
+		if metricsOn[name] {
 			want["services/"+name+"-service"] = 1
 			want["networkpolicies/"+name+"-network-policy"] = 1
 		}
