@@ -347,12 +347,12 @@ func (e serverChild) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributio
 		return err
 	}
 	obs.Deployment, obs.Rollback = dep, &rb
-	current := ""
-	if in.rev.Gen != nil {
-		current = in.rev.Gen.ConfigMapName(l)
+	var current []string
+	if uc := in.rev.UserConfig; uc != nil {
+		current = append(current, uc.MountName)
 	}
-	return errors.Join(e.c.deleteUnneededConfigMaps(ctx, l, in.rev.UserConfig, in.rev.CARefs, dep),
-		e.c.deleteUnusedGeneratedConfigMaps(ctx, l, current, dep))
+	return errors.Join(e.c.deleteUnneededConfigMaps(ctx, l, in.rev.CARefs, dep),
+		e.c.deleteUnusedConfigMaps(ctx, l, current, dep))
 }
 
 func (e serverChild) observe(l *v1alpha2.LlamaStackDistribution, _ childInputs, obs *status.Observed) {

@@ -46,7 +46,7 @@ func TestEveryChildIsCreatedByServerSideApply(t *testing.T) {
 			assert.True(t, applied, "%s has no Apply entry of %s: %+v", k.kind, FieldManager, obj.GetManagedFields())
 		})
 	}
-	assert.Equal(t, "user-config", f.stored(kindConfigMapCopy, "app-user-config").GetLabels()["app.kubernetes.io/component"])
+	assert.Equal(t, "user-config", f.stored(kindConfigMapCopy, sharedConfigCopyName(hub(l))).GetLabels()["app.kubernetes.io/component"])
 
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")), "a resync of an unchanged CR sends nothing")
@@ -62,7 +62,7 @@ func TestEveryChildIsWrittenAsItsBuilderMakesIt(t *testing.T) {
 		{"patch", "persistentvolumeclaims", "app-pvc", children.NewPVC(l)},
 		{"patch", "services", "app-service", children.NewService(l, children.AskedListening(l, starterVersion()))},
 		{"patch", "networkpolicies", "app-network-policy", children.NewNetworkPolicy(l, testOperatorNamespace, children.AskedListening(l, starterVersion()))},
-		{"patch", "configmaps", "app-user-config", nil},
+		{"patch", "configmaps", sharedConfigCopyName(l), nil},
 		{"patch", "deployments", "app", nil},
 		{"patch", "horizontalpodautoscalers", "app-hpa", children.NewHPA(l)},
 		{"patch", "poddisruptionbudgets", "app-pdb", children.NewPDB(l)},
@@ -206,7 +206,7 @@ func TestChildIsDeletedWhenNoLongerWanted(t *testing.T) {
 			disable: func(f *fixture) {
 				f.updateLLSD("app", func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.UserConfig = nil })
 			},
-			kind: kindConfigMapCopy, name: "app-user-config",
+			kind: kindConfigMapCopy, name: sharedConfigCopyName(hub(newLLSDv1("app"))),
 		},
 	}
 	for name, tc := range tests {

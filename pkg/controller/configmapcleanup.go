@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,12 +20,13 @@ import (
 // Deleting the managed ConfigMaps a CR no longer needs, once no pod template that
 // may still run mounts them.
 
-// deleteUnneededConfigMaps deletes the managed ConfigMaps (the user-config copy and
-// the CA bundle) that the CR no longer needs, once dep, the Deployment as the API server
-// has it, no longer mounts them and has rolled out: pods never lose a volume they still
-// use (the old pods of a rollout still mount it; the Deployment's status events bring
-// the CR back once the rollout is complete).
-func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *revision.UserConfig, caRefs []revision.CARef, dep *appsv1.Deployment) error {
+// deleteUnneededConfigMaps deletes the managed ConfigMaps of one name per CR (the CA
+// bundle, and the user-config copy an earlier release rewrote in place) that the CR no
+// longer needs, once dep, the Deployment as the API server has it, no longer mounts them
+// and has rolled out: pods never lose a volume they still use (the old pods of a rollout
+// still mount it; the Deployment's status events bring the CR back once the rollout is
+// complete).
+func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, caRefs []revision.CARef, dep *appsv1.Deployment) error {
 	if dep != nil {
 		if _, reason, _ := rollout.Progress(dep, nil); reason != v1alpha2.ReasonRolloutComplete {
 			return nil
@@ -35,7 +37,7 @@ func (c *Controller) deleteUnneededConfigMaps(ctx context.Context, l *v1alpha2.L
 		name   string
 		needed bool
 	}{
-		{llsd.UserConfigCopyName(l), uc != nil && uc.Source != nil},
+		{llsd.LegacyUserConfigCopyName(l), false},
 		{llsd.CABundleConfigMapName(l), len(caRefs) > 0},
 	} {
 		if cm.needed || mountsConfigMap(dep, cm.name) {
@@ -51,13 +53,14 @@ func mountsConfigMap(d *appsv1.Deployment, name string) bool {
 	return d != nil && templateMountsConfigMap(&d.Spec.Template.Spec, name)
 }
 
-// deleteUnusedGeneratedConfigMaps deletes the CR's generated ConfigMaps other than
-// current that neither the Deployment nor any of its ReplicaSets mounts, once the
-// Deployment has rolled out: `kubectl rollout undo` to a revision still kept finds its
-// ConfigMap. The CR's ConfigMaps are found through the owner index of the ConfigMap
-// cache, the ReplicaSets through the ReplicaSet cache: a sync sends a request only to
-// delete.
-func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, current string, dep *appsv1.Deployment) error {
+// deleteUnusedConfigMaps deletes the CR's ConfigMaps named by their content (the
+// generated configs and the user-config copies) other than current (those the revision
+// mounts) that neither the Deployment nor any of its ReplicaSets mounts, once the
+// Deployment has rolled out: a rollback, or `kubectl rollout undo` to a revision still
+// kept, finds its ConfigMap. The CR's ConfigMaps are found through the owner index of
+// the ConfigMap cache, the ReplicaSets through the ReplicaSet cache: a sync sends a
+// request only to delete.
+func (c *Controller) deleteUnusedConfigMaps(ctx context.Context, l *v1alpha2.LlamaStackDistribution, current []string, dep *appsv1.Deployment) error {
 	owned, err := c.configMapCache.ByIndex(controllerUIDIndex, string(l.UID))
 	if err != nil {
 		return err
@@ -65,7 +68,8 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 	var candidates []string
 	for _, o := range owned {
 		m, ok := o.(metav1.Object)
-		if !ok || m.GetNamespace() != l.Namespace || m.GetName() == current || !llsd.IsGeneratedConfigMapName(l, m.GetName()) {
+		if !ok || m.GetNamespace() != l.Namespace || slices.Contains(current, m.GetName()) ||
+			!(llsd.IsGeneratedConfigMapName(l, m.GetName()) || llsd.IsUserConfigCopyName(l, m.GetName())) {
 			continue
 		}
 		if m.GetDeletionTimestamp() == nil && !mountsConfigMap(dep, m.GetName()) {
@@ -102,7 +106,7 @@ func (c *Controller) deleteUnusedGeneratedConfigMaps(ctx context.Context, l *v1a
 			}
 		}
 		if used {
-			klog.FromContext(ctx).V(4).Info("Keeping generated ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
+			klog.FromContext(ctx).V(4).Info("Keeping a ConfigMap a ReplicaSet still mounts", "configMap", klog.KRef(l.Namespace, name))
 			continue
 		}
 		errs = append(errs, c.configMapCopies.DeleteIfOwned(ctx, l, name))

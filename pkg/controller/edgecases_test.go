@@ -116,7 +116,8 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 	src := configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x: 1")}, map[string]string{AllowedNamespacesAnnotation: testNamespace})
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap("cfg", "other")), src)
 	f.converge("app")
-	cp, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
+	name := userConfigCopyName(f.llsd("app"), userConfigNamed("x: 1"))
+	cp, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	cp.Data["config.yaml"] = "tampered: true"
 	_, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, cp, metav1.UpdateOptions{FieldManager: "kubectl"})
@@ -124,7 +125,7 @@ func TestEditedUserConfigCopyIsRepaired(t *testing.T) {
 	f.refreshCaches()
 
 	f.converge("app")
-	cp, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, "app-user-config", metav1.GetOptions{})
+	cp, err = f.kubeclient.CoreV1().ConfigMaps(testNamespace).Get(f.ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, userConfigNamed("x: 1"), cp.Data["config.yaml"])
 }

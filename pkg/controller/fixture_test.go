@@ -40,6 +40,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/llamastack/llama-stack-controller/pkg/generated/informers/externalversions"
@@ -441,7 +442,7 @@ var (
 	kindNetworkPolicy = ownedKind{"NetworkPolicy", "networkpolicies", networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
 		llsd.NetworkPolicyName, func() runtime.Object { return &networkingv1.NetworkPolicy{} }}
 	kindConfigMapCopy = ownedKind{"ConfigMap", "configmaps", corev1.SchemeGroupVersion.WithResource("configmaps"),
-		llsd.UserConfigCopyName, func() runtime.Object { return &corev1.ConfigMap{} }}
+		sharedConfigCopyName, func() runtime.Object { return &corev1.ConfigMap{} }}
 
 	allOwnedKinds = []ownedKind{kindDeployment, kindService, kindPVC, kindHPA, kindPDB, kindIngress, kindNetworkPolicy, kindConfigMapCopy}
 )
@@ -461,6 +462,16 @@ const startingUserConfig = "version: 2\ndistro_name: mine\napis: [inference]\npr
 // userConfigNamed is startingUserConfig told apart by a comment.
 func userConfigNamed(name string) string {
 	return startingUserConfig + "# " + strings.ReplaceAll(name, "\n", " ") + "\n"
+}
+
+// userConfigCopyName is the name of l's copy of a user config holding config.yaml alone.
+func userConfigCopyName(l *v1alpha2.LlamaStackDistribution, configYAML string) string {
+	return llsd.UserConfigCopyName(l, revision.HashData(map[string]string{llsd.UserConfigKey: configYAML}, nil))
+}
+
+// sharedConfigCopyName is the copy of allChildren's shared user config.
+func sharedConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
+	return userConfigCopyName(l, startingUserConfig)
 }
 
 // allChildren asks for every optional child: storage, autoscaling, a PDB, an Ingress and a

@@ -279,7 +279,12 @@ func TestGeneratedConfigMapNameFitsAndIsRecognised(t *testing.T) {
 	assert.LessOrEqual(t, len(name), 253)
 	assert.True(t, llsd.IsGeneratedConfigMapName(l, name))
 	assert.False(t, llsd.IsGeneratedConfigMapName(l, l.Name+"-config-abc"), "not a whole hash")
-	assert.False(t, llsd.IsGeneratedConfigMapName(l, llsd.UserConfigCopyName(l)))
+	copyName := llsd.UserConfigCopyName(l, strings.Repeat("f", 64))
+	assert.LessOrEqual(t, len(copyName), 253)
+	assert.False(t, llsd.IsGeneratedConfigMapName(l, copyName))
+	assert.True(t, llsd.IsUserConfigCopyName(l, copyName))
+	assert.False(t, llsd.IsUserConfigCopyName(l, name))
+	assert.False(t, llsd.IsUserConfigCopyName(l, llsd.LegacyUserConfigCopyName(l)), "the copy of earlier releases")
 }
 
 // A CR that ran the built-in image starts generating: it ran the pinned image already

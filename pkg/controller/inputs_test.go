@@ -107,7 +107,7 @@ func TestManagedConfigMapOutlivesItsMount(t *testing.T) {
 				l.Spec.Server.UserConfig = &v1alpha1.UserConfigSpec{ConfigMapName: sharedConfigName, ConfigMapNamespace: sharedNamespace}
 			}},
 			objs:    allChildrenObjects(),
-			name:    "app-user-config",
+			name:    sharedConfigCopyName(hub(newLLSDv1("app"))),
 			disable: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.UserConfig = nil },
 		},
 		"CA bundle": {

@@ -237,12 +237,13 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		gvr  schema.GroupVersionResource
 		name string
 	}
+	fullCopy := userConfigCopyName(&v1alpha2.LlamaStackDistribution{ObjectMeta: metav1.ObjectMeta{Name: "full"}}, startingUserConfig)
 	optional := map[string]object{
 		"HorizontalPodAutoscaler": {autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"), "full-hpa"},
 		"PodDisruptionBudget":     {policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "full-pdb"},
 		"Ingress":                 {networkingv1.SchemeGroupVersion.WithResource("ingresses"), "full-ingress"},
 		"NetworkPolicy":           {networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "full-network-policy"},
-		"user config copy":        {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-user-config"},
+		"user config copy":        {corev1.SchemeGroupVersion.WithResource("configmaps"), fullCopy},
 		"CA bundle":               {corev1.SchemeGroupVersion.WithResource("configmaps"), "full-ca-bundle"},
 	}
 	llsdGVR := v1alpha2.SchemeGroupVersion.WithResource("llamastackdistributions")
@@ -352,7 +353,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 		// As many replicas as the spec asks for at that moment: the handover from the
 		// HPA (removed by the edit) may leave it at more than one for a while.
 		n := ptr.Deref(d.Spec.Replicas, 1)
-		if equality.Semantic.DeepEqual(answered, &d.Spec) && !mountsConfigMap(d, "full-user-config") && !mountsConfigMap(d, "full-ca-bundle") &&
+		if equality.Semantic.DeepEqual(answered, &d.Spec) && !mountsConfigMap(d, fullCopy) && !mountsConfigMap(d, "full-ca-bundle") &&
 			d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == n && d.Status.AvailableReplicas == n && d.Status.Replicas == n {
 			return
 		}

@@ -391,23 +391,28 @@ func TestRollbackAfterTheProgressDeadline(t *testing.T) {
 	assert.Contains(t, rb.Message, "progress deadline")
 }
 
-// A config edited inside the user's own ConfigMap cannot be put back: the old pods
-// would read the new content. The failure is reported, saying why it is not rolled back.
-func TestNoRollbackOfAConfigEditedInPlace(t *testing.T) {
+// A config edited inside the user's own ConfigMap reaches the pods through a new copy:
+// when its rollout fails, the rollback puts back the template of the copy that served,
+// which still holds the content that served.
+func TestConfigEditedInPlaceIsRolledBackToTheCopyThatServed(t *testing.T) {
+	served := map[string]string{"config.yaml": startingUserConfig}
 	f := newRollbackFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
-		configMap(testNamespace, userConfigName, map[string]string{"config.yaml": startingUserConfig}, nil))
+		configMap(testNamespace, userConfigName, served, nil))
+	good := f.deployment("app").Spec.Template.DeepCopy()
 	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2\nimage_name: broken\n")}, nil))
 	f.converge("app")
 	failed := f.rollOut()
 	f.setDeploymentStatus("app", newPodFailing(true))
 	f.crashLooping(failed+"-x1", failed, 4)
-	tmpl := f.deployment("app").Spec.Template
 	f.converge("app")
-	assert.Equal(t, tmpl, f.deployment("app").Spec.Template, "not rolled back")
-	p := cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
-	assert.Equal(t, v1alpha2.ReasonCrashLoopBackOff, p.Reason)
-	assert.Contains(t, p.Message, "not rolled back: the config changed inside ConfigMap "+userConfigName)
-	assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"))
+	d := f.deployment("app")
+	assert.True(t, equality.Semantic.DeepEqual(*good, d.Spec.Template), "the template that served is back:\n%s", cmp.Diff(*good, d.Spec.Template))
+	assert.Equal(t, copyOf(f.fixture, served), userConfigVolume(t, d))
+	cp := f.stored(kindConfigMapCopy, copyOf(f.fixture, served))
+	require.NotNil(t, cp, "the copy that served is kept while a ReplicaSet mounts it")
+	assert.Equal(t, served, cp.(*corev1.ConfigMap).Data)
+	assert.Equal(t, v1alpha2.ReasonRolledBack, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
+	assert.Equal(t, 1, countEvents(f.events(), "Warning RolledBack"))
 }
 
 // The restart that crosses the threshold is a sync; the restarts before it are not.

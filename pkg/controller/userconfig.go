@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
@@ -15,54 +16,55 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
-// newUserConfigCopy is the managed copy, in the CR's namespace, of a cross-namespace source.
+// newUserConfigCopy is the immutable copy, in the CR's namespace, of the user's config
+// source, named by its content hash.
 func newUserConfigCopy(l *v1alpha2.LlamaStackDistribution, source *corev1.ConfigMap) *corev1.ConfigMap {
-	lbls := llsd.ChildLabels(l)
-	lbls[llsd.LabelComponent] = "user-config"
+	hash := revision.HashData(source.Data, source.BinaryData)
+	meta := llsd.ChildObjectMeta(l, llsd.UserConfigCopyName(l, hash))
+	meta.Labels[llsd.LabelComponent] = "user-config"
+	meta.Annotations = map[string]string{llsd.AnnotationSourceHash: hash}
 	return &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            llsd.UserConfigCopyName(l),
-			Namespace:       l.Namespace,
-			Labels:          lbls,
-			Annotations:     map[string]string{llsd.AnnotationSourceHash: revision.HashData(source.Data, source.BinaryData)},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(l, llsd.ControllerKind)},
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta,
+		Immutable:  ptr.To(true),
 		Data:       maps.Clone(source.Data),
 		BinaryData: maps.Clone(source.BinaryData),
 	}
 }
 
-// ensureUserConfigCopy keeps the managed copy of a cross-namespace user ConfigMap in
-// step with its source (deleteUnneededConfigMaps deletes it once no longer mounted). The
-// cache holds only a hash of ConfigMap data, so the source is read live, and only when
-// the hashes differ. uc.Hash is set to the hash of what the copy holds, so the pods roll
-// exactly when the mounted content changes. A source that withdrew its opt-in since the
-// cache saw it is a user error.
+// ensureUserConfigCopy makes the immutable copy of the user's config that the pods
+// mount, named by its content hash, once the revision's checks accepted that content
+// (writeConfigMaps runs only then): an edit of the user's ConfigMap makes a new copy
+// when it is accepted, and reaches no pod when it is not. The cache holds only a hash
+// of ConfigMap data, so the source is read live, and only when the copy does not exist
+// yet; content other than the one checked (the source changed since the cache saw it)
+// is not copied: the sync is retried, and the cache's next view checked. A source in
+// another namespace that withdrew its opt-in since the cache saw it is a user error.
+// Copies no pod template mounts any more are deleted by deleteUnusedConfigMaps.
 func (c *Controller) ensureUserConfigCopy(ctx context.Context, l *v1alpha2.LlamaStackDistribution, uc *revision.UserConfig) (*fault.Problem, error) {
 	if uc == nil || uc.Source == nil {
 		return nil, nil
 	}
 	var problem *fault.Problem
 	_, err := c.configMapCopies.EnsureWith(ctx, l, children.EnsureOptions[*corev1.ConfigMap]{
-		Name: llsd.UserConfigCopyName(l),
-		// The copy holds the source's content (an edit of the copy is repaired).
-		UpToDate: func(cur *corev1.ConfigMap) bool {
-			return cur.Annotations[llsd.AnnotationSourceHash] == uc.Hash && revision.ConfigMapHash(cur) == uc.Hash
-		},
+		Name: uc.MountName,
+		// Named by its content: one that exists holds it (an immutable ConfigMap cannot
+		// be edited).
+		UpToDate: func(cur *corev1.ConfigMap) bool { return revision.ConfigMapHash(cur) == uc.Hash },
 		Build: func(ctx context.Context, _ *corev1.ConfigMap, _ bool) (metav1.Object, error) {
 			src, err := c.kubeclient.CoreV1().ConfigMaps(uc.Source.Namespace).Get(ctx, uc.Source.Name, metav1.GetOptions{})
 			if err != nil {
 				// Gone or unreadable since the cache saw it: the next event or retry settles it.
 				return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", uc.Source.Namespace, uc.Source.Name, err)
 			}
-			if !revision.AllowsNamespace(src, l.Namespace) {
+			if src.Namespace != l.Namespace && !revision.AllowsNamespace(src, l.Namespace) {
 				problem = revision.NotAllowed(src.Namespace, src.Name, l.Namespace)
 				return nil, nil
 			}
-			desired := newUserConfigCopy(l, src)
-			uc.Hash = desired.Annotations[llsd.AnnotationSourceHash]
-			return desired, nil
+			if hash := revision.HashData(src.Data, src.BinaryData); hash != uc.Hash {
+				return nil, fmt.Errorf("ConfigMap %s/%s changed since it was checked (content %s, checked %s): it is checked again", src.Namespace, src.Name, hash, uc.Hash)
+			}
+			return newUserConfigCopy(l, src), nil
 		},
 	})
 	return problem, err

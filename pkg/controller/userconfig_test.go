@@ -2,6 +2,7 @@ package controller
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,9 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
@@ -48,35 +51,102 @@ func userConfigHash(d *appsv1.Deployment) string {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-func TestUserConfigInTheSameNamespaceIsMountedByName(t *testing.T) {
+// copyOf is the name of the copy of CR app's user config holding data.
+func copyOf(f *fixture, data map[string]string) string {
+	return llsd.UserConfigCopyName(f.llsd("app"), revision.HashData(data, nil))
+}
+
+// userConfigCopies are the names of the user-config copies in the test namespace.
+func (f *fixture) userConfigCopies() []string {
+	var out []string
+	for _, name := range f.configMapNames() {
+		if llsd.IsUserConfigCopyName(f.llsd("app"), name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// A user config in the CR's namespace reaches the pods through an immutable copy named
+// by its content hash, never the user's ConfigMap itself: an edit makes a new copy and
+// rolls the pods; a metadata-only edit changes nothing.
+func TestUserConfigInTheSameNamespaceIsMountedThroughACopy(t *testing.T) {
 	data := map[string]string{"config.yaml": startingUserConfig}
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
 		configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
 
 	d := f.deployment("app")
-	assert.Equal(t, userConfigName, userConfigVolume(t, d))
+	name := copyOf(f, data)
+	assert.Equal(t, name, userConfigVolume(t, d), "the pods mount the copy")
 	assert.Regexp(t, sha256Hex, userConfigHash(d))
 	assert.Equal(t, revision.HashData(data, nil), userConfigHash(d))
-	assert.Nil(t, f.stored(kindConfigMapCopy, "app-user-config"), "no copy in the same namespace")
+	cp := f.stored(kindConfigMapCopy, name)
+	require.NotNil(t, cp)
+	assertControlledChild(t, cp, f.llsd("app"))
+	assert.Equal(t, data, cp.(*corev1.ConfigMap).Data)
+	assert.Equal(t, ptr.To(true), cp.(*corev1.ConfigMap).Immutable)
+	assert.Equal(t, "user-config", cp.GetLabels()["app.kubernetes.io/component"])
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 
-	// Editing the data rolls the pods with a new hash.
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil))
+	// Editing the data makes a new copy and rolls the pods with a new hash.
+	edited := map[string]string{"config.yaml": userConfigNamed("version: 3\n")}
+	f.putConfigMap(configMap(testNamespace, userConfigName, edited, nil))
 	actions := f.sync("app")
-	assert.Equal(t, []string{"patch deployments app"}, childWrites(actions))
+	assert.Equal(t, []string{"patch configmaps " + copyOf(f, edited), "patch deployments app"}, childWrites(actions))
 	requireApplies(t, actions)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, userConfigHash(d), newHash)
-	assert.Equal(t, revision.HashData(map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, nil), newHash)
+	assert.Equal(t, revision.HashData(edited, nil), newHash)
+	assert.Equal(t, copyOf(f, edited), userConfigVolume(t, f.deployment("app")))
+	assert.Empty(t, writesTo(actions, "configmaps", userConfigName), "the user's ConfigMap is never written")
 	f.converge("app")
 
 	// A metadata-only edit changes nothing.
-	cm := configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 3\n")}, map[string]string{"note": "x"})
+	cm := configMap(testNamespace, userConfigName, edited, map[string]string{"note": "x"})
 	cm.Labels = map[string]string{"watched": "yes"}
 	f.putConfigMap(cm)
 	require.Empty(t, describe(f.sync("app")))
 	assert.Equal(t, newHash, userConfigHash(f.deployment("app")))
+}
+
+// An in-place edit the pre-flight refuses reaches no pod: no copy is made of it, the
+// Deployment keeps mounting the accepted copy, and a scale-up adds pods on that copy.
+// Once the Deployment has rolled out, a copy no template mounts any more goes.
+func TestRefusedEditReachesNoPod(t *testing.T) {
+	accepted := map[string]string{"config.yaml": startingUserConfig}
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
+		configMap(testNamespace, userConfigName, accepted, nil))
+	f.converge("app")
+	before := f.deployment("app").Spec.Template.DeepCopy()
+	f.events()
+
+	refused := map[string]string{"config.yaml": strings.Replace(startingUserConfig, "remote::vllm", "remote::no-such-provider", 1)}
+	f.putConfigMap(configMap(testNamespace, userConfigName, refused, nil))
+	actions := f.sync("app")
+	assert.Empty(t, childWrites(actions), "nothing is written for a refused edit")
+	assert.Equal(t, v1alpha2.ReasonConfigInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+	assert.Equal(t, []string{copyOf(f, accepted)}, f.userConfigCopies(), "no copy of the refused content")
+
+	// Any pod made now (a scale-up, a restart, a drained node) is made of the template,
+	// which mounts the accepted copy, holding the accepted content.
+	f.converge("app")
+	d := f.deployment("app")
+	assert.Equal(t, *before, d.Spec.Template, "the pods keep the accepted copy")
+	assert.Equal(t, copyOf(f, accepted), userConfigVolume(t, d))
+	cp := f.stored(kindConfigMapCopy, copyOf(f, accepted))
+	require.NotNil(t, cp)
+	assert.Equal(t, accepted, cp.(*corev1.ConfigMap).Data, "what the pods read is what was checked")
+
+	// Fixed: a new copy rolls out, and once the Deployment has rolled out the
+	// accepted copy, mounted by no template any more, goes.
+	fixed := map[string]string{"config.yaml": userConfigNamed("fixed")}
+	f.putConfigMap(configMap(testNamespace, userConfigName, fixed, nil))
+	f.converge("app")
+	assert.Equal(t, copyOf(f, fixed), userConfigVolume(t, f.deployment("app")))
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	assert.Equal(t, []string{copyOf(f, fixed)}, f.userConfigCopies())
 }
 
 func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
@@ -86,7 +156,7 @@ func TestUserConfigInAnotherNamespaceNeedsOptIn(t *testing.T) {
 	actions := f.sync("app")
 	assert.Empty(t, childWrites(actions), "nothing is written for a refused ConfigMap")
 	assert.Nil(t, f.stored(kindDeployment, "app"))
-	assert.Nil(t, f.stored(kindConfigMapCopy, "app-user-config"))
+	assert.Empty(t, f.userConfigCopies())
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, "other/"+userConfigName, AllowedNamespacesAnnotation, testNamespace)
 	events := f.events()
 	assert.Equal(t, 1, countEvents(events, "Warning ConfigMapNotAllowed"), "events: %v", events)
@@ -104,14 +174,15 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 
 			actions := f.sync("app")
 			requireApplies(t, actions)
-			assert.Equal(t, []string{"patch configmaps app-user-config"}, writesTo(actions, "configmaps", "app-user-config"))
-			cp := f.stored(kindConfigMapCopy, "app-user-config")
+			name := copyOf(f, data)
+			assert.Equal(t, []string{"patch configmaps " + name}, writesTo(actions, "configmaps", name))
+			cp := f.stored(kindConfigMapCopy, name)
 			require.NotNil(t, cp)
 			assertControlledChild(t, cp, f.llsd("app"))
 			assert.Equal(t, data, cp.(*corev1.ConfigMap).Data)
 
 			d := f.deployment("app")
-			assert.Equal(t, "app-user-config", userConfigVolume(t, d), "the pod mounts the copy")
+			assert.Equal(t, name, userConfigVolume(t, d), "the pod mounts the copy")
 			assert.Equal(t, revision.HashData(data, nil), userConfigHash(d))
 			assert.Empty(t, writesTo(actions, "configmaps", userConfigName), "the source is never written")
 
@@ -122,40 +193,42 @@ func TestUserConfigInAnotherNamespaceIsCopied(t *testing.T) {
 	}
 }
 
-func TestEditedSourceUpdatesTheCopyAndRollsTheDeployment(t *testing.T) {
+func TestEditedSourceMakesANewCopyAndRollsTheDeployment(t *testing.T) {
 	allow := map[string]string{AllowedNamespacesAnnotation: "*"}
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
 		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, allow))
 	f.converge("app")
 	oldHash := userConfigHash(f.deployment("app"))
 
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
+	v2 := map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}
+	f.putConfigMap(configMap("other", userConfigName, v2, allow))
 	actions := f.sync("app")
-	assert.Equal(t, []string{"patch configmaps app-user-config", "patch deployments app"}, childWrites(actions))
-	assert.Equal(t, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).Data)
+	assert.Equal(t, []string{"patch configmaps " + copyOf(f, v2), "patch deployments app"}, childWrites(actions))
+	assert.Equal(t, v2, f.stored(kindConfigMapCopy, copyOf(f, v2)).(*corev1.ConfigMap).Data)
 	newHash := userConfigHash(f.deployment("app"))
 	assert.NotEqual(t, oldHash, newHash)
-	assert.Equal(t, revision.HashData(map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil), newHash)
+	assert.Equal(t, revision.HashData(v2, nil), newHash)
 	f.converge("app")
 	require.Empty(t, describe(f.sync("app")))
 }
 
 func TestWithdrawnOptInLeavesTheCopyUntouched(t *testing.T) {
+	v1 := map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}
 	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "other")),
-		configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v1")}, map[string]string{AllowedNamespacesAnnotation: "demo"}))
+		configMap("other", userConfigName, v1, map[string]string{AllowedNamespacesAnnotation: "demo"}))
 	f.converge("app")
-	copyBefore := f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap).DeepCopy()
+	copyBefore := f.stored(kindConfigMapCopy, copyOf(f, v1)).(*corev1.ConfigMap).DeepCopy()
 	deployBefore := f.deployment("app").DeepCopy()
 	f.events()
 
 	// The source stops allowing demo, and changes.
 	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, map[string]string{AllowedNamespacesAnnotation: "team-b"}))
 	actions := f.sync("app")
-	assert.Empty(t, childWrites(actions), "neither the copy nor the Deployment is written")
-	copyAfter := f.stored(kindConfigMapCopy, "app-user-config")
+	assert.Empty(t, childWrites(actions), "neither a copy nor the Deployment is written")
+	copyAfter := f.stored(kindConfigMapCopy, copyOf(f, v1))
 	require.NotNil(t, copyAfter, "the copy is not deleted")
-	assert.Equal(t, copyBefore.Data, copyAfter.(*corev1.ConfigMap).Data, "the copy stops following the source")
 	assert.Equal(t, copyBefore, copyAfter)
+	assert.Equal(t, []string{copyOf(f, v1)}, f.userConfigCopies(), "no copy of the source it may not read")
 	assert.Equal(t, deployBefore, f.deployment("app"))
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed, AllowedNamespacesAnnotation)
 	assert.Equal(t, 1, countEvents(f.events(), "Warning ConfigMapNotAllowed"))
@@ -172,13 +245,14 @@ func TestMissingUserConfigMapIsReportedUntilCreated(t *testing.T) {
 	require.Empty(t, describe(f.sync("app")))
 	assert.Empty(t, f.events())
 
-	f.putConfigMap(configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}, nil))
+	data := map[string]string{"config.yaml": userConfigNamed("version: 2 # x")}
+	f.putConfigMap(configMap(testNamespace, userConfigName, data, nil))
 	f.converge("app")
 	got := f.llsd("app")
 	assert.NotEqual(t, v1alpha2.PhaseFailed, got.Status.Phase)
 	// The Deployment has just been created: it rolls out (the fakes report no status).
 	assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, got, v1alpha2.ConditionDeploymentReady).Reason)
-	assert.Equal(t, userConfigName, userConfigVolume(t, f.deployment("app")))
+	assert.Equal(t, copyOf(f, data), userConfigVolume(t, f.deployment("app")))
 }
 
 func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
@@ -194,7 +268,7 @@ func TestUserConfigMapWithoutConfigYAML(t *testing.T) {
 	assert.NotEqual(t, v1alpha2.PhaseFailed, f.llsd("app").Status.Phase)
 }
 
-// The pod-template hash must always be the content hash of the ConfigMap the pod mounts:
+// The pod-template hash must always be the content hash of the copy the pod mounts:
 // otherwise a later sync that brings the mount up to date finds the hash already set and
 // never restarts the server, which reads its configuration only at startup.
 func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSawIt(t *testing.T) {
@@ -204,20 +278,22 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 	f.converge("app")
 	requireHashMatchesCopy := func(step string) {
 		t.Helper()
-		cp := f.stored(kindConfigMapCopy, "app-user-config").(*corev1.ConfigMap)
-		assert.Equal(t, revision.HashData(cp.Data, cp.BinaryData), userConfigHash(f.deployment("app")),
+		d := f.deployment("app")
+		cp := f.stored(kindConfigMapCopy, userConfigVolume(t, d)).(*corev1.ConfigMap)
+		assert.Equal(t, revision.HashData(cp.Data, cp.BinaryData), userConfigHash(d),
 			"%s: the Deployment's hash is not the content hash of the copy it mounts (copy data %v)", step, cp.Data)
 	}
 	requireHashMatchesCopy("converged")
 
 	// The source changes to v2 (the cache sees it) and then withdraws the opt-in before
 	// the cache has seen that: the sync reads the source live and must not copy it.
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
-	src := configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, nil)
+	v2 := map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}
+	f.putConfigMap(configMap("other", userConfigName, v2, allow))
+	src := configMap("other", userConfigName, v2, nil)
 	_, err := f.kubeclient.CoreV1().ConfigMaps("other").Update(f.ctx, src, metav1.UpdateOptions{FieldManager: "kubectl"})
 	require.NoError(t, err)
 	actions := f.sync("app")
-	assert.Empty(t, writesTo(actions, "configmaps", "app-user-config"), "the copy does not follow a source that withdrew its opt-in")
+	assert.Empty(t, writesTo(actions, "configmaps", copyOf(f, v2)), "no copy of a source that withdrew its opt-in")
 	requireHashMatchesCopy("opt-in withdrawn, cache behind")
 
 	// The cache catches up: the CR reports the withdrawal.
@@ -225,10 +301,27 @@ func TestDeploymentHashMatchesTheMountedCopyWhenOptInIsWithdrawnBeforeTheCacheSa
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonConfigMapNotAllowed)
 	requireHashMatchesCopy("withdrawal reported")
 
-	// The opt-in comes back: the copy gets v2 and the pods must restart to read it.
-	f.putConfigMap(configMap("other", userConfigName, map[string]string{"config.yaml": userConfigNamed("version: 2 # v2")}, allow))
+	// The opt-in comes back: the copy of v2 is made and the pods must restart to read it.
+	f.putConfigMap(configMap("other", userConfigName, v2, allow))
 	actions = f.sync("app")
-	assert.Contains(t, childWrites(actions), "patch configmaps app-user-config")
+	assert.Contains(t, childWrites(actions), "patch configmaps "+copyOf(f, v2))
 	assert.Contains(t, childWrites(actions), "patch deployments app", "the server must restart to read v2")
 	requireHashMatchesCopy("opt-in restored")
+}
+
+// A source whose content changed since the cache saw it is not copied: what the pods
+// read is what was checked. The sync fails and is retried once the cache catches up.
+func TestSourceChangedSinceItWasCheckedIsNotCopied(t *testing.T) {
+	checked := map[string]string{"config.yaml": startingUserConfig}
+	f := newFixture(t, newLLSDv1("app", withUserConfigMap(userConfigName, "")),
+		configMap(testNamespace, userConfigName, checked, nil))
+	later := configMap(testNamespace, userConfigName, map[string]string{"config.yaml": userConfigNamed("later")}, nil)
+	_, err := f.kubeclient.CoreV1().ConfigMaps(testNamespace).Update(f.ctx, later, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	err = f.c.syncHandler(f.ctx, key("app"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "changed since it was checked")
+	f.refreshCaches()
+	assert.Empty(t, f.userConfigCopies(), "neither the checked content nor the later one is copied")
+	assert.Nil(t, f.stored(kindDeployment, "app"))
 }

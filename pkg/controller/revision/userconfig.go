@@ -12,12 +12,17 @@ import (
 )
 
 // UserConfig is spec.overrideConfig (v1alpha1 userConfig) resolved against the cluster.
+// The pods never mount the user's ConfigMap itself: they mount an immutable copy named
+// by its content hash, made once the content is checked, so that an edit the check
+// refuses reaches no pod (the kubelet would push an edit of a mounted ConfigMap into
+// running pods, and a new pod would read it).
 type UserConfig struct {
-	// MountName is the ConfigMap in the CR's namespace that the pod mounts.
+	// MountName is the ConfigMap in the CR's namespace that the pod mounts: the copy.
 	MountName string
 	// Hash is the content hash of the source ConfigMap's data.
 	Hash string
-	// Source is set for a ConfigMap in another namespace, which is copied to MountName.
+	// Source is the ConfigMap the user wrote (in the CR's namespace or another), which
+	// is copied to MountName; nil for a config the controller generated.
 	Source *corev1.ConfigMap
 }
 
@@ -47,12 +52,8 @@ func (r *Resolver) resolveUserConfig(l *v1alpha2.LlamaStackDistribution) (*UserC
 				"ConfigMap %s/%s referenced by "+UserConfigField+" has no key %s", ns, name, llsd.UserConfigKey)}
 		}
 	}
-	out := &UserConfig{MountName: name, Hash: ConfigMapHash(cm)}
-	if ns != l.Namespace {
-		out.MountName = llsd.UserConfigCopyName(l)
-		out.Source = cm
-	}
-	return out, nil
+	hash := ConfigMapHash(cm)
+	return &UserConfig{MountName: llsd.UserConfigCopyName(l, hash), Hash: hash, Source: cm}, nil
 }
 
 // referencedConfigMap looks up a ConfigMap a CR refers to (field names the reference,

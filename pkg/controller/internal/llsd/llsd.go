@@ -91,8 +91,27 @@ func RouteName(l *v1alpha2.LlamaStackDistribution) string         { return l.Nam
 func ServiceMonitorName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-service-monitor"
 }
-func UserConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
+// LegacyUserConfigCopyName is the copy of a cross-namespace user config that releases
+// before the immutable copies kept (one per CR, rewritten in place); it is deleted once
+// no pod template mounts it.
+func LegacyUserConfigCopyName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-user-config"
+}
+
+// userConfigCopySuffix starts the part of a user-config copy's name after the CR's.
+const userConfigCopySuffix = "-user-config-"
+
+// UserConfigCopyName is <name>-user-config-<hash>: the immutable copy, in the CR's
+// namespace, of the user's config whose content hash is hash; at most 48+13+64
+// characters.
+func UserConfigCopyName(l *v1alpha2.LlamaStackDistribution, hash string) string {
+	return l.Name + userConfigCopySuffix + hash
+}
+
+// IsUserConfigCopyName tells whether name is one of l's user-config copies.
+func IsUserConfigCopyName(l *v1alpha2.LlamaStackDistribution, name string) bool {
+	hash, ok := strings.CutPrefix(name, l.Name+userConfigCopySuffix)
+	return ok && generatedHash.MatchString(hash)
 }
 func CABundleConfigMapName(l *v1alpha2.LlamaStackDistribution) string { return l.Name + "-ca-bundle" }
 
