@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -20,7 +21,9 @@ import (
 
 const hashAnnotation = "configmap.hash/user-config"
 
-// A user ConfigMap edit rolls the pods within seconds; a metadata-only edit does not.
+// A user ConfigMap edit rolls the pods within seconds; a metadata-only edit does not;
+// an edit the server would refuse reaches no pod, a scale-up's included: the pods
+// mount an immutable copy of the file that was accepted.
 func TestUserConfigEditRollsPods(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -86,6 +89,48 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	after := deployment(t, ns, "app")
 	assert.Equal(t, before.Generation, after.Generation, "nothing rolled")
 	assert.Equal(t, before.Spec.Template.Annotations[hashAnnotation], after.Spec.Template.Annotations[hashAnnotation])
+
+	// The refused file reaches no pod: the pods mount an immutable copy of the accepted
+	// one. Scaled from 1 to 2 (kubectl scale), the new pod is made of it too.
+	accepted := map[string]string{"config.yaml": starterConfig + "# edited\n"}
+	copyName := userConfigCopy("app", accepted)
+	scale, err := env.kube.AppsV1().Deployments(ns).GetScale(ctx, "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	scale.Spec.Replicas = 2
+	_, err = env.kube.AppsV1().Deployments(ns).UpdateScale(ctx, "app", scale, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	var pods *corev1.PodList
+	eventually(t, 60*time.Second, "two pods", func(ctx context.Context) (bool, error) {
+		pods, err = env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
+		running := 0
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					running++
+				}
+			}
+		}
+		return running == 2, err
+	})
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		var mounted string
+		for _, v := range p.Spec.Volumes {
+			if v.Name == "user-config" && v.ConfigMap != nil {
+				mounted = v.ConfigMap.Name
+			}
+		}
+		assert.Equal(t, copyName, mounted, "pod %s mounts the copy of the accepted file", p.Name)
+	}
+	cp, err := cms.Get(ctx, copyName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, accepted, cp.Data, "the copy holds the accepted file")
+	assert.Equal(t, ptr.To(true), cp.Immutable)
+	user, err := cms.Get(ctx, "llama-stack-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, accepted, user.Data, "the user's ConfigMap holds the refused edit")
 }
 
 // A ConfigMap in another namespace is used only when it opts in; it is copied into the
@@ -111,7 +156,7 @@ func TestCrossNamespaceUserConfig(t *testing.T) {
 	_, err = env.kube.CoreV1().ConfigMaps(shared).Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	waitReady(t, ns, "app")
-	cp, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-user-config", metav1.GetOptions{})
+	cp, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, userConfigCopy("app", src.Data), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, src.Data, cp.Data)
 	d := deployment(t, ns, "app")
@@ -121,7 +166,7 @@ func TestCrossNamespaceUserConfig(t *testing.T) {
 			mounted = v.ConfigMap.Name
 		}
 	}
-	assert.Equal(t, "app-user-config", mounted)
+	assert.Equal(t, userConfigCopy("app", src.Data), mounted)
 
 	cm, err = env.kube.CoreV1().ConfigMaps(shared).Get(ctx, "shared-config", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -135,7 +180,7 @@ func TestCrossNamespaceUserConfig(t *testing.T) {
 	assert.Equal(t, v1alpha1.PhaseReady, l.Status.Phase)
 	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady))
 	assert.True(t, meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionDeploymentReady))
-	cp, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "app-user-config", metav1.GetOptions{})
+	cp, err = env.kube.CoreV1().ConfigMaps(ns).Get(ctx, userConfigCopy("app", src.Data), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, src.Data, cp.Data, "the copy stopped following the source")
 	assert.Equal(t, d.Generation, deployment(t, ns, "app").Generation, "the Deployment was left as it was")

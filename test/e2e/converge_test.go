@@ -136,7 +136,7 @@ func TestConvergeThenIdle(t *testing.T) {
 			return err
 		},
 		func(ctx context.Context) error {
-			_, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, "full-user-config", metav1.GetOptions{})
+			_, err := env.kube.CoreV1().ConfigMaps(ns).Get(ctx, userConfigCopy("full", map[string]string{"config.yaml": starterConfig}), metav1.GetOptions{})
 			return err
 		},
 		func(ctx context.Context) error {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
 // newNamespace creates a namespace for one test and deletes it afterwards. When the test
@@ -313,4 +314,10 @@ func printedColumns(t *testing.T, ns, name, version string) map[string]string {
 		out[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
 	return out
+}
+
+// userConfigCopy is the name of CR cr's copy of a user config holding data: the pods
+// mount an immutable copy named by its content hash.
+func userConfigCopy(cr string, data map[string]string) string {
+	return cr + "-user-config-" + revision.HashData(data, nil)
 }

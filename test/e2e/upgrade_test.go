@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -232,11 +233,13 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	// The pinned server serves metrics, but only with one worker: each worker would
 	// start the endpoint on the same port.
 	metricsOn := map[string]bool{}
+	userConfigs := map[string]bool{}
 	for name, c := range created {
 		metricsOn[name] = pinServesMetrics(pinned[name]) && ptr.Deref(c.Spec.Server.Workers, 1) == 1
+		userConfigs[name] = c.Spec.Server.UserConfig != nil
 	}
 	assertUpgradeChanges(t, before, after, pinned, metricsOn)
-	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names, metricsOn)
+	assertChildWrites(t, u.writes(t, "current", upgraded), ns, names, metricsOn, userConfigs)
 
 	// A restart of the controller writes nothing in the namespace: the pin was applied
 	// once, and the Deployments are as the first sync left them.
@@ -330,6 +333,9 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 		if resource == "pods" && rolled {
 			continue // replaced by the rollout
 		}
+		if resource == "configmaps" && !ok && b.GetName() == owner(b)+"-user-config" {
+			continue // the previous release's copy, deleted once no pod template mounts it
+		}
 		if !assert.True(t, ok, "%s is gone after the upgrade", key) {
 			continue
 		}
@@ -405,6 +411,9 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 				server["ports"] = append(ports, map[string]any{"name": "metrics", "containerPort": int64(9464), "protocol": "TCP"})
 			}
 			require.NoError(t, unstructured.SetNestedSlice(want, containers, "spec", "template", "spec", "containers"))
+			// A user config reaches the pods through an immutable copy named by its
+			// content, made at the upgrade, in the same rollout.
+			wantCopy(t, key, want, got, b.GetName())
 			// The pods roll anyway: the default spreading, which this release puts in the
 			// template at every replica count, comes with the same rollout.
 			if _, had, _ := unstructured.NestedFieldNoCopy(want, "spec", "template", "spec", "affinity"); !had {
@@ -441,12 +450,41 @@ func assertUpgradeChanges(t *testing.T, before, after map[string]*unstructured.U
 			newReplicaSets[d] = append(newReplicaSets[d], a.GetName())
 			assert.Equal(t, pinned[d], serverImage(a, key), "%s runs the pinned image", key)
 		case pinned[d] != "" && resource == "pods":
+		case pinned[d] != "" && resource == "configmaps" && userConfigCopyName.MatchString(strings.TrimPrefix(a.GetName(), d)):
+			// The immutable copy of the CR's user config the pods now mount.
 		default:
 			t.Errorf("a new object after the upgrade: %s", key)
 		}
 	}
 	for d := range pinned {
 		assert.Len(t, newReplicaSets[d], 1, "%s: one new ReplicaSet", d)
+	}
+}
+
+// userConfigCopyName matches the end of a user-config copy's name, after the CR's.
+var userConfigCopyName = regexp.MustCompile(`^-user-config-[0-9a-f]{64}$`)
+
+// wantCopy sets in want, a Deployment from before the upgrade, the user-config volume
+// as got, the Deployment after it, has it, once it is checked to name an immutable copy
+// of the CR's user config; a Deployment without a user config is left as it is.
+func wantCopy(t *testing.T, key string, want, got map[string]any, cr string) {
+	t.Helper()
+	volumes := func(o map[string]any) []any {
+		v, _, _ := unstructured.NestedSlice(o, "spec", "template", "spec", "volumes")
+		return v
+	}
+	wantVolumes, gotVolumes := volumes(want), volumes(got)
+	for i, v := range wantVolumes {
+		if v.(map[string]any)["name"] != "user-config" {
+			continue
+		}
+		require.Less(t, i, len(gotVolumes), key)
+		name, _, _ := unstructured.NestedString(gotVolumes[i].(map[string]any), "configMap", "name")
+		assert.Regexp(t, userConfigCopyName, strings.TrimPrefix(name, cr), "%s: the pods mount the copy", key)
+		wantVolumes[i] = gotVolumes[i]
+	}
+	if wantVolumes != nil {
+		require.NoError(t, unstructured.SetNestedSlice(want, wantVolumes, "spec", "template", "spec", "volumes"))
 	}
 }
 
@@ -497,7 +535,7 @@ func metricsRule(t *testing.T, rules []any) map[string]any {
 // patch of each Deployment (the image annotation, or the pin) and of the Service and
 // NetworkPolicy of each CR whose pinned server serves metrics (their port, and a rule
 // for it), nothing else of any child, only status writes of the CRs and Events besides.
-func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, metricsOn map[string]bool) {
+func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []string, metricsOn, userConfigs map[string]bool) {
 	t.Helper()
 	patched := map[string]int{}
 	var all []string
@@ -513,6 +551,11 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 			patched[w.ObjectRef.Name]++
 		case (w.ObjectRef.Resource == "services" || w.ObjectRef.Resource == "networkpolicies") && w.ObjectRef.Subresource == "" && w.Verb == "patch":
 			patched[w.ObjectRef.Resource+"/"+w.ObjectRef.Name]++
+		case w.ObjectRef.Resource == "configmaps" && w.Verb == "patch" && strings.Contains(w.ObjectRef.Name, "-user-config-"):
+			// The immutable copy of a user config, made once.
+			patched["configmaps/"+w.ObjectRef.Name]++
+		case w.ObjectRef.Resource == "configmaps" && w.Verb == "delete" && strings.HasSuffix(w.ObjectRef.Name, "-user-config"):
+			// The previous release's copy, once no pod template mounts it.
 		default:
 			t.Errorf("a write of a child after the upgrade: %s", w)
 		}
@@ -520,12 +563,26 @@ func assertChildWrites(t *testing.T, writes []auditEvent, ns string, names []str
 	want := map[string]int{}
 	for _, name := range names {
 		want[name] = 1
+		if userConfigs[name] {
+			// One copy of the CR's user config, whatever its hash.
+			for key := range patched {
+				if strings.HasPrefix(key, "configmaps/") && userConfigCopyName.MatchString(strings.TrimPrefix(key, "configmaps/"+name)) {
+					want[key] = 1
+				}
+			}
+			want["copies/"+name] = 1
+			for key := range patched {
+				if strings.HasPrefix(key, "configmaps/") && userConfigCopyName.MatchString(strings.TrimPrefix(key, "configmaps/"+name)) {
+					patched["copies/"+name]++
+				}
+			}
+		}
 		if metricsOn[name] {
 			want["services/"+name+"-service"] = 1
 			want["networkpolicies/"+name+"-network-policy"] = 1
 		}
 	}
-	assert.Equal(t, want, patched, "one patch of each Deployment, and of each Service and NetworkPolicy that gain the metrics port")
+	assert.Equal(t, want, patched, "one patch of each Deployment, of each Service and NetworkPolicy that gain the metrics port, and of one copy of each user config")
 	t.Logf("writes of the controller of this tree after the upgrade:\n%s", strings.Join(all, "\n"))
 }
 
@@ -668,7 +725,8 @@ var upstreamSamples = []string{
 // tree's CRD and controller, with the operator ConfigMap carried over, as docs/install.md's
 // migration steps say. Every child upstream made is the same object afterwards (UID;
 // the Service keeps its address, the PVC its spec), each Deployment rolls out at most
-// once (one new ReplicaSet), and nothing is made twice. Then docs/install.md's manual storage
+// once (one new ReplicaSet), and nothing is made twice (new are only the immutable
+// copies of the user configs, which the pods mount from then on). Then docs/install.md's manual storage
 // migration step (read and replace every CR, then set the CRD's storedVersions) leaves
 // every CR stored in v1alpha2, readable in both versions.
 func TestUpgradeFromUpstream(t *testing.T) {
@@ -776,8 +834,13 @@ func TestUpgradeFromUpstream(t *testing.T) {
 			assert.Equal(t, b.Object["spec"], a.Object["spec"], "%s keeps its spec", key)
 		}
 	}
-	for key := range after {
+	for key, a := range after {
 		resource := strings.SplitN(key, "/", 2)[0]
+		if ref := metav1.GetControllerOf(a); resource == "configmaps" && ref != nil && ref.Kind == "LlamaStackDistribution" &&
+			created[ref.Name] != nil && created[ref.Name].Spec.Server.UserConfig != nil &&
+			userConfigCopyName.MatchString(strings.TrimPrefix(a.GetName(), ref.Name)) {
+			continue // the immutable copy of the CR's user config, which its pods now mount
+		}
 		if resource != "pods" && resource != "replicasets" {
 			assert.Contains(t, before, key, "a new object after the upgrade")
 		}
