@@ -91,6 +91,7 @@ func RouteName(l *v1alpha2.LlamaStackDistribution) string         { return l.Nam
 func ServiceMonitorName(l *v1alpha2.LlamaStackDistribution) string {
 	return l.Name + "-service-monitor"
 }
+
 // LegacyUserConfigCopyName is the copy of a cross-namespace user config that releases
 // before the immutable copies kept (one per CR, rewritten in place); it is deleted once
 // no pod template mounts it.
