@@ -1,18 +1,52 @@
 package children
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 )
 
 // The Gateways an HTTPRoute attaches to tell its URL: whether the listener serves HTTP
 // or HTTPS, and on which port. The controller reads them from an informer of their own
 // (its gateway.go); a Gateway it cannot see leaves the URL at plain HTTP on the default
 // port.
+
+// HTTPRouteGateways are the Gateways the CR's HTTPRoute attaches to, from
+// networking.expose.httpRoute.parentRefs (a ref without a namespace names a Gateway of
+// the CR's namespace), sorted, each once; none when the CR asks for no HTTPRoute.
+func HTTPRouteGateways(l *v1alpha2.LlamaStackDistribution) []types.NamespacedName {
+	if !WantsHTTPRoute(l) {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, ref := range llsd.Networking(l).Expose.HTTPRoute.ParentRefs {
+		g := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if g.Namespace == "" {
+			g.Namespace = l.Namespace
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return slices.Compact(out)
+}
+
+// ParentGateway is a Gateway the CR's HTTPRoute attaches to, and whether the
+// controller's Gateway cache holds it.
+type ParentGateway struct {
+	types.NamespacedName
+	Found bool
+}
 
 // RouteEndpoint is where a route is served: scheme and listener port (0: not known,
 // the scheme's default).

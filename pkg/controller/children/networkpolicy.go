@@ -1,6 +1,8 @@
 package children
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,8 @@ const (
 // NewNetworkPolicy builds the NetworkPolicy that admits traffic to the server port only from
 // the CR's namespace, the controller's namespace, the namespaces named or labelled in
 // spec.networking.allowedFrom and, once networking.expose or allowedFrom is written (in
-// v1alpha1: once spec.network is), the OpenShift routers. A "*" namespace admits every
+// v1alpha1: once spec.network is), the OpenShift routers; for a CR exposed through an
+// HTTPRoute, also the namespaces of the Gateways it attaches to. A "*" namespace admits every
 // namespace instead. While the server serves its metrics (servermetrics.go), a second
 // rule admits to the metrics port the same sources, but the routers, and OpenShift's
 // monitoring namespaces.
@@ -85,7 +88,27 @@ func networkPolicyPeers(l *v1alpha2.LlamaStackDistribution, operatorNamespace st
 			},
 		})
 	}
+	for _, ns := range gatewayNamespaces(l, operatorNamespace) {
+		peers = append(peers, namespaceNamePeer(ns))
+	}
 	return peers
+}
+
+// gatewayNamespaces are the namespaces of the Gateways the CR's HTTPRoute attaches to
+// (their proxies forward to the server from there), sorted, each once, but those
+// sourcePeers already admits: the CR's, the operator's and those allowedFrom names.
+func gatewayNamespaces(l *v1alpha2.LlamaStackDistribution, operatorNamespace string) []string {
+	admitted := []string{l.Namespace, operatorNamespace}
+	if net := llsd.Networking(l); net.AllowedFrom != nil {
+		admitted = append(admitted, net.AllowedFrom.Namespaces...)
+	}
+	var out []string
+	for _, g := range HTTPRouteGateways(l) {
+		if !slices.Contains(admitted, g.Namespace) && !slices.Contains(out, g.Namespace) {
+			out = append(out, g.Namespace)
+		}
+	}
+	return out
 }
 
 // sourcePeers lists the pods of the CR's namespace, the operator namespace and the

@@ -1,6 +1,7 @@
 package children
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 )
 
 const testOperatorNamespace = "llama-ops"
@@ -207,6 +209,94 @@ func TestNetworkPolicyAdmitsScrapesToTheMetricsPort(t *testing.T) {
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(9464))}},
 				From:  tc.wantFrom,
 			}, got.Spec.Ingress[1])
+		})
+	}
+}
+
+// A CR exposed through an HTTPRoute admits to the API port the namespaces of the
+// Gateways it attaches to (a ref without a namespace names the CR's), sorted and each
+// once, after the routers; namespaces already admitted are not repeated, and a Route
+// or an Ingress adds none. The metrics port admits no Gateway.
+func TestNetworkPolicyAdmitsTheGatewaysOfAnHTTPRoute(t *testing.T) {
+	base := []networkingv1.NetworkPolicyPeer{peerSameNamespace, peerNamespace(testOperatorNamespace)}
+	httpRoute := func(refs ...v1alpha2.GatewayParentRef) *v1alpha2.ExposeSpec {
+		return &v1alpha2.ExposeSpec{Type: v1alpha2.ExposeHTTPRoute, HTTPRoute: &v1alpha2.HTTPRouteSpec{ParentRefs: refs}}
+	}
+	tests := map[string]struct {
+		expose      *v1alpha2.ExposeSpec
+		allowedFrom []string
+		want        []networkingv1.NetworkPolicyPeer
+	}{
+		"a Gateway in another namespace": {
+			expose: httpRoute(v1alpha2.GatewayParentRef{Name: "shared", Namespace: "infra"}),
+			want:   append(slices.Clone(base), peerRouters, peerNamespace("infra")),
+		},
+		"Gateways sorted by namespace, each namespace once": {
+			expose: httpRoute(
+				v1alpha2.GatewayParentRef{Name: "b", Namespace: "zeta"},
+				v1alpha2.GatewayParentRef{Name: "a", Namespace: "gw-a", SectionName: "https"},
+				v1alpha2.GatewayParentRef{Name: "a", Namespace: "gw-a", SectionName: "http"},
+				v1alpha2.GatewayParentRef{Name: "c", Namespace: "gw"},
+				v1alpha2.GatewayParentRef{Name: "d", Namespace: "zeta"}),
+			want: append(slices.Clone(base), peerRouters, peerNamespace("gw"), peerNamespace("gw-a"), peerNamespace("zeta")),
+		},
+		"a Gateway of the CR's namespace, unnamed or named, is admitted already": {
+			expose: httpRoute(v1alpha2.GatewayParentRef{Name: "local"}, v1alpha2.GatewayParentRef{Name: "other", Namespace: "team-a"}),
+			want:   append(slices.Clone(base), peerRouters),
+		},
+		"the operator's namespace and allowedFrom's are not repeated": {
+			expose: httpRoute(v1alpha2.GatewayParentRef{Name: "a", Namespace: testOperatorNamespace},
+				v1alpha2.GatewayParentRef{Name: "b", Namespace: "frontend"}, v1alpha2.GatewayParentRef{Name: "c", Namespace: "infra"}),
+			allowedFrom: []string{"frontend"},
+			want:        append(slices.Clone(base), peerNamespace("frontend"), peerRouters, peerNamespace("infra")),
+		},
+		"allowedFrom * admits every namespace alone": {
+			expose:      httpRoute(v1alpha2.GatewayParentRef{Name: "a", Namespace: "infra"}),
+			allowedFrom: []string{"*"},
+			want:        []networkingv1.NetworkPolicyPeer{peerAllNamespaces},
+		},
+		"an HTTPRoute turned off admits no Gateway": {
+			expose: func() *v1alpha2.ExposeSpec {
+				e := httpRoute(v1alpha2.GatewayParentRef{Name: "a", Namespace: "infra"})
+				e.Enabled = ptr.To(false)
+				return e
+			}(),
+			want: append(slices.Clone(base), peerRouters),
+		},
+		"an OpenShift Route: the routers, no Gateway": {
+			expose: &v1alpha2.ExposeSpec{Type: v1alpha2.ExposeRoute},
+			want:   append(slices.Clone(base), peerRouters),
+		},
+		"an Ingress: the routers, no Gateway": {
+			expose: &v1alpha2.ExposeSpec{},
+			want:   append(slices.Clone(base), peerRouters),
+		},
+		"not exposed": {
+			want: base,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			l := hub(childTestCR())
+			l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: tc.expose}
+			if tc.allowedFrom != nil {
+				l.Spec.Networking.AllowedFrom = &v1alpha2.AllowedFromSpec{Namespaces: tc.allowedFrom}
+			}
+			before := l.DeepCopy()
+			listening := AskedListening(l, starterVersion())
+			require.True(t, listening.Metrics, "the starter serves metrics")
+			got := NewNetworkPolicy(l, testOperatorNamespace, listening)
+			require.Len(t, got.Spec.Ingress, 2)
+			if d := cmp.Diff(tc.want, got.Spec.Ingress[0].From); d != "" {
+				t.Errorf("the API port's peers (-want +got):\n%s", d)
+			}
+			for _, p := range got.Spec.Ingress[1].From {
+				if p.NamespaceSelector != nil && p.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == "infra" {
+					t.Errorf("the metrics port admits a Gateway's namespace: %v", p)
+				}
+			}
+			assert.Equal(t, got, NewNetworkPolicy(l, testOperatorNamespace, listening), "deterministic")
+			assert.Equal(t, before, l, "the CR must not be mutated")
 		})
 	}
 }
