@@ -80,6 +80,7 @@ func TestBackendTLSLifecycle(t *testing.T) {
 	serving := newTestServing(t, "app-service.demo.svc")
 	l := routedTLS("app")
 	f := newFixture(t, l, serving.secret("serving"))
+	f.gateways = []*gatewayv1.Gateway{gatewayWith(testNamespace, "gw")}
 	f.serveHTTPRoutes()
 	f.serveBackendTLSPolicies()
 	// The CA is there before the policy names it.

@@ -142,7 +142,8 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 			seen: func(obs *status.Observed, route *gatewayv1.HTTPRoute) {
 				obs.HTTPRoute, obs.HTTPRouteEndpoint = route, children.HTTPRouteEndpoint(route, cachedGateway)
 			},
-			seenAPI: func(obs *status.Observed, state children.APIState) { obs.HTTPRouteAPI = state }})
+			seenAPI: func(obs *status.Observed, state children.APIState) { obs.HTTPRouteAPI = state }},
+		parentGateways{api: gateways, watchNamespace: c.watchNamespace})
 	if err := c.bindBackendTLS(cfg, crds); err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ func TestHTTPRouteLifecycle(t *testing.T) {
 	ref := v1alpha2.GatewayParentRef{Name: "gw", SectionName: "http"}
 	l := newLLSD("app", exposedThrough("llama.example.com", "/llama", ref))
 	f := newFixture(t, l)
+	f.gateways = []*gatewayv1.Gateway{gatewayWith(testNamespace, "gw")}
 	f.serveHTTPRoutes()
 	actions := f.sync("app")
 	var applied []core.Action

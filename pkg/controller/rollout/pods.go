@@ -159,7 +159,7 @@ var ownReasons = map[string]bool{
 	v1alpha2.ReasonResourceInvalid: true, v1alpha2.ReasonConfigGenerated: true, v1alpha2.ReasonBaseConfigRequired: true,
 	v1alpha2.ReasonConfigInvalid: true, v1alpha2.ReasonServerVersionNotSupported: true,
 	v1alpha2.ReasonRouteAccepted: true, v1alpha2.ReasonRouteNotAccepted: true, v1alpha2.ReasonRoutePending: true, v1alpha2.ReasonAPINotServed: true,
-	v1alpha2.ReasonBackendTLSNotServed: true,
+	v1alpha2.ReasonBackendTLSNotServed: true, v1alpha2.ReasonGatewayNotFound: true,
 }
 
 // netAddrs is the local end of a Go network error (`read tcp 10.2.0.49:42728->23.20.95.219:443`):

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -221,8 +222,9 @@ func volumeMountWarningCondition(obs Observed) conditionUpdate {
 // until it has one) when the CR asks to be exposed, else none.
 func routeURL(l *v1alpha2.LlamaStackDistribution, obs Observed) *string {
 	if children.WantsHTTPRoute(l) {
-		if obs.BackendTLSPolicyAPI == children.APIAbsent {
-			// The Gateway would speak plain HTTP to a server that serves TLS.
+		if obs.BackendTLSPolicyAPI == children.APIAbsent || len(gatewaysNotFound(obs.ParentGateways)) > 0 {
+			// The Gateway would speak plain HTTP to a server that serves TLS, or there is
+			// no Gateway to serve it (its status may still say it was accepted).
 			return ptr.To("")
 		}
 		return ptr.To(children.HTTPRouteURL(l, obs.HTTPRoute, obs.HTTPRouteEndpoint))
@@ -249,6 +251,8 @@ func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditio
 	switch {
 	case children.WantsHTTPRoute(l) && obs.HTTPRouteAPI != children.APIAbsent && obs.BackendTLSPolicyAPI == children.APIAbsent:
 		return setTo(metav1.ConditionFalse, v1alpha2.ReasonBackendTLSNotServed, backendTLSNotServed)
+	case children.WantsHTTPRoute(l) && obs.HTTPRouteAPI != children.APIAbsent && len(gatewaysNotFound(obs.ParentGateways)) > 0:
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonGatewayNotFound, gatewayNotFoundMessage(l, gatewaysNotFound(obs.ParentGateways)))
 	case children.WantsHTTPRoute(l):
 		return routeCondition(obs.HTTPRouteAPI, obs.HTTPRoute != nil,
 			"The cluster does not serve "+children.HTTPRouteResource.GroupVersion().String()+" HTTPRoute: install the Gateway API CRDs "+
@@ -261,6 +265,30 @@ func exposedCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditio
 			func() (metav1.ConditionStatus, string, string) { return children.RouteAdmission(obs.Route) })
 	}
 	return dropped
+}
+
+// gatewaysNotFound names (namespace/name) the Gateways an HTTPRoute attaches to when
+// none of them exists; none when one does, or when the sync could not tell.
+func gatewaysNotFound(parents []children.ParentGateway) []string {
+	var missing []string
+	for _, g := range parents {
+		if g.Found {
+			return nil
+		}
+		missing = append(missing, g.String())
+	}
+	return missing
+}
+
+// gatewayNotFoundMessage is Exposed's message for an HTTPRoute none of whose Gateways
+// (missing) exists.
+func gatewayNotFoundMessage(l *v1alpha2.LlamaStackDistribution, missing []string) string {
+	what := "Gateway " + missing[0] + " does not exist"
+	if len(missing) > 1 {
+		what = "none of its Gateways exists (" + strings.Join(missing, ", ") + ")"
+	}
+	return fmt.Sprintf("HTTPRoute %s attaches to no Gateway: %s. Create the Gateway, or name an existing one "+
+		"in spec.networking.expose.httpRoute.parentRefs", llsd.HTTPRouteName(l), what)
 }
 
 // backendTLSNotServed is Exposed's message for an HTTPRoute to a TLS server on a

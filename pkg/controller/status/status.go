@@ -34,6 +34,11 @@ type Observed struct {
 	HTTPRouteAPI children.APIState
 	// HTTPRouteEndpoint is where the Gateways serve the HTTPRoute (children.HTTPRouteEndpoint).
 	HTTPRouteEndpoint children.RouteEndpoint
+	// ParentGateways are the Gateways the CR's HTTPRoute attaches to
+	// (children.HTTPRouteGateways) and whether the Gateway cache holds each; nil when
+	// the sync cannot tell (the Gateway API is not served or its cache not synced, or a
+	// Gateway is in a namespace the controller does not watch).
+	ParentGateways []children.ParentGateway
 	// BackendTLSPolicy and BackendTLSPolicyAPI are the same for the BackendTLSPolicy of
 	// an HTTPRoute to a server that serves TLS (children.APIUnknown when the sync did not
 	// look: the CR's server does not serve TLS, or is not exposed through an HTTPRoute).

@@ -150,6 +150,9 @@ const (
 	ReasonRouteNotAccepted = "NotAccepted"
 	// ReasonRoutePending: a Gateway the route names has not reported on it yet.
 	ReasonRoutePending = "Pending"
+	// ReasonGatewayNotFound: none of the Gateways the HTTPRoute names exists; the
+	// route waits for one to be created.
+	ReasonGatewayNotFound = "GatewayNotFound"
 	// ReasonAPINotServed: the cluster does not serve the API of the kind asked for
 	// (gateway.networking.k8s.io/v1 for an HTTPRoute).
 	ReasonAPINotServed = "APINotServed"
