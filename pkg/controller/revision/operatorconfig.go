@@ -132,7 +132,7 @@ func ParseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 		// A misspelt featureFlags may have said enableServiceMonitor: {enabled: false}.
 		cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false
 	}
-	if p := flags.invalid[flagServiceMonitor]; p != "" {
+	if p := flags.invalid[FlagServiceMonitor]; p != "" {
 		cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false
 		cfg.Problems = append(cfg.Problems, p+"; ServiceMonitors are left as they are (neither made nor deleted) until it says true or false")
 	}
@@ -140,9 +140,9 @@ func ParseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 	case problem != "":
 		cfg.NetworkPolicyKnown, cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false, false
 		cfg.Problems = append(cfg.Problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
-	case flags.invalid[flagNetworkPolicy] != "":
+	case flags.invalid[FlagNetworkPolicy] != "":
 		cfg.NetworkPolicyKnown = false
-		cfg.Problems = append(cfg.Problems, flags.invalid[flagNetworkPolicy]+"; NetworkPolicies are left as they are (neither made nor deleted) until it says true or false")
+		cfg.Problems = append(cfg.Problems, flags.invalid[FlagNetworkPolicy]+"; NetworkPolicies are left as they are (neither made nor deleted) until it says true or false")
 	case flags.networkPolicy == nil:
 		cfg.NetworkPolicyKnown = false
 		if ok || !unknownKeys { // (a misspelt key is reported above)
@@ -187,11 +187,16 @@ type featureFlags struct {
 
 // The flags of featureFlags, each a mapping with one field, enabled.
 const (
-	flagNetworkPolicy  = "enableNetworkPolicy"
-	flagServiceMonitor = "enableServiceMonitor"
+	FlagNetworkPolicy  = "enableNetworkPolicy"
+	FlagServiceMonitor = "enableServiceMonitor"
 )
 
-var knownFlags = []string{flagNetworkPolicy, flagServiceMonitor}
+var knownFlags = []string{FlagNetworkPolicy, FlagServiceMonitor}
+
+// FlagOff says, for the Event of a child deleted because of it, that flag is false.
+func FlagOff(flag string) string {
+	return fmt.Sprintf("%s %s.enabled is false in the operator ConfigMap", KeyFeatureFlags, flag)
+}
 
 // parseFeatureFlags reads featureFlags strictly: every key known, every value of its
 // type. It returns the flags it sets, or a problem naming the key. It decodes YAML 1.2
@@ -215,9 +220,9 @@ func parseFeatureFlags(raw string) (featureFlags, string) {
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		var target **bool
 		switch k {
-		case flagNetworkPolicy:
+		case FlagNetworkPolicy:
 			target = &flags.networkPolicy
-		case flagServiceMonitor:
+		case FlagServiceMonitor:
 			target = &flags.serviceMonitor
 		default:
 			return featureFlags{}, fmt.Sprintf("key %s: unknown flag %q (known flags: %s)", KeyFeatureFlags, k, strings.Join(knownFlags, ", "))
