@@ -40,13 +40,15 @@ func BuiltinDistributions() map[string]string {
 // that runs: it is invalid input, reported on the ConfigMap, never read as a default
 // that deletes a NetworkPolicy or rolls a Deployment.
 type OperatorConfig struct {
-	// NetworkPolicyKnown is false when featureFlags cannot be read: existing
-	// NetworkPolicies are then left as they are (neither made nor deleted).
+	// NetworkPolicyKnown is false when featureFlags cannot be read or does not set
+	// enableNetworkPolicy.enabled to a boolean: existing NetworkPolicies are then left
+	// as they are (neither made nor deleted).
 	NetworkPolicyKnown  bool
 	EnableNetworkPolicy bool
-	// ServiceMonitorKnown is false when the ConfigMap is missing or featureFlags cannot
-	// be read: existing ServiceMonitors are then left as they are. Otherwise they are
-	// made unless enableServiceMonitor.enabled is false.
+	// ServiceMonitorKnown is false when the ConfigMap is missing, featureFlags cannot
+	// be read or enableServiceMonitor.enabled is there but not a boolean: existing
+	// ServiceMonitors are then left as they are. Otherwise they are made unless
+	// enableServiceMonitor.enabled is false.
 	ServiceMonitorKnown  bool
 	EnableServiceMonitor bool
 	// ImageOverrides are the valid entries of image-overrides.
