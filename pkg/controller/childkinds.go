@@ -84,6 +84,7 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 			wanted: func(_ *v1alpha2.LlamaStackDistribution, in childInputs) (bool, bool) {
 				return in.cfg.EnableNetworkPolicy, in.cfg.NetworkPolicyKnown
 			},
+			because: func(childInputs) string { return revision.FlagOff(revision.FlagNetworkPolicy) },
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *networkingv1.NetworkPolicy {
 				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
 			}},
@@ -167,7 +168,7 @@ func (c *Controller) bindOptionalKinds(cfg Config) error {
 	openShiftRoutes.discovered = cfg.RoutesDiscovered
 	c.table.back = append(c.table.back,
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.serviceMonitors, name: llsd.ServiceMonitorName,
-			api: monitors, wanted: wantsServiceMonitor, build: fromCR(children.NewServiceMonitor)},
+			api: monitors, wanted: wantsServiceMonitor, because: serviceMonitorFlagOff, build: fromCR(children.NewServiceMonitor)},
 		asked[*unstructured.Unstructured, unstructured.Unstructured]{kind: c.routes, name: llsd.RouteName,
 			api: openShiftRoutes, wanted: always(children.WantsRoute),
 			build: func(l *v1alpha2.LlamaStackDistribution, in childInputs) *unstructured.Unstructured {
@@ -376,7 +377,10 @@ type asked[T metav1.Object, AC any] struct {
 	// wanted tells whether the CR asks for it; while known is false (the operator
 	// ConfigMap does not say) it is neither made nor deleted.
 	wanted func(l *v1alpha2.LlamaStackDistribution, in childInputs) (want, known bool)
-	build  func(*v1alpha2.LlamaStackDistribution, childInputs) T
+	// because says why it is not wanted, for the Event of its deletion, when the operator
+	// ConfigMap decides (a feature flag); nil, or "", when the CR alone does.
+	because func(in childInputs) string
+	build   func(*v1alpha2.LlamaStackDistribution, childInputs) T
 	// seen records it in what the sync observed; nil when the status does not read it.
 	seen func(*status.Observed, T)
 	// api is the optional kind's API (nil for a kind always served); seenAPI records,
@@ -408,7 +412,11 @@ func (a asked[T, AC]) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 	case !known:
 		return nil
 	case !want:
-		return a.kind.DeleteIfOwned(ctx, l, a.name(l))
+		var because string
+		if a.because != nil {
+			because = a.because(in)
+		}
+		return a.kind.DeleteIfOwnedBecause(ctx, l, a.name(l), because)
 	}
 	obj, err := a.kind.Ensure(ctx, l, a.build(l, in))
 	if err == nil && a.seen != nil {
@@ -469,6 +477,16 @@ func always(wants func(*v1alpha2.LlamaStackDistribution) bool) func(*v1alpha2.Ll
 // fromCR is a build function for a child made from the CR alone.
 func fromCR[T any](build func(*v1alpha2.LlamaStackDistribution) T) func(*v1alpha2.LlamaStackDistribution, childInputs) T {
 	return func(l *v1alpha2.LlamaStackDistribution, _ childInputs) T { return build(l) }
+}
+
+// serviceMonitorFlagOff says, for the Event of a ServiceMonitor deleted, when it goes
+// because the operator ConfigMap turns ServiceMonitors off (not because the server
+// stopped serving metrics).
+func serviceMonitorFlagOff(in childInputs) string {
+	if in.cfg.EnableServiceMonitor {
+		return ""
+	}
+	return revision.FlagOff(revision.FlagServiceMonitor)
 }
 
 // wantsServiceMonitor tells whether l's server has a ServiceMonitor: its metrics are on

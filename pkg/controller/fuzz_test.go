@@ -340,6 +340,7 @@ func equalJSON(a, b any) bool {
 func FuzzOperatorConfig(f *testing.F) {
 	f.Add("enableNetworkPolicy:\n  enabled: true\n", "starter: quay.io/a/b:1\n")
 	f.Add("[", "starter: [")
+	f.Add("enableServiceMonitor: {enabled: no}\nenableNetworkPolicy: {enabled: \"false\"}\n", "")
 	f.Add("", "a: ''\nb: 'x y'\nc: docker.io/llamastack/distribution-starter@sha256:"+strings.Repeat("a", 64))
 	f.Fuzz(func(t *testing.T, flags, overrides string) {
 		dists := revision.BuiltinDistributions()
@@ -353,7 +354,7 @@ func FuzzOperatorConfig(f *testing.F) {
 			}
 		}
 		// Whatever is not clear keeps what runs, and says so.
-		if (!cfg.NetworkPolicyKnown || cfg.KeepAllImages || len(cfg.KeepImages) > 0) && len(cfg.Problems) == 0 {
+		if (!cfg.NetworkPolicyKnown || !cfg.ServiceMonitorKnown || cfg.KeepAllImages || len(cfg.KeepImages) > 0) && len(cfg.Problems) == 0 {
 			t.Fatalf("featureFlags %q / image-overrides %q: something kept as it is without a problem reported", flags, overrides)
 		}
 	})

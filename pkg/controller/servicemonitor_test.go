@@ -184,3 +184,47 @@ func TestServiceMonitorOfSomeoneElse(t *testing.T) {
 	endpoints, _, _ := unstructured.NestedSlice(f.storedMonitor("app-service-monitor").Object, "spec", "endpoints")
 	assert.Equal(t, "web", endpoints[0].(map[string]any)["port"], "theirs is untouched")
 }
+
+// enableServiceMonitor: {enabled: no} is not YAML 1.2's false: it deletes nothing, the
+// ConfigMap gets a Warning Event naming the flag, the value and the valid values, and
+// the CR's ServiceMonitor stays. enabled: false then deletes it, with an Event on the
+// CR naming the flag.
+func TestServiceMonitorFlagReadStrictly(t *testing.T) {
+	f := newFixture(t, newLLSD("app"), operatorConfigMap(map[string]string{revision.KeyFeatureFlags: featureFlagsOff}))
+	f.serveServiceMonitors()
+	f.converge("app")
+	require.NotNil(t, f.storedMonitor("app-service-monitor"))
+	h := f.c.operatorConfigHandler(f.ctx)
+	f.events()
+
+	update := func(rv string, data map[string]string) {
+		t.Helper()
+		f.setOperatorConfig(data)
+		cm, err := f.kubeclient.CoreV1().ConfigMaps(testOperatorNamespace).Get(f.ctx, OperatorConfigMapName, metav1.GetOptions{})
+		require.NoError(t, err)
+		old := operatorConfigMap(nil)
+		old.ResourceVersion, cm.ResourceVersion = rv+"-old", rv
+		h.OnUpdate(old, cm)
+	}
+
+	update("2", map[string]string{revision.KeyFeatureFlags: featureFlagsOff + "enableServiceMonitor: {enabled: no}\n"})
+	events := f.events()
+	require.Equal(t, 1, countEvents(events, "Warning InvalidConfiguration"), "events: %v", events)
+	for _, s := range []string{"enableServiceMonitor.enabled", `"no" (a string)`, "valid values: true, false"} {
+		assert.True(t, hasEvent(events, s), "the Event says %q: %v", s, events)
+	}
+	assert.Empty(t, monitorActions(mutating(f.sync("app"))), "nothing is deleted")
+	f.converge("app")
+	assert.NotNil(t, f.storedMonitor("app-service-monitor"), "the ServiceMonitor stays")
+	assert.False(t, hasEvent(f.events(), "Deleted"))
+
+	update("3", map[string]string{revision.KeyFeatureFlags: featureFlagsOff + "enableServiceMonitor: {enabled: false}\n"})
+	assert.Zero(t, countEvents(f.events(), "Warning"), "false is valid")
+	deleted := monitorActions(mutating(f.sync("app")))
+	require.Len(t, deleted, 1, "%s", describe(deleted))
+	assert.Equal(t, "delete", deleted[0].GetVerb())
+	assert.Nil(t, f.storedMonitor("app-service-monitor"))
+	events = f.events()
+	assert.Contains(t, events,
+		"Normal Deleted Deleted ServiceMonitor app-service-monitor: featureFlags enableServiceMonitor.enabled is false in the operator ConfigMap")
+}

@@ -317,6 +317,13 @@ func (k *Kind[T, AC]) write(ctx context.Context, l *v1alpha2.LlamaStackDistribut
 // DeleteIfOwned deletes the named child when it exists and this CR controls it.
 // Objects of that name that belong to someone else are left alone.
 func (k *Kind[T, AC]) DeleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name string) error {
+	return k.DeleteIfOwnedBecause(ctx, l, name, "")
+}
+
+// DeleteIfOwnedBecause is DeleteIfOwned for a child deleted because of something the
+// CR does not say (a feature flag of the operator ConfigMap): because, when not empty,
+// ends the message of the Deleted Event on the CR and is in the log line.
+func (k *Kind[T, AC]) DeleteIfOwnedBecause(ctx context.Context, l *v1alpha2.LlamaStackDistribution, name, because string) error {
 	cur, err := k.Cached(l.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -339,8 +346,12 @@ func (k *Kind[T, AC]) DeleteIfOwned(ctx context.Context, l *v1alpha2.LlamaStackD
 	if err != nil {
 		return fmt.Errorf("deleting %s %s/%s: %w", k.Name, l.Namespace, name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.Name, "object", klog.KRef(l.Namespace, name))
-	k.recorder.Eventf(l, corev1.EventTypeNormal, "Deleted", "Deleted %s %s", k.Name, name)
+	msg := fmt.Sprintf("Deleted %s %s", k.Name, name)
+	if because != "" {
+		msg += ": " + because
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted child", "kind", k.Name, "object", klog.KRef(l.Namespace, name), "because", because)
+	k.recorder.Event(l, corev1.EventTypeNormal, "Deleted", msg)
 	return nil
 }
 

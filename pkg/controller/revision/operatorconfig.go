@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -39,13 +40,15 @@ func BuiltinDistributions() map[string]string {
 // that runs: it is invalid input, reported on the ConfigMap, never read as a default
 // that deletes a NetworkPolicy or rolls a Deployment.
 type OperatorConfig struct {
-	// NetworkPolicyKnown is false when featureFlags cannot be read: existing
-	// NetworkPolicies are then left as they are (neither made nor deleted).
+	// NetworkPolicyKnown is false when featureFlags cannot be read or does not set
+	// enableNetworkPolicy.enabled to a boolean: existing NetworkPolicies are then left
+	// as they are (neither made nor deleted).
 	NetworkPolicyKnown  bool
 	EnableNetworkPolicy bool
-	// ServiceMonitorKnown is false when the ConfigMap is missing or featureFlags cannot
-	// be read: existing ServiceMonitors are then left as they are. Otherwise they are
-	// made unless enableServiceMonitor.enabled is false.
+	// ServiceMonitorKnown is false when the ConfigMap is missing, featureFlags cannot
+	// be read or enableServiceMonitor.enabled is there but not a boolean: existing
+	// ServiceMonitors are then left as they are. Otherwise they are made unless
+	// enableServiceMonitor.enabled is false.
 	ServiceMonitorKnown  bool
 	EnableServiceMonitor bool
 	// ImageOverrides are the valid entries of image-overrides.
@@ -131,10 +134,17 @@ func ParseOperatorConfig(cm *corev1.ConfigMap, distributions map[string]string) 
 		// A misspelt featureFlags may have said enableServiceMonitor: {enabled: false}.
 		cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false
 	}
+	if p := flags.invalid[FlagServiceMonitor]; p != "" {
+		cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false
+		cfg.Problems = append(cfg.Problems, p+"; ServiceMonitors are left as they are (neither made nor deleted) until it says true or false")
+	}
 	switch {
 	case problem != "":
 		cfg.NetworkPolicyKnown, cfg.ServiceMonitorKnown, cfg.EnableServiceMonitor = false, false, false
 		cfg.Problems = append(cfg.Problems, problem+"; NetworkPolicies and ServiceMonitors are left as they are until it is fixed")
+	case flags.invalid[FlagNetworkPolicy] != "":
+		cfg.NetworkPolicyKnown = false
+		cfg.Problems = append(cfg.Problems, flags.invalid[FlagNetworkPolicy]+"; NetworkPolicies are left as they are (neither made nor deleted) until it says true or false")
 	case flags.networkPolicy == nil:
 		cfg.NetworkPolicyKnown = false
 		if ok || !unknownKeys { // (a misspelt key is reported above)
@@ -172,38 +182,54 @@ func typoConsequence(cm *corev1.ConfigMap, key string) string {
 type featureFlags struct {
 	networkPolicy  *bool
 	serviceMonitor *bool
+	// invalid are the flags whose enabled is not a boolean, each with its problem: they
+	// do not say (their children are neither made nor deleted), the others still do.
+	invalid map[string]string
 }
 
-// knownFlags are the flags of featureFlags, each a mapping with one field, enabled.
-var knownFlags = []string{"enableNetworkPolicy", "enableServiceMonitor"}
+// The flags of featureFlags, each a mapping with one field, enabled.
+const (
+	FlagNetworkPolicy  = "enableNetworkPolicy"
+	FlagServiceMonitor = "enableServiceMonitor"
+)
+
+var knownFlags = []string{FlagNetworkPolicy, FlagServiceMonitor}
+
+// FlagOff says, for the Event of a child deleted because of it, that flag is false.
+func FlagOff(flag string) string {
+	return fmt.Sprintf("%s %s.enabled is false in the operator ConfigMap", KeyFeatureFlags, flag)
+}
 
 // parseFeatureFlags reads featureFlags strictly: every key known, every value of its
-// type. It returns the flags it sets, or a problem naming the key.
+// type. It returns the flags it sets, or a problem naming the key. It decodes YAML 1.2
+// (go.yaml.in/yaml/v3), whose booleans are true and false (also spelt True, TRUE, False,
+// FALSE): YAML 1.1's yes, no, on, off, y and n are strings there, so enabled: no is not
+// read as false and turned into a deletion, but reported, as enabled: "false" is.
 func parseFeatureFlags(raw string) (featureFlags, string) {
 	var flags featureFlags
 	if strings.TrimSpace(raw) == "" {
 		return flags, ""
 	}
 	var doc any
-	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+	if err := yamlv3.Unmarshal([]byte(raw), &doc); err != nil {
 		return flags, fmt.Sprintf("key %s is not valid YAML (%v)", KeyFeatureFlags, err)
 	}
 	const example = "enableNetworkPolicy: {enabled: true}"
-	top, ok := doc.(map[string]any)
+	top, ok := yamlMapping(doc)
 	if !ok {
 		return flags, fmt.Sprintf("key %s must be a mapping such as %q, not %s", KeyFeatureFlags, example, yamlKind(doc))
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		var target **bool
 		switch k {
-		case "enableNetworkPolicy":
+		case FlagNetworkPolicy:
 			target = &flags.networkPolicy
-		case "enableServiceMonitor":
+		case FlagServiceMonitor:
 			target = &flags.serviceMonitor
 		default:
 			return featureFlags{}, fmt.Sprintf("key %s: unknown flag %q (known flags: %s)", KeyFeatureFlags, k, strings.Join(knownFlags, ", "))
 		}
-		flag, ok := top[k].(map[string]any)
+		flag, ok := yamlMapping(top[k])
 		if !ok {
 			return featureFlags{}, fmt.Sprintf("key %s: %s must be a mapping such as {enabled: true}, not %s", KeyFeatureFlags, k, yamlKind(top[k]))
 		}
@@ -213,12 +239,46 @@ func parseFeatureFlags(raw string) (featureFlags, string) {
 			}
 			b, ok := flag[field].(bool)
 			if !ok {
-				return featureFlags{}, fmt.Sprintf("key %s: %s.enabled must be true or false, not %s", KeyFeatureFlags, k, yamlKind(flag[field]))
+				if flags.invalid == nil {
+					flags.invalid = map[string]string{}
+				}
+				flags.invalid[k] = fmt.Sprintf("key %s: %s.enabled must be true or false, not %s (valid values: true, false)",
+					KeyFeatureFlags, k, yamlValue(flag[field]))
+				continue
 			}
 			*target = &b
 		}
 	}
 	return flags, ""
+}
+
+// yamlMapping is v as a mapping of string keys, when it is a mapping. yaml.v3 decodes a
+// mapping with a key that is not a string (1: x, true: x) as map[any]any: its keys
+// are named as written, for the messages of unknown keys.
+func yamlMapping(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			out[fmt.Sprint(k)] = v
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// yamlValue names a value decoded from YAML, for messages: a scalar as written (a
+// string quoted) with its kind, anything else by its kind.
+func yamlValue(v any) string {
+	switch v.(type) {
+	case string:
+		return fmt.Sprintf("%q (a string)", v)
+	case int, int64, uint64, float64:
+		return fmt.Sprintf("%v (a number)", v)
+	}
+	return yamlKind(v)
 }
 
 // parseImageOverrides reads image-overrides into cfg: a mapping of distribution name to
@@ -275,11 +335,11 @@ func yamlKind(v any) string {
 		return "a boolean"
 	case string:
 		return "a string"
-	case float64, int64, int:
+	case float64, int64, uint64, int:
 		return "a number"
 	case []any:
 		return "a list"
-	case map[string]any:
+	case map[string]any, map[any]any:
 		return "a mapping"
 	default:
 		return fmt.Sprintf("%T", v)

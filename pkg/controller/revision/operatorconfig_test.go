@@ -98,9 +98,10 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 			problemHas: []string{"featureFlags", `"enableNetworkPolicies"`}},
 		{name: "flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy: true"},
 			problemHas: []string{"enableNetworkPolicy must be a mapping", "a boolean"}},
-		{name: "enabled a string", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
+		// A value of enabled that is not a boolean makes that flag alone not said.
+		{name: "enabled a string", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: \"true\"\n"},
 			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "a string"}},
-		{name: "enabled empty", smUnknown: true, data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
+		{name: "enabled empty", data: map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled:\n"},
 			problemHas: []string{"enableNetworkPolicy.enabled must be true or false", "empty"}},
 		{name: "featureFlags a list", smUnknown: true, data: map[string]string{"featureFlags": "- enableNetworkPolicy\n"},
 			problemHas: []string{"featureFlags must be a mapping", "a list"}},
@@ -113,7 +114,7 @@ func TestParseOperatorConfigStrict(t *testing.T) {
 			problemHas: []string{"does not set enableNetworkPolicy.enabled"}},
 		{name: "service monitor flag not a mapping", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: false\n"},
 			problemHas: []string{"enableServiceMonitor must be a mapping", "a boolean", "ServiceMonitors are left as they are until it is fixed"}},
-		{name: "service monitor enabled a string", smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: \"no\"}\n"},
+		{name: "service monitor enabled a string", npKnown: true, npEnabled: true, smUnknown: true, data: map[string]string{"featureFlags": featureFlagsOn + "enableServiceMonitor: {enabled: \"no\"}\n"},
 			problemHas: []string{"enableServiceMonitor.enabled must be true or false", "a string"}},
 		{name: "misspelt data key", smUnknown: true, data: map[string]string{"featureflags": featureFlagsOff},
 			keepAll: true, problemHas: []string{`unknown key "featureflags"`, "NetworkPolicies, ServiceMonitors and running images are left as they are"}},
@@ -169,5 +170,72 @@ func TestKeepsRunningImage(t *testing.T) {
 		{"valid", valid, "starter", overrideImage, false},
 	} {
 		assert.Equal(t, tc.keep, tc.cfg.keepsRunningImage(tc.dist, tc.image), tc.name)
+	}
+}
+
+// TestFeatureFlagBooleans: enabled takes YAML 1.2's booleans only (true, false, and
+// their True/TRUE, False/FALSE spellings). YAML 1.1's yes/no/on/off/y/n, a quoted
+// "false" and a number are invalid input: that flag is not said (its children are
+// neither made nor deleted), and the problem names the key, the value and the valid
+// values; the other flag is still read.
+func TestFeatureFlagBooleans(t *testing.T) {
+	for _, tc := range []struct {
+		value    string
+		known    bool
+		enabled  bool
+		valueHas string
+	}{
+		{value: "true", known: true, enabled: true},
+		{value: "True", known: true, enabled: true},
+		{value: "TRUE", known: true, enabled: true},
+		{value: "false", known: true},
+		{value: "False", known: true},
+		{value: "FALSE", known: true},
+		{value: "no", valueHas: `"no" (a string)`},
+		{value: "n", valueHas: `"n" (a string)`},
+		{value: "off", valueHas: `"off" (a string)`},
+		{value: "yes", valueHas: `"yes" (a string)`},
+		{value: "y", valueHas: `"y" (a string)`},
+		{value: "on", valueHas: `"on" (a string)`},
+		{value: "ON", valueHas: `"ON" (a string)`},
+		{value: "tRue", valueHas: `"tRue" (a string)`},
+		{value: `"false"`, valueHas: `"false" (a string)`},
+		{value: `'true'`, valueHas: `"true" (a string)`},
+		{value: "0", valueHas: "0 (a number)"},
+		{value: "1", valueHas: "1 (a number)"},
+		{value: "~", valueHas: "empty"},
+	} {
+		t.Run("serviceMonitor "+tc.value, func(t *testing.T) {
+			cfg := ParseOperatorConfig(operatorConfigMap(map[string]string{
+				KeyFeatureFlags: featureFlagsOn + "enableServiceMonitor: {enabled: " + tc.value + "}\n"}), BuiltinDistributions())
+			assert.Equal(t, tc.known, cfg.ServiceMonitorKnown, "serviceMonitorKnown")
+			assert.Equal(t, tc.enabled, cfg.EnableServiceMonitor, "enableServiceMonitor")
+			assert.True(t, cfg.NetworkPolicyKnown && cfg.EnableNetworkPolicy, "the other flag is read")
+			if tc.known {
+				assert.Empty(t, cfg.Problems)
+				return
+			}
+			require.Len(t, cfg.Problems, 1, "%q", cfg.Problems)
+			for _, s := range []string{"featureFlags", "enableServiceMonitor.enabled", tc.valueHas, "valid values: true, false",
+				"ServiceMonitors are left as they are"} {
+				assert.Contains(t, cfg.Problems[0], s)
+			}
+		})
+		t.Run("networkPolicy "+tc.value, func(t *testing.T) {
+			cfg := ParseOperatorConfig(operatorConfigMap(map[string]string{
+				KeyFeatureFlags: "enableNetworkPolicy:\n  enabled: " + tc.value + "\nenableServiceMonitor: {enabled: false}\n"}), BuiltinDistributions())
+			assert.Equal(t, tc.known, cfg.NetworkPolicyKnown, "networkPolicyKnown")
+			assert.Equal(t, tc.enabled, cfg.EnableNetworkPolicy, "enableNetworkPolicy")
+			assert.True(t, cfg.ServiceMonitorKnown && !cfg.EnableServiceMonitor, "the other flag is read")
+			if tc.known {
+				assert.Empty(t, cfg.Problems)
+				return
+			}
+			require.Len(t, cfg.Problems, 1, "%q", cfg.Problems)
+			for _, s := range []string{"featureFlags", "enableNetworkPolicy.enabled", tc.valueHas, "valid values: true, false",
+				"NetworkPolicies are left as they are"} {
+				assert.Contains(t, cfg.Problems[0], s)
+			}
+		})
 	}
 }
