@@ -31,7 +31,9 @@
 // checked before use and the result before it is returned; the server itself
 // ignores keys it does not know, so a wrong name would fail silently. Keys
 // upstream's own configs write that no server reads
-// (registered_resources.vector_dbs) are dropped from a base, not refused;
+// (registered_resources.vector_dbs) are dropped from a base, not refused, and
+// so are the keys the version ignores (Ignored: safety on 1.x), told in
+// Output.Ignored;
 // version '2' (a string, which the server coerces) is written as 2. Store
 // references need their namespace or table_name, as in the server.
 //

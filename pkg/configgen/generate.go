@@ -284,6 +284,11 @@ func (g *gen) loadBase(base []byte, name, field string) error {
 	if rr, ok := cfg["registered_resources"].(map[string]any); ok {
 		delete(rr, "vector_dbs")
 	}
+	// Keys this version ignores (Ignored): the server starts with them, so they
+	// are dropped, and told, rather than refused.
+	for _, m := range dropIgnored(cfg, g.v) {
+		g.ignored = append(g.ignored, field+": "+m)
+	}
 	if g.v.atLeast(7) {
 		// The server clears registered_resources.tool_groups from 0.7
 		// (tool groups register themselves): drop them rather than write

@@ -68,7 +68,40 @@ func Ignored(configYAML []byte, v Version) []string {
 		if v.less(k.since) || isEmpty(lookup(cfg, k.path)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: server %s ignores it (%s)", joinPath(k.path), v, k.instead))
+		out = append(out, k.message(v))
+	}
+	return out
+}
+
+// message says that server v ignores the key, and what replaced it.
+func (k ignoredKey) message(v Version) string {
+	return fmt.Sprintf("%s: server %s ignores it (%s)", joinPath(k.path), v, k.instead)
+}
+
+// dropIgnored deletes from a base config (decoded YAML) the keys server version v
+// ignores, so that the strict decode that follows refuses only what no version reads:
+// the server would start with them, and they are not written to the generated file,
+// which it would ignore anyway. It returns one message each, as Ignored does; an empty
+// value is dropped without one.
+func dropIgnored(cfg map[string]any, v Version) []string {
+	var out []string
+	for _, k := range ignoredKeys {
+		if v.less(k.since) {
+			continue
+		}
+		parent, ok := lookup(cfg, k.path[:len(k.path)-1]).(map[string]any)
+		if !ok {
+			continue
+		}
+		last := k.path[len(k.path)-1]
+		x, ok := parent[last]
+		if !ok {
+			continue
+		}
+		delete(parent, last)
+		if !isEmpty(x) {
+			out = append(out, k.message(v))
+		}
 	}
 	return out
 }

@@ -431,3 +431,42 @@ func TestDisabledAPIsTheVersionLacksRollOutWithOneWarning(t *testing.T) {
 	f.sync("app")
 	assert.Zero(t, countEvents(f.events(), "Warning "+revision.ReasonConfigKeyIgnored), "told once")
 }
+
+// A base written for 0.x (top-level safety, registered_resources.shields) on the 1.3
+// pin: the server ignores those keys, so the CR rolls out, its generated config
+// without them, with one Warning that names them, told once.
+func TestBaseConfigKeysTheVersionIgnoresRollOutWithOneWarning(t *testing.T) {
+	d, _ := configgen.LookupDistribution("starter")
+	base, ok := d.BaseFor("1.3.0")
+	require.True(t, ok)
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal(base, &cfg))
+	cfg["safety"] = map[string]any{"default_shield_id": "llama-guard"}
+	cfg["registered_resources"].(map[string]any)["shields"] = []any{map[string]any{"shield_id": "llama-guard"}}
+	old, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	f := newFixture(t, configMap(testNamespace, "base", map[string]string{"run.yaml": string(old)}, nil),
+		newGenLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+			l.Spec.Distribution = v1alpha2.DistributionSpec{Image: testImage}
+			l.Spec.BaseConfig = &v1alpha2.BaseConfigSpec{ConfigMapName: "base", Key: "run.yaml"}
+		}))
+	f.converge("app")
+	dep := f.deployment("app")
+	require.NotNil(t, dep, "rolled out")
+	cond := meta.FindStatusCondition(f.llsd("app").Status.Conditions, v1alpha2.ConditionConfigGenerated)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status, cond.Message)
+	cm := f.storedConfigMap(mountedConfig(dep))
+	require.NotNil(t, cm)
+	assert.NotContains(t, cm.Data["config.yaml"], "safety")
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning "+revision.ReasonConfigKeyIgnored), "events: %v", events)
+	for _, want := range []string{
+		"spec.baseConfig: safety: server 1.3.0 ignores it (removed in 1.0",
+		"spec.baseConfig: registered_resources.shields: server 1.3.0 ignores it",
+	} {
+		assert.True(t, hasEvent(events, want), "no event with %q: %v", want, events)
+	}
+	f.sync("app")
+	assert.Zero(t, countEvents(f.events(), "Warning "+revision.ReasonConfigKeyIgnored), "told once")
+}
