@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
@@ -64,7 +64,7 @@ func caMount(t *testing.T, d *appsv1.Deployment) bool {
 }
 
 func TestCABundleLifecycle(t *testing.T) {
-	certs := testCertPEMs(t, 3)
+	certs := testcert.CertPEMs(t, 3)
 	f := newFixture(t,
 		newLLSDv1("app", withCABundle("custom-ca", "")),
 		configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: certs[0]}, nil))
@@ -118,7 +118,7 @@ func TestCABundleLifecycle(t *testing.T) {
 // The namespace's odh-trusted-ca-bundle is picked up by itself; one whose values are all
 // blank is ignored rather than failing the CR (upstream §12.6).
 func TestODHTrustedCABundle(t *testing.T) {
-	certs := testCertPEMs(t, 2)
+	certs := testcert.CertPEMs(t, 2)
 	f := newFixture(t, newLLSD("app"),
 		configMap(testNamespace, revision.ODHTrustedCABundle, map[string]string{"ca-bundle.crt": "  \n", "odh-ca-bundle.crt": ""}, nil))
 	f.converge("app")
@@ -143,7 +143,7 @@ func TestODHTrustedCABundle(t *testing.T) {
 // The user errors of upstream §8/§9 that the schema cannot catch: a missing ConfigMap, a
 // missing key, data without a valid certificate. Each leaves the running Deployment as it is.
 func TestCABundleUserErrors(t *testing.T) {
-	cert := testCertPEMs(t, 1)[0]
+	cert := testcert.CertPEMs(t, 1)[0]
 	tests := map[string]struct {
 		data   map[string]string
 		keys   []v1alpha1.ConfigMapKey
@@ -155,9 +155,9 @@ func TestCABundleUserErrors(t *testing.T) {
 			reason: v1alpha2.ReasonConfigMapKeyMissing, facts: []string{"'zz'", testNamespace + "/custom-ca"}},
 		"no certificate": {data: map[string]string{revision.CABundleKey: "not a certificate"},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'", "custom-ca"}},
-		"a public key only": {data: map[string]string{revision.CABundleKey: pemBlock("PUBLIC KEY", []byte("x"))},
+		"a public key only": {data: map[string]string{revision.CABundleKey: testcert.PEMBlock("PUBLIC KEY", []byte("x"))},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"custom-ca"}},
-		"a certificate that does not parse": {data: map[string]string{revision.CABundleKey: pemBlock("CERTIFICATE", []byte("garbage"))},
+		"a certificate that does not parse": {data: map[string]string{revision.CABundleKey: testcert.PEMBlock("CERTIFICATE", []byte("garbage"))},
 			reason: v1alpha2.ReasonCABundleInvalid, facts: []string{"'ca-bundle.crt'"}},
 	}
 	for name, tc := range tests {
@@ -181,7 +181,7 @@ func TestCABundleUserErrors(t *testing.T) {
 
 // A CA bundle ConfigMap in another namespace follows the same opt-in as user config.
 func TestCABundleCrossNamespace(t *testing.T) {
-	cert := testCertPEMs(t, 1)[0]
+	cert := testcert.CertPEMs(t, 1)[0]
 	f := newFixture(t, newLLSDv1("app", withCABundle("shared-ca", "other")),
 		configMap("other", "shared-ca", map[string]string{revision.CABundleKey: cert}, nil))
 	f.sync("app")
@@ -202,7 +202,7 @@ func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonCABundleInvalid)
 	assert.Empty(t, f.sync("app"), "no reads and no writes while nothing changed")
 
-	cert := testCertPEMs(t, 1)[0]
+	cert := testcert.CertPEMs(t, 1)[0]
 	f.putConfigMap(configMap(testNamespace, "custom-ca", map[string]string{revision.CABundleKey: cert}, nil))
 	f.converge("app")
 	assert.Equal(t, cert, f.managedCA("app").Data[revision.CABundleKey])
@@ -212,8 +212,7 @@ func TestInvalidCABundleIsNotReReadEverySync(t *testing.T) {
 // server rejects: two sources, each within a ConfigMap's limit, whose certificates
 // together are not (found by FuzzCABundle's ConfigMap check).
 func TestCABundleTooLargeForConfigMap(t *testing.T) {
-	key, err := testCAKey()
-	require.NoError(t, err)
+	key := testcert.Key(t)
 	largeCert := func(serial int64) string {
 		tmpl := &x509.Certificate{
 			SerialNumber:          big.NewInt(serial),
@@ -226,11 +225,11 @@ func TestCABundleTooLargeForConfigMap(t *testing.T) {
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 		require.NoError(t, err)
-		return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		return testcert.PEMBlock("CERTIFICATE", der)
 	}
 	a, b := largeCert(1), largeCert(2)
 	require.Less(t, len(a), maxConfigMapBytes)
-	_, _, _, err = revision.BuildCABundle([]revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{revision.CABundleKey: a}, Keys: []string{revision.CABundleKey}}, {Namespace: "ns", Name: revision.ODHTrustedCABundle, Data: map[string]string{"b": b}, Optional: true}})
+	_, _, _, err := revision.BuildCABundle([]revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{revision.CABundleKey: a}, Keys: []string{revision.CABundleKey}}, {Namespace: "ns", Name: revision.ODHTrustedCABundle, Data: map[string]string{"b": b}, Optional: true}})
 	require.ErrorContains(t, err, "more than the 1048563 a ConfigMap can hold")
 
 	bundle, n, _, err := revision.BuildCABundle([]revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{revision.CABundleKey: a}, Keys: []string{revision.CABundleKey}}})

@@ -22,6 +22,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
@@ -253,7 +254,7 @@ func TestReferenceOutsideTheWatchedNamespace(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, newLLSDv1("app", mod),
-				configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x"), revision.CABundleKey: testCertPEMs(t, 1)[0]}, open))
+				configMap("other", "cfg", map[string]string{"config.yaml": userConfigNamed("x"), revision.CABundleKey: testcert.CertPEMs(t, 1)[0]}, open))
 			f.c.watchNamespace = testNamespace
 			f.c.resolver.WatchNamespace = testNamespace
 			f.sync("app")

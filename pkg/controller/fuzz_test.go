@@ -26,6 +26,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/fault"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
@@ -364,10 +365,10 @@ func FuzzOperatorConfig(f *testing.F) {
 // deterministic, every block in it is a certificate, and a bundle that is accepted fits
 // in the managed ConfigMap.
 func FuzzCABundle(f *testing.F) {
-	cert := testCertPEMs(f, 1)[0]
+	cert := testcert.CertPEMs(f, 1)[0]
 	f.Add(cert, "  ", false)
-	f.Add(cert+"trailing text", pemBlock("PUBLIC KEY", []byte("k")), true)
-	f.Add(pemBlock("CERTIFICATE", []byte("garbage")), cert+cert, false)
+	f.Add(cert+"trailing text", testcert.PEMBlock("PUBLIC KEY", []byte("k")), true)
+	f.Add(testcert.PEMBlock("CERTIFICATE", []byte("garbage")), cert+cert, false)
 	f.Fuzz(func(t *testing.T, a, b string, optional bool) {
 		src := []revision.CASource{{Namespace: "ns", Name: "ca", Data: map[string]string{"a": a, "b": b}, Optional: optional}}
 		out1, n, _, err := revision.BuildCABundle(src)

@@ -20,6 +20,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
 
@@ -113,7 +114,7 @@ func TestManagedConfigMapOutlivesItsMount(t *testing.T) {
 		"CA bundle": {
 			mods: []func(*v1alpha1.LlamaStackDistribution){withCABundle("my-ca", "")},
 			objs: []runtime.Object{configMap(testNamespace, "my-ca",
-				map[string]string{revision.CABundleKey: testCertPEMs(t, 1)[0]}, nil)},
+				map[string]string{revision.CABundleKey: testcert.CertPEMs(t, 1)[0]}, nil)},
 			name:    "app-ca-bundle",
 			disable: func(l *v1alpha1.LlamaStackDistribution) { l.Spec.Server.TLSConfig = nil },
 		},

@@ -40,6 +40,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 	"github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned/fake"
@@ -208,7 +209,7 @@ func recordControllerRequests(t *testing.T) sets.Set[string] {
 	kubeclient := k8sfake.NewClientset(
 		opConfig(true),
 		configMap("shared", "run", map[string]string{llsd.UserConfigKey: startingUserConfig}, map[string]string{AllowedNamespacesAnnotation: testNamespace}),
-		configMap(testNamespace, "ca", map[string]string{revision.CABundleKey: testCertPEMs(t, 1)[0]}, nil),
+		configMap(testNamespace, "ca", map[string]string{revision.CABundleKey: testcert.CertPEMs(t, 1)[0]}, nil),
 		newTestServing(t, "routed-service."+testNamespace+".svc").secret("routed-cert"),
 	)
 	// A cluster that serves Gateway API and the Prometheus Operator's: an HTTPRoute (to a

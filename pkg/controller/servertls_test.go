@@ -27,6 +27,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/probe"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 )
@@ -60,9 +61,9 @@ func newTestServing(t testing.TB, dnsNames ...string) testServing {
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	require.NoError(t, err)
 	return testServing{
-		ca:   []byte(pemBlock("CERTIFICATE", caDER)),
-		cert: []byte(pemBlock("CERTIFICATE", der)),
-		key:  []byte(pemBlock("EC PRIVATE KEY", keyDER)),
+		ca:   []byte(testcert.PEMBlock("CERTIFICATE", caDER)),
+		cert: []byte(testcert.PEMBlock("CERTIFICATE", der)),
+		key:  []byte(testcert.PEMBlock("EC PRIVATE KEY", keyDER)),
 	}
 }
 

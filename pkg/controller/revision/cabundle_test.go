@@ -1,54 +1,17 @@
 package revision
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/testcert"
 )
-
-// testCAKey signs every test certificate: one key keeps generating a thousand certificates quick.
-var testCAKey = sync.OnceValues(func() (*ecdsa.PrivateKey, error) {
-	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-})
-
-// testCertPEMs returns n distinct self-signed CA certificates (serials 1..n), PEM-encoded.
-func testCertPEMs(t testing.TB, n int) []string {
-	t.Helper()
-	key, err := testCAKey()
-	require.NoError(t, err)
-	out := make([]string, n)
-	for i := range out {
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(int64(i + 1)),
-			Subject:               pkix.Name{CommonName: fmt.Sprintf("test-ca-%d", i+1)},
-			NotBefore:             time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
-			NotAfter:              time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC),
-			IsCA:                  true,
-			BasicConstraintsValid: true,
-			KeyUsage:              x509.KeyUsageCertSign,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		require.NoError(t, err)
-		out[i] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	}
-	return out
-}
-
-func pemBlock(typ string, body []byte) string {
-	return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: body}))
-}
 
 func explicitCA(keys []string, data map[string]string) CASource {
 	return CASource{Namespace: "ns", Name: "ca", Data: data, Keys: keys}
@@ -98,12 +61,12 @@ func TestValidateCAKeys(t *testing.T) {
 }
 
 func TestBuildCABundle(t *testing.T) {
-	certs := testCertPEMs(t, 3)
+	certs := testcert.CertPEMs(t, 3)
 	c1, c2, c3 := certs[0], certs[1], certs[2]
 	block1, _ := pem.Decode([]byte(c1))
 	withHeaders := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Note": "x"}, Bytes: block1.Bytes}))
-	publicKey := pemBlock("PUBLIC KEY", []byte("not really a key"))
-	garbage := pemBlock("CERTIFICATE", []byte("garbage"))
+	publicKey := testcert.PEMBlock("PUBLIC KEY", []byte("not really a key"))
+	garbage := testcert.PEMBlock("CERTIFICATE", []byte("garbage"))
 	def := defaultCAKeys()
 
 	cases := []struct {
@@ -259,7 +222,7 @@ func TestBuildCABundle(t *testing.T) {
 }
 
 func TestBuildCABundleCertificateLimit(t *testing.T) {
-	certs := testCertPEMs(t, maxCABundleCerts+1)
+	certs := testcert.CertPEMs(t, maxCABundleCerts+1)
 	limit := "the CA bundle holds more than the maximum of 1000 certificates"
 
 	bundle, n, _, err := BuildCABundle([]CASource{explicitCA(nil, map[string]string{
@@ -285,7 +248,7 @@ func TestBuildCABundleCertificateLimit(t *testing.T) {
 // The size limit counts the length of every value read, certificates or not, summed
 // across keys and sources; padding with blanks reaches it without building certificates.
 func TestBuildCABundleSizeLimit(t *testing.T) {
-	c1 := testCertPEMs(t, 1)[0]
+	c1 := testcert.CertPEMs(t, 1)[0]
 	limit := "the CA bundle sources hold more than the maximum of 10485760 bytes"
 	require.Equal(t, 10485760, maxCABundleBytes)
 
@@ -312,7 +275,7 @@ func TestBuildCABundleSizeLimit(t *testing.T) {
 }
 
 func TestBuildCABundleIsDeterministic(t *testing.T) {
-	certs := testCertPEMs(t, 20)
+	certs := testcert.CertPEMs(t, 20)
 	keys := make([]string, len(certs))
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%02d", i)

@@ -1,4 +1,6 @@
-package controller
+// Package testcert makes PEM certificates for the tests of the controller's packages
+// (the CA bundle, the server's TLS).
+package testcert
 
 import (
 	"crypto/ecdsa"
@@ -16,19 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Test certificates, for the controller's tests of the CA bundle and the server's TLS
-// (the package revision's tests make their own the same way).
-
-// testCAKey signs every test certificate: one key keeps generating a thousand certificates quick.
-var testCAKey = sync.OnceValues(func() (*ecdsa.PrivateKey, error) {
+// caKey signs every test certificate: one key keeps generating a thousand certificates quick.
+var caKey = sync.OnceValues(func() (*ecdsa.PrivateKey, error) {
 	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 })
 
-// testCertPEMs returns n distinct self-signed CA certificates (serials 1..n), PEM-encoded.
-func testCertPEMs(t testing.TB, n int) []string {
+// CertPEMs returns n distinct self-signed CA certificates (serials 1..n), PEM-encoded.
+func CertPEMs(t testing.TB, n int) []string {
 	t.Helper()
-	key, err := testCAKey()
-	require.NoError(t, err)
+	key := Key(t)
 	out := make([]string, n)
 	for i := range out {
 		tmpl := &x509.Certificate{
@@ -42,11 +40,20 @@ func testCertPEMs(t testing.TB, n int) []string {
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 		require.NoError(t, err)
-		out[i] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+		out[i] = PEMBlock("CERTIFICATE", der)
 	}
 	return out
 }
 
-func pemBlock(typ string, body []byte) string {
+// PEMBlock is body PEM-encoded as a block of type typ.
+func PEMBlock(typ string, body []byte) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: body}))
+}
+
+// Key is the key that signs every test certificate, for a test that makes its own.
+func Key(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := caKey()
+	require.NoError(t, err)
+	return key
 }
