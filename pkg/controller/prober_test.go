@@ -342,11 +342,14 @@ func statusWrites(actions []core.Action) int {
 // them: the first (Initializing), and the one that makes it Ready, which carries the
 // server's first answer (not one more for the answer).
 func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
-	for name, tc := range map[string]struct{ slow, storage bool }{
+	for name, tc := range map[string]struct{ slow, storage, replicaSet bool }{
 		"answered": {}, "timed out": {slow: true},
 		// The claim is bound and the Deployment available by the next sync: StorageReady
 		// turns with Ready, in the same write.
 		"with storage": {storage: true},
+		// As on a cluster, the Deployment's ReplicaSet exists: the rollout complete, it is
+		// the one that served (status.rollback), recorded in the same write.
+		"with its ReplicaSet": {replicaSet: true},
 	} {
 		slow := tc.slow
 		t.Run(name, func(t *testing.T) {
@@ -379,6 +382,11 @@ func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
 				require.Equal(t, metav1.ConditionFalse, cond(t, f.llsd("app"), v1alpha2.ConditionStorageReady).Status)
 				f.setPVCPhase("app-pvc", corev1.ClaimBound)
 			}
+			var served string
+			if tc.replicaSet {
+				f.updateDeployment("app", "kube-controller-manager", func(d *appsv1.Deployment) { d.UID = "dep-uid" })
+				served = (&rollbackFixture{fixture: f}).rollOut()
+			}
 			f.setDeploymentStatus("app", rolledOut)
 			syncUntilIdle()
 			assert.Equal(t, 1, writes, "Ready written before the server's first answer")
@@ -397,6 +405,10 @@ func TestReadyWithTheFirstAnswerInTwoStatusWrites(t *testing.T) {
 			}
 			if tc.storage {
 				assert.Equal(t, metav1.ConditionTrue, cond(t, l, v1alpha2.ConditionStorageReady).Status)
+			}
+			if tc.replicaSet {
+				require.NotNil(t, l.Status.Rollback)
+				assert.Equal(t, served, l.Status.Rollback.ServedReplicaSet)
 			}
 			assert.Equal(t, 2, writes, "status writes from creation to Ready with the first answer")
 		})
@@ -450,6 +462,16 @@ func TestOnlyTurnsReady(t *testing.T) {
 		"with the problem it reported": {old: problem(initializing, v1alpha2.ReasonTLSSecretNotFound), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
 			st.Conditions[1] = c(v1alpha2.ConditionProgressing, metav1.ConditionFalse, v1alpha2.ReasonTLSSecretNotFound, later)
 		}, want: true},
+		// The rollout complete, the ReplicaSet that served is recorded with Ready.
+		"and the ReplicaSet that served": {old: initializing, edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Rollback = &v1alpha2.RollbackStatus{ServedReplicaSet: "app-7d9f"}
+		}, want: true},
+		"and a new ReplicaSet that served": {old: servedBy(initializing, "app-5c4b"), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Rollback = &v1alpha2.RollbackStatus{ServedReplicaSet: "app-7d9f"}
+		}, want: true},
+		"and a rollback": {old: servedBy(initializing, "app-5c4b"), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
+			st.Rollback = &v1alpha2.RollbackStatus{ServedReplicaSet: "app-5c4b", FailedInputs: "3f2a", Reason: "CrashLoopBackOff"}
+		}, want: false},
 		"and its storage bound": {old: storageCondition(initializing, metav1.ConditionFalse, v1alpha2.ReasonStorageFailed, at), edit: func(st *v1alpha2.LlamaStackDistributionStatus) {
 			*st = storageCondition(*st, metav1.ConditionTrue, v1alpha2.ReasonStorageReady, later)
 		}, want: true},
@@ -464,6 +486,13 @@ func TestOnlyTurnsReady(t *testing.T) {
 			assert.Equal(t, tc.old, old, "onlyTurnsReady changed its argument")
 		})
 	}
+}
+
+// servedBy is st recording rs as the ReplicaSet that served.
+func servedBy(st v1alpha2.LlamaStackDistributionStatus, rs string) v1alpha2.LlamaStackDistributionStatus {
+	st = *st.DeepCopy()
+	st.Rollback = &v1alpha2.RollbackStatus{ServedReplicaSet: rs}
+	return st
 }
 
 // storageCondition is st with a StorageReady condition of that status.

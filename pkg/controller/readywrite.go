@@ -16,7 +16,9 @@ var readinessConditions = []string{v1alpha2.ConditionReady, v1alpha2.ConditionDe
 
 // onlyTurnsReady tells whether going from status old to st makes the CR Ready and
 // changes nothing else but what follows from its Deployment becoming available: the
-// phase, the replica counts and readinessConditions. Such a write can wait for the
+// phase, the replica counts, readinessConditions and the ReplicaSet that served
+// (status.rollback.servedReplicaSet, recorded once the rollout is complete, which is
+// when a new CR's Deployment turns available). Such a write can wait for the
 // server's first answer; anything else (a problem, a warning, a new generation, a
 // Service URL) is written at once. A problem the CR reported already may move from
 // DeploymentReady to Progressing, as the Deployment serving makes it a change refused.
@@ -31,6 +33,14 @@ func onlyTurnsReady(old, st v1alpha2.LlamaStackDistributionStatus) bool {
 	}
 	masked := *st.DeepCopy()
 	masked.Phase, masked.Replicas, masked.AvailableReplicas = old.Phase, old.Replicas, old.AvailableReplicas
+	if masked.Rollback != nil {
+		masked.Rollback.ServedReplicaSet = ""
+		if old.Rollback != nil {
+			masked.Rollback.ServedReplicaSet = old.Rollback.ServedReplicaSet
+		} else if *masked.Rollback == (v1alpha2.RollbackStatus{}) {
+			masked.Rollback = nil
+		}
+	}
 	for _, t := range readinessConditions {
 		if was := meta.FindStatusCondition(old.Conditions, t); was != nil {
 			meta.SetStatusCondition(&masked.Conditions, *was)
