@@ -99,9 +99,26 @@ func TestRender(t *testing.T) {
 	if len(writes) != 9 {
 		t.Fatalf("status writes row has %d cells: %q", len(writes), writes)
 	}
+	if !strings.Contains(writes[1], "2.2") {
+		t.Errorf("status writes per CR, goal: %q, want 2.2", writes[1])
+	}
 	for i, want := range []string{"2.00", "3.00", "2.00", "3.00", "2.00", "3.00"} {
 		if !strings.Contains(writes[2+i], want) {
 			t.Errorf("status writes per CR, column %d: %q, want %s", i, writes[2+i], want)
+		}
+		// Probes on, the synthetic runs write three times per CR: over the goal.
+		if over := strings.Contains(writes[2+i], "over the goal"); over != (want == "3.00") {
+			t.Errorf("status writes per CR, column %d: %q, marked over the goal: %t, want %t", i, writes[2+i], over, !over)
+		}
+	}
+	mutating := rowOf("mutating requests to converge from empty")
+	if !strings.Contains(mutating[1], "1.10") {
+		t.Errorf("mutating requests, goal: %q, want 1.10", mutating[1])
+	}
+	for i := range 6 {
+		// Two status writes per CR is the minimum (1.00); three is over 1.10 at any N.
+		if over, want := strings.Contains(mutating[2+i], "over the goal"), i%2 == 1; over != want {
+			t.Errorf("mutating requests, column %d: %q, marked over the goal: %t, want %t", i, mutating[2+i], over, want)
 		}
 	}
 	idle := rowOf("requests other than watches in the idle window")
