@@ -555,8 +555,9 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 func notWatch(q request) bool { return !q.watch() }
 
 // quietFor is how long the controller must have written nothing (no mutating request,
-// no Event) for convergence to be over: with probes on, the HealthCheck of each CR is
-// written after its Ready, and at N = 1,000 those writes outlast the tail.
+// no Event) for convergence to be over: with probes on, each CR's Ready waits for the
+// server's first answer (up to the probe timeout), and at N = 1,000 those writes
+// outlast the tail.
 const quietFor = 5 * time.Second
 
 // waitQuiet returns the controller's counters once it has written nothing for quietFor,
