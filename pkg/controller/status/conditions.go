@@ -95,7 +95,8 @@ func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) cond
 		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
 	case obs.Rollback != nil && obs.Rollback.Held:
 		// The failed inputs are held back: what runs is the last that served.
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.Rollback.Status))
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.Rollback.Status)+
+			"; the Deployment keeps the template that served, "+ReplicasNote(l))
 	}
 	status, reason, message := rollout.Progress(obs.Deployment, obs.Pod)
 	if obs.Rollback != nil && obs.Rollback.Note != "" {
@@ -424,4 +425,13 @@ func firstFalseMessage(conds []metav1.Condition) string {
 		}
 	}
 	return "not ready"
+}
+
+// ReplicasNote says what of the CR's replica count reaches a Deployment whose template
+// is held (a problem, a rollback): the count itself, or, with autoscaling, the HPA's.
+func ReplicasNote(l *v1alpha2.LlamaStackDistribution) string {
+	if l.Spec.Workload.Autoscaling != nil {
+		return "its replica count is left to the HorizontalPodAutoscaler"
+	}
+	return fmt.Sprintf("the replica count (%d) is applied", llsd.SpecReplicas(l))
 }

@@ -149,8 +149,9 @@ func TestProgressingCondition(t *testing.T) {
 			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"rolled back and held": {
-			obs:  Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
-			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)),
+			obs: Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)+
+				"; the Deployment keeps the template that served, the replica count (1) is applied"),
 		},
 		"a rollback not done says why": {
 			obs: Observed{Deployment: availableDeployment(1, 0, deadline), Rollback: &rollout.Outcome{Note: "nothing served before"}},
@@ -429,4 +430,20 @@ func TestRouteURL(t *testing.T) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
 	})
 	assert.Equal(t, ptr.To(""), routeURL(exposed, Observed{}), "asked for, not admitted yet")
+}
+
+// What reaches a Deployment whose template is held: the CR's count, zero included, or
+// none of it with autoscaling.
+func TestReplicasNote(t *testing.T) {
+	for want, l := range map[string]*v1alpha2.LlamaStackDistribution{
+		"the replica count (1) is applied": newLLSD("app"),
+		"the replica count (0) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](0) }),
+		"the replica count (3) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](3) }),
+		"its replica count is left to the HorizontalPodAutoscaler": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+			l.Spec.Workload.Replicas = ptr.To[int32](3)
+			l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MaxReplicas: 5}
+		}),
+	} {
+		assert.Equal(t, want, ReplicasNote(l))
+	}
 }
