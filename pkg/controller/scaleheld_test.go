@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,18 +91,26 @@ func TestScaleDuringARefusedUserConfigEdit(t *testing.T) {
 			d := f.deployment("app")
 			assert.Equal(t, before.Spec.Template, d.Spec.Template, "the pods keep the accepted config")
 			assert.Equal(t, ptr.To[int32](2), d.Spec.Replicas)
-			dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
-			assert.Equal(t, v1alpha2.ReasonConfigInvalid, dr.Reason, "one replica of two serves, and the refusal is why no change rolls")
-			assert.Contains(t, dr.Message, "remote::no-such-provider")
-			assert.True(t, strings.HasSuffix(dr.Message, keepsTemplate+"the replica count (2) is applied"), dr.Message)
-			assert.True(t, hasEvent(f.events(), "Warning ConfigInvalid"), "an Event says what is held")
+			// One replica of two serves: the count is why the CR is not ready, not the
+			// refusal, which stays in Progressing.
+			l = f.llsd("app")
+			assert.Equal(t, v1alpha2.PhaseInitializing, l.Status.Phase)
+			assert.Equal(t, v1alpha2.ReasonDeploymentScaling, cond(t, l, v1alpha2.ConditionDeploymentReady).Reason)
+			p := cond(t, l, v1alpha2.ConditionProgressing)
+			assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
+			assert.Contains(t, p.Message, "remote::no-such-provider")
+			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (2) is applied"), p.Message)
+			events := f.events()
+			assert.True(t, slices.ContainsFunc(events, func(e string) bool {
+				return strings.HasPrefix(e, "Warning ConfigInvalid") && strings.HasSuffix(e, keepsTemplate+"the replica count (2) is applied")
+			}), "an Event says what is held: %q", events)
 
 			// The second replica serves: Ready again, the refusal in Progressing.
 			f.setDeploymentStatus("app", rolledOut)
 			f.converge("app")
 			l = f.llsd("app")
 			assert.Equal(t, metav1.ConditionTrue, cond(t, l, v1alpha2.ConditionReady).Status)
-			p := cond(t, l, v1alpha2.ConditionProgressing)
+			p = cond(t, l, v1alpha2.ConditionProgressing)
 			assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
 			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (2) is applied"), p.Message)
 			assert.Empty(t, f.sync("app"), "nothing changes: nothing is sent")
@@ -149,9 +158,9 @@ func TestScaleDuringAnInvalidTLSSecret(t *testing.T) {
 	d := f.deployment("app")
 	assert.False(t, children.ServesTLS(d), "still plain HTTP")
 	assert.Equal(t, before.Spec.Template, d.Spec.Template)
-	dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
-	assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, dr.Reason)
-	assert.True(t, strings.HasSuffix(dr.Message, keepsTemplate+"the replica count (3) is applied"), dr.Message)
+	p := cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
+	assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, p.Reason)
+	assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (3) is applied"), p.Message)
 	f.converge("app")
 	assert.Empty(t, f.sync("app"))
 }

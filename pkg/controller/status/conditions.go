@@ -71,15 +71,20 @@ func servesAsAsked(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
 }
 
 // refused tells whether the CR's problems are a change refused: a problem keeps the
-// Deployment as it runs, and while it serves as asked the CR stays Ready.
+// Deployment as it runs, and while it serves as asked the CR stays Ready. While it
+// scales (a scale is applied whatever the problem) and a replica already serves, the
+// problem is not why the CR is not ready: the count is (DeploymentReady), or a pod that
+// does not start.
 func refused(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
-	return len(obs.Problems) > 0 && servesAsAsked(l, obs)
+	return len(obs.Problems) > 0 && (servesAsAsked(l, obs) ||
+		Serving(obs.Deployment) && obs.Service != nil && storageBound(l, obs.PVC))
 }
 
-// deploymentReadyCondition is DeploymentReady: a problem while nothing serves as asked
-// is why the CR is not; else whether the Deployment is available (deploymentReady).
+// deploymentReadyCondition is DeploymentReady: a problem while nothing serves (as
+// asked, or on the way to it: refused) is why the CR is not; else whether the
+// Deployment is available (deploymentReady).
 func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
-	if len(obs.Problems) > 0 && !servesAsAsked(l, obs) {
+	if len(obs.Problems) > 0 && !refused(l, obs) {
 		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
 	}
 	return trueOrFalse(deploymentReady(l, obs.Deployment, obs.Pod))

@@ -102,6 +102,11 @@ func TestDeploymentReadyCondition(t *testing.T) {
 			obs:  Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
+		"a problem while it scales up, one replica serving: the count is why": {
+			mods: hubMods(withWorkloadReplicas(2)),
+			obs:  Observed{Deployment: availableDeployment(2, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, "Deployment has 1 of 2 replicas available"),
+		},
 		"a problem while the storage is unbound is why": {
 			mods: hubMods(withClaim),
 			obs: Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, PVC: boundPVC(corev1.ClaimPending),
@@ -376,6 +381,14 @@ func TestReadyCondition(t *testing.T) {
 		"a change refused while it serves": {
 			obs:   Observed{Deployment: serves.Deployment, Service: serves.Service, Problems: []fault.Problem{aProblem}},
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
+		},
+		"a change refused while it scales up": {
+			mods: hubMods(withWorkloadReplicas(2)),
+			obs:  Observed{Deployment: availableDeployment(2, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
+			conds: []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha2.ReasonDeploymentScaling, Message: "Deployment has 1 of 2 replicas available"}},
+			phase: v1alpha2.PhaseInitializing,
+			want:  setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment has 1 of 2 replicas available"),
 		},
 		"no Deployment": {
 			phase: v1alpha2.PhasePending, want: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending"),
