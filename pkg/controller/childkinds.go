@@ -89,15 +89,16 @@ func (c *Controller) bindChildKinds(f kubeinformers.SharedInformerFactory) ([]ch
 				return children.NewNetworkPolicy(l, c.operatorNamespace, in.listening)
 			}},
 	}
-	c.table.back = []askedChild{
+	c.table.scaling = []askedChild{
 		asked[*autoscalingv2.HorizontalPodAutoscaler, autoscalingac.HorizontalPodAutoscalerApplyConfiguration]{kind: c.hpas, name: llsd.HPAName,
 			wanted: always(func(l *v1alpha2.LlamaStackDistribution) bool { return l.Spec.Workload.Autoscaling != nil }), build: fromCR(children.NewHPA)},
 		asked[*policyv1.PodDisruptionBudget, policyac.PodDisruptionBudgetApplyConfiguration]{kind: c.pdbs, name: llsd.PDBName,
 			wanted: always(children.WantsPDB), build: fromCR(children.NewPDB)},
+	}
+	c.table.back = append(slices.Clone(c.table.scaling),
 		asked[*networkingv1.Ingress, networkingac.IngressApplyConfiguration]{kind: c.ingresses, name: llsd.IngressName,
 			wanted: always(children.WantsIngress), build: fromCR(children.NewIngress),
-			seen: func(obs *status.Observed, ing *networkingv1.Ingress) { obs.Ingress = ing }},
-	}
+			seen: func(obs *status.Observed, ing *networkingv1.Ingress) { obs.Ingress = ing }})
 	return b.Kinds, b.Err
 }
 
@@ -267,6 +268,9 @@ type childTable struct {
 	front   []askedChild
 	server  askedChild
 	back    []askedChild
+	// scaling are the entries of back that follow the replica count and the CR alone
+	// (the HPA, the PDB): ensured also while a problem holds the rest (scaleHeld).
+	scaling []askedChild
 }
 
 // afterClaim is the table's entries after the claim, in order.
@@ -348,7 +352,12 @@ func (e serverChild) sync(ctx context.Context, l *v1alpha2.LlamaStackDistributio
 	if err != nil {
 		return err
 	}
-	obs.Deployment, obs.Rollback = dep, &rb
+	obs.Deployment = dep
+	if in.plan.keep {
+		// Only scaled: the template, and what it mounts, are as they were.
+		return nil
+	}
+	obs.Rollback = &rb
 	var current []string
 	if uc := in.rev.UserConfig; uc != nil {
 		current = append(current, uc.MountName)

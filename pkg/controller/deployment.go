@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,6 +37,9 @@ type deploymentPlan struct {
 	// object of that name is not the CR's, or is being deleted).
 	desired *appsv1.Deployment
 	rb      rollout.Outcome
+	// keep: the plan keeps the Deployment's template as it runs and changes only its
+	// replica count, while a problem holds the rest (planScale).
+	keep bool
 }
 
 // planDeployment decides the Deployment of the CR's inputs: its replicas, its template
@@ -125,4 +129,55 @@ func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in re
 		return legacy, nil
 	}
 	return desired, nil
+}
+
+// planScale is the plan of a sync whose problem holds the Deployment's template: the
+// Deployment that serves keeps its template exactly as it runs, and only its replica
+// count follows the CR, so that scaling is never held by a change refused. Server-side
+// apply with one field manager drops what an apply leaves out, so the object applied is
+// what our manager owns in the Deployment, with the CR's replica count. The count
+// comes from the CR; the rest from the cache, so the apply carries its resourceVersion:
+// a stale cache must not put back a template the controller has since replaced. nil
+// when there is nothing to scale: no Deployment of the CR's in the cache (nothing
+// serves), or autoscaling, which leaves the count to the HPA.
+func (c *Controller) planScale(l *v1alpha2.LlamaStackDistribution) *deploymentPlan {
+	if l.Spec.Workload.Autoscaling != nil {
+		return nil
+	}
+	cur := c.controlledDeployment(l)
+	if cur == nil {
+		return nil
+	}
+	// A rollback this controller wrote may not be in the cache yet: its template is the
+	// one that runs.
+	cur = c.rollouts.SinceCached(l, cur, true)
+	replicas := llsd.SpecReplicas(l)
+	return &deploymentPlan{keep: true, o: children.EnsureOptions[*appsv1.Deployment]{
+		Name:         llsd.DeploymentName(l),
+		Looked:       &children.Lookup[*appsv1.Deployment]{Obj: cur, Found: true},
+		Precondition: true,
+		Build: func(_ context.Context, cur *appsv1.Deployment, _ bool) (metav1.Object, error) {
+			return c.scaledDeployment(cur, replicas)
+		},
+	}}
+}
+
+// scaledDeployment is what our manager owns in cur with spec.replicas set to replicas.
+func (c *Controller) scaledDeployment(cur *appsv1.Deployment, replicas int32) (*appsv1.Deployment, error) {
+	owned, err := c.deployments.Extract(cur, FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("extracting our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	// Read into a Deployment of its own, field for field: the apply holds exactly what
+	// our manager owns.
+	raw, err := json.Marshal(owned)
+	if err != nil {
+		return nil, err
+	}
+	d := &appsv1.Deployment{}
+	if err := json.Unmarshal(raw, d); err != nil {
+		return nil, fmt.Errorf("reading our fields of Deployment %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	d.Spec.Replicas = ptr.To(replicas)
+	return d, nil
 }

@@ -164,8 +164,8 @@ func setReadyGauge(key cache.ObjectName, st v1alpha2.LlamaStackDistributionStatu
 }
 
 // ensureChildren resolves the CR's revision and ensures each child. A user error in
-// the inputs leaves every child as it is; an object of someone else's under a child's
-// name blocks only that child.
+// the inputs leaves every child as it is, but for the replica count (scaleHeld); an
+// object of someone else's under a child's name blocks only that child.
 func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (status.Observed, error) {
 	var obs status.Observed
 	f := &findings{}
@@ -174,8 +174,9 @@ func (c *Controller) ensureChildren(ctx context.Context, l *v1alpha2.LlamaStackD
 	c.writeConfigMaps(ctx, l, rev, f)
 	f.add(rev.Problems...)
 	if f.blocked() {
-		// Keep what runs: observe the children without changing them.
+		// Keep what runs: observe the children without changing them, but scale.
 		c.observeChildren(l, rev, &obs)
+		c.scaleHeld(ctx, l, &obs, f)
 	} else {
 		c.applyChildren(ctx, l, rev, &obs, f)
 	}
@@ -229,10 +230,10 @@ func (c *Controller) planServer(ctx context.Context, l *v1alpha2.LlamaStackDistr
 	if conflict := children.PodConflict(l, dep); conflict != nil {
 		// The API server would reject the Deployment: say why, and keep what runs.
 		f.add(conflict)
-		return nil
+		return c.holdTemplate(l, f)
 	}
 	if !claimed {
-		return nil
+		return c.holdTemplate(l, f)
 	}
 	plan, err := c.planDeployment(ctx, l, dep)
 	if err != nil {
@@ -240,6 +241,40 @@ func (c *Controller) planServer(ctx context.Context, l *v1alpha2.LlamaStackDistr
 		return nil
 	}
 	return plan
+}
+
+// scaleHeld ensures, while a problem holds the Deployment's template, what follows the
+// CR's replica count alone: the Deployment that serves, scaled (holdTemplate), and the
+// HPA and PDB. Nothing while no Deployment of the CR's serves.
+func (c *Controller) scaleHeld(ctx context.Context, l *v1alpha2.LlamaStackDistribution, obs *status.Observed, f *findings) {
+	p := c.holdTemplate(l, f)
+	if c.controlledDeployment(l) == nil {
+		return
+	}
+	if p != nil {
+		dep, _, err := c.applyDeployment(ctx, l, p)
+		if err != nil {
+			f.report(err)
+			return
+		}
+		obs.Deployment = dep
+	}
+	for _, child := range c.table.scaling {
+		f.reportEach(child.sync(ctx, l, childInputs{}, obs))
+	}
+}
+
+// holdTemplate is the plan that only scales the Deployment that serves (planScale),
+// and says in the last problem found that the template is held, and what reaches the
+// Deployment nonetheless; nil when nothing serves or the HPA keeps the count.
+func (c *Controller) holdTemplate(l *v1alpha2.LlamaStackDistribution, f *findings) *deploymentPlan {
+	if c.controlledDeployment(l) == nil {
+		return nil
+	}
+	if n := len(f.problems); n > 0 {
+		f.problems[n-1].Message += "; the Deployment keeps its template, " + status.ReplicasNote(l)
+	}
+	return c.planScale(l)
 }
 
 // reportEach reports each of the errors err joins (findings.report).

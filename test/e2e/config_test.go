@@ -4,13 +4,21 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -23,7 +31,8 @@ const hashAnnotation = "configmap.hash/user-config"
 
 // A user ConfigMap edit rolls the pods within seconds; a metadata-only edit does not;
 // an edit the server would refuse reaches no pod, a scale-up's included: the pods
-// mount an immutable copy of the file that was accepted.
+// mount an immutable copy of the file that was accepted. The refusal holds the
+// template, never the scale: a scale of the CR reaches the Deployment.
 func TestUserConfigEditRollsPods(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -91,14 +100,43 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	assert.Equal(t, before.Spec.Template.Annotations[hashAnnotation], after.Spec.Template.Annotations[hashAnnotation])
 
 	// The refused file reaches no pod: the pods mount an immutable copy of the accepted
-	// one. Scaled from 1 to 2 (kubectl scale), the new pod is made of it too.
+	// one. Scaling is not held with it: the CR scaled from 1 to 2 through v1alpha1's scale
+	// subresource scales the Deployment, its template as it runs (the same config hash),
+	// in one write, and the new pod is made of the accepted copy too. The refusal's
+	// condition and a Warning Event say that the template is kept and the count applied.
 	accepted := map[string]string{"config.yaml": starterConfig + "# edited\n"}
 	copyName := userConfigCopy("app", accepted)
-	scale, err := env.kube.AppsV1().Deployments(ns).GetScale(ctx, "app", metav1.GetOptions{})
-	require.NoError(t, err)
-	scale.Spec.Replicas = 2
-	_, err = env.kube.AppsV1().Deployments(ns).UpdateScale(ctx, "app", scale, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	requests := env.requests.snapshot()
+	scaleCR(t, ns, "app", 2)
+	scaled := waitDeployment(t, ns, "app", "two replicas", func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == 2
+	})
+	assert.True(t, equality.Semantic.DeepEqual(before.Spec.Template, scaled.Spec.Template), "the template is kept:\n%s",
+		cmp.Diff(before.Spec.Template, scaled.Spec.Template))
+	const held = "the Deployment keeps its template, the replica count (2) is applied"
+	eventually(t, 90*time.Second, "two replicas serve, Ready, and Progressing says what is held", func(ctx context.Context) (bool, error) {
+		l = get(t, ns, "app")
+		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing)
+		return l.Status.AvailableReplicas == 2 && meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady) &&
+			c != nil && c.Reason == v1alpha2.ReasonConfigInvalid && strings.HasSuffix(c.Message, held), nil
+	})
+	eventually(t, 30*time.Second, "a Warning Event says what is held", func(ctx context.Context) (bool, error) {
+		evs, err := env.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == "app" && e.Type == corev1.EventTypeWarning &&
+				e.Reason == v1alpha2.ReasonConfigInvalid && strings.HasSuffix(e.Message, held)
+		}), err
+	})
+	settle(t)
+	patches := 0
+	for _, r := range env.requests.since(requests) {
+		if strings.HasSuffix(r, " PATCH /apis/apps/v1/namespaces/"+ns+"/deployments/app") {
+			patches += atoi(t, strings.TrimSuffix(strings.Fields(r)[0], "x"))
+		}
+	}
+	assert.Equal(t, 1, patches, "one write of the Deployment, none while the pods came up; requests: %v", env.requests.since(requests))
+	after = deployment(t, ns, "app")
+	assert.Equal(t, before.Spec.Template.Annotations[hashAnnotation], after.Spec.Template.Annotations[hashAnnotation])
 	var pods *corev1.PodList
 	eventually(t, 60*time.Second, "two pods", func(ctx context.Context) (bool, error) {
 		pods, err = env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
@@ -237,3 +275,28 @@ func TestHPACoexistence(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// scaleCR sets the CR's replicas through v1alpha1's scale subresource, as kubectl
+// scale does.
+func scaleCR(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	rc := env.client.LlamastackV1alpha1().RESTClient()
+	raw, err := rc.Get().Namespace(ns).Resource("llamastackdistributions").Name(name).SubResource("scale").DoRaw(ctx)
+	require.NoError(t, err)
+	var scale autoscalingv1.Scale
+	require.NoError(t, json.Unmarshal(raw, &scale))
+	scale.Spec.Replicas = replicas
+	body, err := json.Marshal(&scale)
+	require.NoError(t, err)
+	_, err = rc.Put().Namespace(ns).Resource("llamastackdistributions").Name(name).SubResource("scale").
+		SetHeader("Content-Type", "application/json").Body(body).DoRaw(ctx)
+	require.NoError(t, err)
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}

@@ -71,15 +71,20 @@ func servesAsAsked(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
 }
 
 // refused tells whether the CR's problems are a change refused: a problem keeps the
-// Deployment as it runs, and while it serves as asked the CR stays Ready.
+// Deployment as it runs, and while it serves as asked the CR stays Ready. While it
+// scales (a scale is applied whatever the problem) and a replica already serves, the
+// problem is not why the CR is not ready: the count is (DeploymentReady), or a pod that
+// does not start.
 func refused(l *v1alpha2.LlamaStackDistribution, obs Observed) bool {
-	return len(obs.Problems) > 0 && servesAsAsked(l, obs)
+	return len(obs.Problems) > 0 && (servesAsAsked(l, obs) ||
+		Serving(obs.Deployment) && obs.Service != nil && storageBound(l, obs.PVC))
 }
 
-// deploymentReadyCondition is DeploymentReady: a problem while nothing serves as asked
-// is why the CR is not; else whether the Deployment is available (deploymentReady).
+// deploymentReadyCondition is DeploymentReady: a problem while nothing serves (as
+// asked, or on the way to it: refused) is why the CR is not; else whether the
+// Deployment is available (deploymentReady).
 func deploymentReadyCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) conditionUpdate {
-	if len(obs.Problems) > 0 && !servesAsAsked(l, obs) {
+	if len(obs.Problems) > 0 && !refused(l, obs) {
 		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
 	}
 	return trueOrFalse(deploymentReady(l, obs.Deployment, obs.Pod))
@@ -95,7 +100,8 @@ func progressingCondition(l *v1alpha2.LlamaStackDistribution, obs Observed) cond
 		return setTo(metav1.ConditionFalse, obs.Problems[0].Reason, fault.Message(obs.Problems))
 	case obs.Rollback != nil && obs.Rollback.Held:
 		// The failed inputs are held back: what runs is the last that served.
-		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.Rollback.Status))
+		return setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(obs.Rollback.Status)+
+			"; the Deployment keeps the template that served, "+ReplicasNote(l))
 	}
 	status, reason, message := rollout.Progress(obs.Deployment, obs.Pod)
 	if obs.Rollback != nil && obs.Rollback.Note != "" {
@@ -424,4 +430,13 @@ func firstFalseMessage(conds []metav1.Condition) string {
 		}
 	}
 	return "not ready"
+}
+
+// ReplicasNote says what of the CR's replica count reaches a Deployment whose template
+// is held (a problem, a rollback): the count itself, or, with autoscaling, the HPA's.
+func ReplicasNote(l *v1alpha2.LlamaStackDistribution) string {
+	if l.Spec.Workload.Autoscaling != nil {
+		return "its replica count is left to the HorizontalPodAutoscaler"
+	}
+	return fmt.Sprintf("the replica count (%d) is applied", llsd.SpecReplicas(l))
 }

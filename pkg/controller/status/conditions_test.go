@@ -102,6 +102,11 @@ func TestDeploymentReadyCondition(t *testing.T) {
 			obs:  Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
 			want: setTo(metav1.ConditionTrue, v1alpha2.ReasonDeploymentReady, "Deployment is ready"),
 		},
+		"a problem while it scales up, one replica serving: the count is why": {
+			mods: hubMods(withWorkloadReplicas(2)),
+			obs:  Observed{Deployment: availableDeployment(2, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonDeploymentScaling, "Deployment has 1 of 2 replicas available"),
+		},
 		"a problem while the storage is unbound is why": {
 			mods: hubMods(withClaim),
 			obs: Observed{Deployment: availableDeployment(1, 1), Service: &corev1.Service{}, PVC: boundPVC(corev1.ClaimPending),
@@ -149,8 +154,9 @@ func TestProgressingCondition(t *testing.T) {
 			want: setTo(metav1.ConditionFalse, aProblem.Reason, aProblem.Message),
 		},
 		"rolled back and held": {
-			obs:  Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
-			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)),
+			obs: Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
+			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)+
+				"; the Deployment keeps the template that served, the replica count (1) is applied"),
 		},
 		"a rollback not done says why": {
 			obs: Observed{Deployment: availableDeployment(1, 0, deadline), Rollback: &rollout.Outcome{Note: "nothing served before"}},
@@ -376,6 +382,14 @@ func TestReadyCondition(t *testing.T) {
 			obs:   Observed{Deployment: serves.Deployment, Service: serves.Service, Problems: []fault.Problem{aProblem}},
 			phase: v1alpha2.PhaseReady, want: setTo(metav1.ConditionTrue, v1alpha2.ReasonReady, "LlamaStackDistribution is ready"),
 		},
+		"a change refused while it scales up": {
+			mods: hubMods(withWorkloadReplicas(2)),
+			obs:  Observed{Deployment: availableDeployment(2, 1), Service: &corev1.Service{}, Problems: []fault.Problem{aProblem}},
+			conds: []metav1.Condition{{Type: v1alpha2.ConditionDeploymentReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha2.ReasonDeploymentScaling, Message: "Deployment has 1 of 2 replicas available"}},
+			phase: v1alpha2.PhaseInitializing,
+			want:  setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment has 1 of 2 replicas available"),
+		},
 		"no Deployment": {
 			phase: v1alpha2.PhasePending, want: setTo(metav1.ConditionFalse, v1alpha2.ReasonNotReady, "Deployment is pending"),
 		},
@@ -429,4 +443,20 @@ func TestRouteURL(t *testing.T) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{Expose: &v1alpha2.ExposeSpec{}}
 	})
 	assert.Equal(t, ptr.To(""), routeURL(exposed, Observed{}), "asked for, not admitted yet")
+}
+
+// What reaches a Deployment whose template is held: the CR's count, zero included, or
+// none of it with autoscaling.
+func TestReplicasNote(t *testing.T) {
+	for want, l := range map[string]*v1alpha2.LlamaStackDistribution{
+		"the replica count (1) is applied": newLLSD("app"),
+		"the replica count (0) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](0) }),
+		"the replica count (3) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](3) }),
+		"its replica count is left to the HorizontalPodAutoscaler": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+			l.Spec.Workload.Replicas = ptr.To[int32](3)
+			l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MaxReplicas: 5}
+		}),
+	} {
+		assert.Equal(t, want, ReplicasNote(l))
+	}
 }
