@@ -65,10 +65,10 @@ type Serving struct {
 }
 
 // NewServing makes a CA and a serving certificate for dnsNames signed by it, valid
-// from an hour ago for an hour.
+// from an hour ago for 90 days (no warning of its expiry comes).
 func NewServing(t testing.TB, dnsNames ...string) Serving {
 	t.Helper()
-	return NewServingValid(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), dnsNames...)
+	return NewServingValid(t, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour), dnsNames...)
 }
 
 // NewServingValid is NewServing with a certificate valid from notBefore to notAfter:
