@@ -31,6 +31,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -80,6 +81,9 @@ type Config struct {
 	// PodInformers watches the server pods, which tell why one does not start; it
 	// should select on rollout.PodSelector() and use rollout.TransformPod.
 	PodInformers kubeinformers.SharedInformerFactory
+	// MetadataClient watches the metadata of the Secrets of WatchNamespace (secrets.go):
+	// the controller runs that informer itself, in Run.
+	MetadataClient metadata.Interface
 
 	// OperatorNamespace holds the operator ConfigMap and is the NetworkPolicy's operator peer.
 	OperatorNamespace string
@@ -124,6 +128,9 @@ type Controller struct {
 	operatorConfig corelisters.ConfigMapLister
 	replicaSets    appslisters.ReplicaSetLister
 	pods           corelisters.PodLister
+	// secretInformer holds the metadata of Secrets (secrets.go); Run runs it.
+	secretInformer cache.SharedIndexInformer
+	secretCache    cache.Indexer
 
 	deployments     *children.Kind[*appsv1.Deployment, appsac.DeploymentApplyConfiguration]
 	services        *children.Kind[*corev1.Service, coreac.ServiceApplyConfiguration]
@@ -194,6 +201,10 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	opInformer := cfg.OperatorInformers.Core().V1().ConfigMaps()
 	rsInformer := cfg.ReplicaSetInformers.Apps().V1().ReplicaSets()
 	podInformer := cfg.PodInformers.Core().V1().Pods()
+	if cfg.MetadataClient == nil {
+		return nil, fmt.Errorf("no metadata client to watch Secrets with")
+	}
+	secretInformer := newSecretInformer(cfg.MetadataClient, cfg.WatchNamespace)
 
 	c := &Controller{
 		kubeclient:        cfg.KubeClient,
@@ -204,6 +215,8 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 		operatorConfig:    opInformer.Lister(),
 		replicaSets:       rsInformer.Lister(),
 		pods:              podInformer.Lister(),
+		secretInformer:    secretInformer,
+		secretCache:       secretInformer.GetIndexer(),
 		operatorNamespace: cfg.OperatorNamespace,
 		watchNamespace:    cfg.WatchNamespace,
 		operatorVersion:   cfg.OperatorVersion,
@@ -242,7 +255,7 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 
 	w := watched{llsd: llsdInformer.Informer(), configMaps: cmInformer, operator: opInformer.Informer(),
-		replicaSets: rsInformer.Informer(), pods: podInformer.Informer()}
+		replicaSets: rsInformer.Informer(), pods: podInformer.Informer(), secrets: secretInformer}
 	if err := c.watch(ctx, w, children); err != nil {
 		return nil, err
 	}
@@ -251,14 +264,14 @@ func NewController(ctx context.Context, cfg Config) (*Controller, error) {
 
 // watched are the informers the controller watches besides its children's.
 type watched struct {
-	llsd, configMaps, operator, replicaSets, pods cache.SharedIndexInformer
+	llsd, configMaps, operator, replicaSets, pods, secrets cache.SharedIndexInformer
 }
 
 // watch adds the indexes and event handlers of w and of the children's informers, and
 // records what the workers wait for before they start.
 func (c *Controller) watch(ctx context.Context, w watched, children []children.Bound) error {
-	if err := w.llsd.AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap}); err != nil {
-		return fmt.Errorf("adding the ConfigMap index: %w", err)
+	if err := w.llsd.AddIndexers(cache.Indexers{configMapIndex: indexByConfigMap, secretIndex: indexBySecret}); err != nil {
+		return fmt.Errorf("adding the ConfigMap and Secret indexes: %w", err)
 	}
 	if err := w.configMaps.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
 		return fmt.Errorf("adding the ConfigMap owner index: %w", err)
@@ -281,6 +294,7 @@ func (c *Controller) watch(ctx context.Context, w watched, children []children.B
 		{w.operator, c.operatorConfigHandler(ctx)},
 		{w.replicaSets, c.replicaSetHandler()},
 		{w.pods, c.podHandler()},
+		{w.secrets, c.secretHandler()},
 	}
 	for _, child := range children {
 		handlers = append(handlers, informerHandler{child.Informer, c.ownedHandler()})
@@ -307,9 +321,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 
 	logger.Info("Starting controller", "controller", llsd.Controller)
+	var wg wait.Group
+	// The Secret informer is the controller's own (the caller starts the factories').
+	wg.StartWithContext(ctx, c.secretInformer.RunWithContext)
 	logger.Info("Waiting for informer caches to sync")
 	if ok := cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...); !ok {
 		c.queue.ShutDown()
+		wg.Wait()
 		if ctx.Err() != nil {
 			// Told to stop while starting (e.g. just after winning the Lease): not a failure.
 			logger.Info("Stopped before the informer caches synced", "controller", llsd.Controller)
@@ -322,7 +340,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.reportMissingOperatorConfig(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.operatorNamespace, Name: OperatorConfigMapName}}, "does not exist")
 	}
 	logger.Info("Starting workers", "count", workers)
-	var wg wait.Group
 	// The optional kinds are watched beside the workers: nothing waits for them.
 	for _, k := range c.optionalKinds {
 		wg.StartWithContext(ctx, k.run)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -130,6 +131,7 @@ func (f *fixture) newController() {
 		OperatorInformers:   f.operatorInformers,
 		ReplicaSetInformers: f.rsInformers,
 		PodInformers:        f.podInformers,
+		MetadataClient:      kubeMetadata{f.kubeclient},
 		OperatorNamespace:   testOperatorNamespace,
 		OperatorVersion:     "test",
 		Recorder:            f.recorder,
@@ -254,6 +256,8 @@ func (f *fixture) refreshCaches() {
 	fill(f.rsInformers.Apps().V1().ReplicaSets().Informer().GetIndexer(), rollout.TransformReplicaSet, func(o metav1.Object) bool {
 		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
 	}, rs, err)
+	secrets, err := k.CoreV1().Secrets("").List(ctx, all)
+	fill(f.c.secretCache, TransformSecret, nil, secrets, err)
 	pods, err := k.CoreV1().Pods("").List(ctx, all)
 	fill(f.podInformers.Core().V1().Pods().Informer().GetIndexer(), rollout.TransformPod, func(o metav1.Object) bool {
 		return o.GetLabels()[llsd.LabelApp] == llsd.LabelAppValue
@@ -510,6 +514,24 @@ func (f *fixture) putConfigMap(cm *corev1.ConfigMap) {
 		cm = cm.DeepCopy()
 		cm.ResourceVersion = cur.ResourceVersion
 		_, err = cms.Update(f.ctx, cm, metav1.UpdateOptions{FieldManager: "kubectl"})
+	}
+	require.NoError(f.t, err)
+	f.refreshCaches()
+}
+
+// putSecret creates or replaces a Secret in the fake API, with a new resourceVersion (the
+// fake sets none), and refreshes the caches.
+func (f *fixture) putSecret(s *corev1.Secret) {
+	f.t.Helper()
+	s = s.DeepCopy()
+	s.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
+	_, err := f.kubeclient.Tracker().Get(gvr, s.Namespace, s.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = f.kubeclient.Tracker().Create(gvr, s, s.Namespace)
+	case err == nil:
+		err = f.kubeclient.Tracker().Update(gvr, s, s.Namespace)
 	}
 	require.NoError(f.t, err)
 	f.refreshCaches()

@@ -66,6 +66,7 @@ func (c *Controller) newResolver() *revision.Resolver {
 		ConfigMap:      c.cachedConfigMap,
 		OperatorConfig: c.currentOperatorConfig,
 		RunningImage:   c.runningImage,
+		SecretVersion:  c.cachedSecretVersion,
 		RecheckAfter:   func(key cache.ObjectName, d time.Duration) { c.queue.AddAfter(key, d) },
 		Now:            func() time.Time { return c.clock.Now() },
 		Recorder:       c.recorder,

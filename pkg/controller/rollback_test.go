@@ -23,7 +23,6 @@ import (
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
-	"github.com/llamastack/llama-stack-controller/pkg/controller/revision"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
 )
 
@@ -504,9 +503,7 @@ func TestRenewalDuringAHeldRollbackKeepsTheHold(t *testing.T) {
 	f.events()
 
 	renewed := newTestServing(t, "app-service.demo.svc")
-	_, err := f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
-	require.NoError(t, err)
-	clk.Step(revision.TLSSecretRecheck)
+	f.putSecret(renewed.secret("serving"))
 	f.converge("app")
 	d := f.deployment("app")
 	_, failed := serverEnv(d, "LOG_LEVEL")

@@ -185,7 +185,7 @@ func runControllerWith(ctx context.Context, t *testing.T, client clientset.Inter
 		KubeClient: kubeclient, Client: client,
 		LLSDInformers: llsdInformers, ChildInformers: childInformers,
 		ConfigMapInformers: cmInformers, OperatorInformers: opInformers, ReplicaSetInformers: rsInformers,
-		PodInformers:      podInformers,
+		PodInformers: podInformers, MetadataClient: kubeMetadata{kubeclient},
 		OperatorNamespace: testOperatorNamespace, OperatorVersion: "test",
 	}
 	edit(&cfg)

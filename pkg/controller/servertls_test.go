@@ -2,13 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -40,31 +36,8 @@ type testServing struct {
 // newTestServing makes a CA and a serving certificate for dnsNames signed by it.
 func newTestServing(t testing.TB, dnsNames ...string) testServing {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test serving CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return testServing{
-		ca:   []byte(testcert.PEMBlock("CERTIFICATE", caDER)),
-		cert: []byte(testcert.PEMBlock("CERTIFICATE", der)),
-		key:  []byte(testcert.PEMBlock("EC PRIVATE KEY", keyDER)),
-	}
+	s := testcert.NewServing(t, dnsNames...)
+	return testServing{ca: s.CA, cert: s.Cert, key: s.Key}
 }
 
 // secret is the kubernetes.io/tls Secret of s, with its ca.crt.
@@ -80,44 +53,6 @@ func withServerTLS(secret string) func(*v1alpha2.LlamaStackDistribution) {
 	return func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: secret}}
 	}
-}
-
-func TestCheckTLSSecret(t *testing.T) {
-	good := newTestServing(t, "app-service.demo.svc")
-	other := newTestServing(t, "app-service.demo.svc")
-	tests := map[string]struct {
-		edit    func(*corev1.Secret)
-		problem string
-	}{
-		"a certificate and its key":     {},
-		"without ca.crt":                {edit: func(s *corev1.Secret) { delete(s.Data, revision.SecretCAKey) }},
-		"no tls.key":                    {edit: func(s *corev1.Secret) { delete(s.Data, corev1.TLSPrivateKeyKey) }, problem: "has no tls.key"},
-		"no tls.crt":                    {edit: func(s *corev1.Secret) { s.Data[corev1.TLSCertKey] = nil }, problem: "has no tls.crt"},
-		"a key of another certificate":  {edit: func(s *corev1.Secret) { s.Data[corev1.TLSPrivateKeyKey] = other.key }, problem: "could not load tls.crt and tls.key"},
-		"a certificate that is not PEM": {edit: func(s *corev1.Secret) { s.Data[corev1.TLSCertKey] = []byte("hello") }, problem: "could not load"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			s := good.secret("serving")
-			if tc.edit != nil {
-				tc.edit(s)
-			}
-			got, problem := revision.CheckTLSSecret(s)
-			if tc.problem != "" {
-				require.NotNil(t, problem)
-				assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, problem.Reason)
-				assert.Contains(t, problem.Message, tc.problem)
-				assert.Contains(t, problem.Message, "Secret demo/serving")
-				return
-			}
-			require.Nil(t, problem)
-			assert.Len(t, got.Hash, 32)
-			assert.Equal(t, s.Data[revision.SecretCAKey], got.CA)
-		})
-	}
-	a, _ := revision.CheckTLSSecret(good.secret("s"))
-	b, _ := revision.CheckTLSSecret(other.secret("s"))
-	assert.NotEqual(t, a.Hash, b.Hash, "another certificate, another hash")
 }
 
 // The pod of a TLS server mounts the Secret, is probed over HTTPS and is told where the
@@ -203,11 +138,10 @@ func TestTLSServerRunsAGeneratedConfigThatNamesTheCertificate(t *testing.T) {
 }
 
 // A missing Secret is reported and rolls nothing: the running Deployment is kept, and
-// the Secret is looked for again on a back-off, not at every sync.
+// the Secret is not looked for again until the Secret cache holds one; then the watch
+// brings the CR back and it is rolled out.
 func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	f := newFixture(t, newLLSD("app"))
-	clk := testingclock.NewFakeClock(time.Now())
-	f.c.clock = clk
 	f.converge("app")
 	before := f.deployment("app")
 
@@ -219,29 +153,128 @@ func TestMissingTLSSecretRollsNothing(t *testing.T) {
 	assert.Contains(t, c.Message, "Secret demo/serving was not found")
 	assert.Equal(t, before.Spec.Template, f.deployment("app").Spec.Template, "what runs is kept")
 	assert.Contains(t, strings.Join(f.events(), "\n"), "TLSSecretNotFound")
-	assert.Empty(t, f.sync("app"), "not read again before the back-off")
+	assert.Empty(t, f.sync("app"), "not read again while the cache has no such Secret")
 
-	clk.Step(revision.TLSSecretRetryMin)
-	assert.Equal(t, []string{"get secrets serving"}, describe(f.sync("app")), "read again after the back-off")
-
-	// The Secret appears: the server is rolled out serving HTTPS.
+	// The Secret appears: the CR is queued, and the server is rolled out serving HTTPS.
 	serving := newTestServing(t, "app-service.demo.svc")
-	_, err := f.kubeclient.CoreV1().Secrets(testNamespace).Create(f.ctx, serving.secret("serving"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	clk.Step(2 * revision.TLSSecretRetryMin)
+	assert.Equal(t, []cache.ObjectName{{Namespace: testNamespace, Name: "app"}}, f.secretEvent(nil, serving.secret("serving")))
 	f.converge("app")
 	assert.True(t, children.ServesTLS(f.deployment("app")))
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+}
 
-	// A renewed certificate is read when due and rolls the pods.
-	hash := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash]
-	renewed := newTestServing(t, "app-service.demo.svc")
-	_, err = f.kubeclient.CoreV1().Secrets(testNamespace).Update(f.ctx, renewed.secret("serving"), metav1.UpdateOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, f.sync("app"), "not before it is due")
-	clk.Step(revision.TLSSecretRecheck)
+// secretEvent puts (or with put nil, deletes) the Secret old in the fake API and tells
+// the controller's Secret handler of it as its informer would (an add without old, an
+// update, a delete), and returns the CRs it queued.
+func (f *fixture) secretEvent(old, put *corev1.Secret) []cache.ObjectName {
+	f.t.Helper()
+	require.Empty(f.t, f.queued())
+	h := f.c.secretHandler()
+	entry := func(s *corev1.Secret) any {
+		s, err := f.kubeclient.CoreV1().Secrets(s.Namespace).Get(f.ctx, s.Name, metav1.GetOptions{})
+		require.NoError(f.t, err)
+		obj, err := TransformSecret(secretMetadata(s))
+		require.NoError(f.t, err)
+		return obj
+	}
+	switch {
+	case put == nil:
+		gone := entry(old)
+		require.NoError(f.t, f.kubeclient.CoreV1().Secrets(old.Namespace).Delete(f.ctx, old.Name, metav1.DeleteOptions{}))
+		f.refreshCaches()
+		h.OnDelete(gone)
+	case old == nil:
+		f.putSecret(put)
+		h.OnAdd(entry(put), false)
+	default:
+		was := entry(old)
+		f.putSecret(put)
+		h.OnUpdate(was, entry(put))
+	}
+	return f.queued()
+}
+
+// A deleted Secret brings its CR back at once (its watch), which reports it and keeps
+// what runs; put back, it is served again. Other Secrets' changes bring no CR back.
+func TestDeletedTLSSecretIsReported(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")), newLLSD("plain"))
+	f.putSecret(serving.secret("serving"))
 	f.converge("app")
-	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash])
+	f.converge("plain")
+	running := f.deployment("app")
+	require.True(t, children.ServesTLS(running))
+	f.events()
+
+	unrelated := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: testNamespace}}
+	assert.Empty(t, f.secretEvent(nil, unrelated), "no CR names it")
+	assert.Empty(t, f.secretEvent(unrelated, nil))
+
+	app := cache.ObjectName{Namespace: testNamespace, Name: "app"}
+	assert.Equal(t, []cache.ObjectName{app}, f.secretEvent(serving.secret("serving"), nil))
+	actions := f.sync("app")
+	assert.Equal(t, []string{"get secrets serving", "update llamastackdistributions/status app"}, describe(actions))
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonTLSSecretNotFound, "Secret demo/serving was not found")
+	assert.Equal(t, running.Spec.Template, f.deployment("app").Spec.Template, "what runs is kept")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning TLSSecretNotFound"))
+
+	assert.Equal(t, []cache.ObjectName{app}, f.secretEvent(nil, serving.secret("serving")))
+	f.converge("app")
+	assert.Equal(t, running.Spec.Template, f.deployment("app").Spec.Template, "the same certificate: nothing rolls")
+	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+}
+
+// A Secret rotated (a new certificate under the same name) brings its CR back, which
+// reads it and rolls the pods onto it.
+func TestRotatedTLSSecretRollsOut(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	hash := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash]
+	require.NotEmpty(t, hash)
+
+	renewed := newTestServing(t, "app-service.demo.svc")
+	assert.Equal(t, []cache.ObjectName{{Namespace: testNamespace, Name: "app"}}, f.secretEvent(serving.secret("serving"), renewed.secret("serving")))
+	actions := f.sync("app")
+	assert.Contains(t, describe(actions), "get secrets serving")
+	assert.Contains(t, describe(actions), "patch deployments app")
+	f.converge("app")
+	assert.NotEqual(t, hash, f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash], "rolled onto the new certificate")
+}
+
+// A certificate in its last two weeks is served and told in one Warning Event, whatever
+// the syncs; the CR comes back when it expires, and is then reported, what runs kept.
+func TestExpiringCertificateIsToldOnce(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	notAfter := clk.Now().Add(10 * 24 * time.Hour).Truncate(time.Second)
+	soon := testcert.NewServingValid(t, clk.Now().Add(-30*24*time.Hour), notAfter, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.c.clock = clk
+	var rechecks []time.Duration
+	f.c.resolver.RecheckAfter = func(_ cache.ObjectName, d time.Duration) { rechecks = append(rechecks, d) }
+	f.putSecret(testServing{ca: soon.CA, cert: soon.Cert, key: soon.Key}.secret("serving"))
+	f.converge("app")
+	require.True(t, children.ServesTLS(f.deployment("app")), "served")
+	for range 3 {
+		f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+			l.Spec.Workload.Replicas = ptr.To(ptr.Deref(l.Spec.Workload.Replicas, 1) + 1)
+		})
+		f.converge("app")
+	}
+	events := f.events()
+	assert.Equal(t, 1, countEvents(events, "Warning TLSCertificateExpiring"), "%v", events)
+	assert.True(t, hasEvent(events, "expires on "+notAfter.UTC().Format(time.RFC3339)), "%v", events)
+	require.NotEmpty(t, rechecks)
+	assert.Equal(t, notAfter.Add(time.Second).Sub(clk.Now()), rechecks[0], "back when it expires")
+	running := f.deployment("app").Spec.Template
+
+	clk.SetTime(notAfter.Add(time.Second))
+	rechecks = nil
+	f.converge("app")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonTLSSecretInvalid, "expired on "+notAfter.UTC().Format(time.RFC3339), "renew the certificate")
+	assert.Equal(t, running, f.deployment("app").Spec.Template, "what runs is kept")
+	assert.Empty(t, rechecks, "an expired certificate brings nothing back by itself")
 }
 
 // A user-written config on a server that reads its certificate only from its config

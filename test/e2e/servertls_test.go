@@ -26,14 +26,21 @@ import (
 )
 
 // servingSecret is a kubernetes.io/tls Secret as cert-manager writes it: a certificate
-// for the Service's names, its key, and the CA that signed it.
+// for the Service's names, its key, and the CA that signed it; valid for 90 days, so
+// that no Warning of its expiry comes.
 func servingSecret(t *testing.T, name string, dnsNames ...string) *corev1.Secret {
+	t.Helper()
+	return servingSecretValid(t, name, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour), dnsNames...)
+}
+
+// servingSecretValid is servingSecret with a certificate valid from notBefore to notAfter.
+func servingSecretValid(t *testing.T, name string, notBefore, notAfter time.Time, dnsNames ...string) *corev1.Secret {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e serving CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore.Add(-time.Hour), NotAfter: notAfter.Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
@@ -42,7 +49,7 @@ func servingSecret(t *testing.T, name string, dnsNames ...string) *corev1.Secret
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
@@ -170,4 +177,80 @@ func TestLlamaStackServesTLSWithAUserConfig(t *testing.T) {
 	require.NotNil(t, srv.tls, "uvicorn serves HTTPS")
 	assert.Equal(t, "/etc/llama-stack-tls/tls.crt", srv.certFile)
 	assert.Equal(t, "0.6.1", srv.version)
+}
+
+// The Secret of a serving CR is watched: deleted, the CR reports TLSSecretNotFound within
+// seconds (no change of the CR, no recheck: those came every 10 minutes); replaced by an
+// expired certificate, TLSSecretInvalid with its date, and the running pods are kept; a
+// good one put back, the server is rolled out with it and Ready again.
+func TestTLSSecretChangesAreSeenInSeconds(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	secrets := env.kube.CoreV1().Secrets(ns)
+	dns := "watched-service." + ns + ".svc"
+	_, err := secrets.Create(ctx, servingSecret(t, "watched-cert", dns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Create(ctx, &v1alpha2.LlamaStackDistribution{
+		ObjectMeta: metav1.ObjectMeta{Name: "watched"},
+		Spec: v1alpha2.LlamaStackDistributionSpec{
+			Distribution: v1alpha2.DistributionSpec{Name: "starter"},
+			Providers: &v1alpha2.ProvidersSpec{Inference: []v1alpha2.ProviderConfig{{
+				Provider: "vllm", Endpoint: "http://vllm.models.svc:8000/v1",
+			}}},
+			Networking: &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: "watched-cert"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitReady(t, ns, "watched")
+	served := deployment(t, ns, "watched").Spec.Template
+
+	// reported waits, for at most 30 s, until a condition says reason (Progressing, as
+	// the server keeps serving), and returns its message.
+	reported := func(what, reason string) string {
+		t.Helper()
+		start := time.Now()
+		var msg string
+		eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+			l, err := env.client.LlamastackV1alpha2().LlamaStackDistributions(ns).Get(ctx, "watched", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range l.Status.Conditions {
+				if c.Reason == reason && c.Status == metav1.ConditionFalse {
+					msg = c.Message
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
+		return msg
+	}
+
+	require.NoError(t, secrets.Delete(ctx, "watched-cert", metav1.DeleteOptions{}))
+	msg := reported("the deletion is reported", v1alpha2.ReasonTLSSecretNotFound)
+	assert.Contains(t, msg, "Secret "+ns+"/watched-cert was not found")
+
+	expiredAt := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
+	_, err = secrets.Create(ctx, servingSecretValid(t, "watched-cert", expiredAt.AddDate(-1, 0, 0), expiredAt, dns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	msg = reported("the expired certificate is reported", v1alpha2.ReasonTLSSecretInvalid)
+	assert.Contains(t, msg, "expired on 2021-03-01T00:00:00Z")
+	assert.Contains(t, msg, "renew the certificate")
+	assert.Equal(t, served.Annotations, deployment(t, ns, "watched").Spec.Template.Annotations, "what runs is kept")
+
+	renewed := servingSecret(t, "watched-cert", dns)
+	eventually(t, 10*time.Second, "the Secret is replaced", func(ctx context.Context) (bool, error) {
+		cur, err := secrets.Get(ctx, "watched-cert", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		cur.Data = renewed.Data
+		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	waitDeployment(t, ns, "watched", "the renewed certificate rolled out", func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Annotations["llamastack.io/tls-certificate-hash"] != served.Annotations["llamastack.io/tls-certificate-hash"]
+	})
+	waitReady(t, ns, "watched")
 }

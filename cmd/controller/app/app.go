@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
@@ -393,6 +394,11 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 	if err != nil {
 		return fmt.Errorf("building the dynamic client: %w", err)
 	}
+	// Secrets are watched as metadata only (the controller's secrets.go).
+	metadataClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the metadata client: %w", err)
+	}
 	apis, err := discoverClusterAPIs(ctx, kubeClient.Discovery(), discoveryBackoff)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -413,6 +419,7 @@ func runController(ctx context.Context, cfg *rest.Config, kubeClient kubernetes.
 		OperatorInformers:   operatorInformers,
 		ReplicaSetInformers: replicaSetInformers,
 		PodInformers:        podInformers,
+		MetadataClient:      metadataClient,
 		OperatorNamespace:   opNamespace,
 		WatchNamespace:      o.Namespace,
 		OperatorVersion:     o.Version,

@@ -41,7 +41,7 @@ type Revision struct {
 }
 
 // Resolver resolves revisions. It only reads: the caches, through its funcs, and
-// live GETs of what no cache holds (a TLS Secret, a user or base config's content),
+// live GETs of what no cache holds the content of (a TLS Secret, a user or base config's content),
 // each remembered per CR so that a sync of an unchanged CR sends nothing. Set its
 // exported fields before the first Resolve; the memos need no setting.
 type Resolver struct {
@@ -56,7 +56,10 @@ type Resolver struct {
 	// RunningImage is the image the controller last chose for the CR's Deployment, if
 	// it runs the same distribution; "" otherwise.
 	RunningImage func(l *v1alpha2.LlamaStackDistribution) string
-	// RecheckAfter brings the CR back after d (a TLS Secret read that falls due).
+	// SecretVersion is the version (SecretVersion) of the Secret of that name in the
+	// controller's cache of Secrets' metadata; "" when it holds none.
+	SecretVersion func(namespace, name string) string
+	// RecheckAfter brings the CR back after d (a date of its certificate).
 	RecheckAfter func(key cache.ObjectName, d time.Duration)
 	// Now tells the time.
 	Now func() time.Time
@@ -81,6 +84,9 @@ type Resolver struct {
 	ignoredTold sync.Map
 	// tlsSecrets remembers, per CR, the last read of its TLS Secret (tlsSecretMemo).
 	tlsSecrets tlsSecretMemos
+	// expiryTold remembers, per CR, the certificate (hash) whose coming expiry was last
+	// told in an Event.
+	expiryTold sync.Map
 }
 
 // Forget drops everything the resolver keeps for a CR that is gone.
@@ -88,6 +94,7 @@ func (r *Resolver) Forget(key cache.ObjectName) {
 	r.baseConfigs.Forget(key)
 	r.userConfigs.Forget(key)
 	r.tlsSecrets.forget(key)
+	r.expiryTold.Delete(key)
 	r.skippedChecks.Delete(key)
 	r.ignoredTold.Delete(key)
 }

@@ -1,6 +1,8 @@
 package revision
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -30,6 +32,9 @@ func TLSSecretName(l *v1alpha2.LlamaStackDistribution) string {
 type TLS struct {
 	// Hash is of tls.crt and tls.key, for the pod-template annotation.
 	Hash string
-	// CA is the Secret's ca.crt (PEM), empty when it has none.
+	// CA is the certificates of the Secret's ca.crt, PEM-encoded anew (nothing else
+	// of the key is kept); empty when it has none.
 	CA []byte
+	// NotBefore and NotAfter are the certificate's dates.
+	NotBefore, NotAfter time.Time
 }

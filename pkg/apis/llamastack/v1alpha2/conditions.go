@@ -122,7 +122,8 @@ const (
 	ReasonConfigMapNotAllowed      = "ConfigMapNotAllowed"
 	// ReasonTLSSecretNotFound: spec.networking.tls.secretName names no Secret.
 	ReasonTLSSecretNotFound = "TLSSecretNotFound"
-	// ReasonTLSSecretInvalid: the TLS Secret lacks tls.crt or tls.key, or they do not load.
+	// ReasonTLSSecretInvalid: the TLS Secret lacks tls.crt or tls.key, they do not load, the
+	// certificate is not valid now (expired, or not yet valid), or ca.crt is not certificates.
 	ReasonTLSSecretInvalid = "TLSSecretInvalid"
 	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
 	ReasonCABundleInvalid  = "CABundleInvalid"
