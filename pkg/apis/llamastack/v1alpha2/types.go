@@ -49,7 +49,8 @@ type LlamaStackDistribution struct {
 // are present, each is judged again on an update only when one of its fields comes or
 // goes (oldSelf, optional so that a create is judged in full; a comparison by value would
 // be over the cost budget): the scale subresource, which writes spec.workload.replicas,
-// and every other edit of such an object are admitted.
+// and every other edit of such an object are admitted, and the controller reports the
+// fields to remove (ReasonSpecInvalid).
 // +kubebuilder:validation:XValidation:rule="(oldSelf.hasValue() && has(oldSelf.value().overrideConfig) == has(self.overrideConfig) && has(oldSelf.value().providers) == has(self.providers) && has(oldSelf.value().resources) == has(self.resources) && has(oldSelf.value().storage) == has(self.storage) && has(oldSelf.value().disabled) == has(self.disabled)) || !has(self.overrideConfig) || !(has(self.providers) || has(self.resources) || has(self.storage) || has(self.disabled))",message="overrideConfig is the whole config.yaml as given: it cannot be combined with providers, resources, storage or disabled",optionalOldSelf=true
 // +kubebuilder:validation:XValidation:rule="(oldSelf.hasValue() && has(oldSelf.value().overrideConfig) == has(self.overrideConfig) && has(oldSelf.value().baseConfig) == has(self.baseConfig)) || !(has(self.overrideConfig) && has(self.baseConfig))",message="overrideConfig is the whole config.yaml as given: it cannot be combined with baseConfig",optionalOldSelf=true
 

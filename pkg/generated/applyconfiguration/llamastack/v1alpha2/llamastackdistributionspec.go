@@ -31,7 +31,8 @@ import (
 // are present, each is judged again on an update only when one of its fields comes or
 // goes (oldSelf, optional so that a create is judged in full; a comparison by value would
 // be over the cost budget): the scale subresource, which writes spec.workload.replicas,
-// and every other edit of such an object are admitted.
+// and every other edit of such an object are admitted, and the controller reports the
+// fields to remove (ReasonSpecInvalid).
 // LlamaStackDistributionSpec defines the desired state of LlamaStackDistribution.
 type LlamaStackDistributionSpecApplyConfiguration struct {
 	// Distribution selects the server image, by distribution name or directly.
