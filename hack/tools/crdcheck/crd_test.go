@@ -36,6 +36,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 )
@@ -268,6 +269,25 @@ func (s *served) updateStatus(t *testing.T, in map[string]any) *admission {
 	}
 	a.errs = append(a.errs, listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
 	a.errs = append(a.errs, s.runCEL(ctx, u.Object, a.errs)...)
+	return a
+}
+
+// update runs an update of old to in through the API server's steps for a custom
+// resource (customresource.strategy ValidateUpdate: the schema, list types and CEL
+// rules with old as oldSelf), with validation ratcheting as the API server does since
+// CRDValidationRatcheting (on by default from Kubernetes 1.30): an error of a node
+// equal to its old value is dropped.
+func (s *served) update(t *testing.T, old, in map[string]any) *admission {
+	t.Helper()
+	ctx := context.Background()
+	a := s.decodeAsServer(t, in)
+	prior := s.decodeAsServer(t, old).obj
+	u := a.obj
+	correlated := common.NewCorrelatedObject(u.Object, prior.Object, &model.Structural{Structural: s.structural})
+	a.errs = append(a.errs, validation.ValidateCustomResourceUpdate(nil, u.Object, prior.Object, s.validator, validation.WithRatcheting(correlated))...)
+	a.errs = append(a.errs, listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
+	celErrs, _ := s.celValidator.Validate(ctx, nil, s.structural, u.Object, prior.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
+	a.errs = append(a.errs, celErrs...)
 	return a
 }
 

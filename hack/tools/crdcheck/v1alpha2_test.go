@@ -881,3 +881,64 @@ func ruleMessages(s *apiextensionsv1.JSONSchemaProps) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The rules on overrideConfig, which a v1alpha1 write (server.userConfig) could break
+// before the admission policy refused it, judge a create in full and an update that
+// brings one of their fields, but not an update that leaves their fields as they are:
+// the scale subresource (spec.workload.replicas) and other edits of an object stored
+// in that state are admitted.
+func TestV1alpha2OverrideConfigRulesRatchet(t *testing.T) {
+	s := serveVersion(t, twoVersionCRD(t), "v1alpha2")
+	const (
+		withProviders = "overrideConfig is the whole config.yaml as given: it cannot be combined with providers, resources, storage or disabled"
+		withBase      = "overrideConfig is the whole config.yaml as given: it cannot be combined with baseConfig"
+		override      = "overrideConfig: {configMapName: run}\n"
+		providers     = "providers:\n  inference: [{provider: vllm}]\n"
+		base          = "baseConfig: {configMapName: base}\n"
+	)
+	obj := func(spec string) map[string]any { return newLLSDv2(t, "app", validV2+spec) }
+	cases := map[string]struct {
+		old, spec string
+		want      string
+	}{
+		"replicas of an object with overrideConfig and providers": {
+			old: override + providers, spec: override + providers + "workload: {replicas: 3}\n",
+		},
+		"workers and the ConfigMap's name of an object with overrideConfig and providers": {
+			old: override + providers, spec: "overrideConfig: {configMapName: other}\n" + providers + "workload: {workers: 2}\n",
+		},
+		"replicas of an object with overrideConfig and baseConfig": {
+			old: override + base, spec: override + base + "workload: {replicas: 0}\n",
+		},
+		"providers removed": {old: override + providers, spec: override},
+		"overrideConfig added to providers": {
+			old: providers, spec: override + providers, want: withProviders,
+		},
+		"providers added to overrideConfig": {
+			old: override, spec: override + providers, want: withProviders,
+		},
+		"storage added to overrideConfig and providers": {
+			old: override + providers, spec: override + providers + "storage: {kv: {type: sqlite}}\n", want: withProviders,
+		},
+		"overrideConfig added to baseConfig": {
+			old: base, spec: override + base, want: withBase,
+		},
+		"baseConfig added to overrideConfig and providers": {
+			old: override + providers, spec: override + providers + base, want: withBase,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := s.update(t, obj(tc.old), obj(tc.spec))
+			if tc.want == "" {
+				assert.Empty(t, a.errs)
+				return
+			}
+			assert.ErrorContains(t, a.errs.ToAggregate(), tc.want)
+			assert.Len(t, a.errs, 1, "%v", a.errs)
+		})
+	}
+	// A create is judged in full.
+	assert.ErrorContains(t, s.create(t, obj(override+providers)).errs.ToAggregate(), withProviders)
+	assert.ErrorContains(t, s.create(t, obj(override+base)).errs.ToAggregate(), withBase)
+}

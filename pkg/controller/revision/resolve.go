@@ -109,6 +109,9 @@ func (r *Resolver) LastTLS(key cache.ObjectName) *TLS { return r.tlsSecrets.last
 // errs, the errors met, in the order met, for the caller to report (and retry).
 func (r *Resolver) Resolve(ctx context.Context, l *v1alpha2.LlamaStackDistribution) (rev *Revision, errs []error) {
 	rev = &Revision{Config: r.OperatorConfig()}
+	// A spec v1alpha2's rules refuse (stored through v1alpha1) is told first; nothing
+	// is generated from it.
+	specProblem := specRulesProblem(l)
 	img, imgProblem := r.chooseImage(l, rev.Config)
 	rev.img, rev.Image = img, img.ref
 	uc, ucProblem := r.resolveUserConfig(l)
@@ -136,7 +139,7 @@ func (r *Resolver) Resolve(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 	// user config would be, the image is the one the config was generated for. A
 	// failure is a user error, so what runs is kept.
 	var genProblem *fault.Problem
-	if imgProblem == nil && GeneratesConfig(l) {
+	if imgProblem == nil && specProblem == nil && GeneratesConfig(l) {
 		var err error
 		rev.Gen, err = r.generate(ctx, l, img)
 		errs = appendErr(errs, err)
@@ -144,7 +147,7 @@ func (r *Resolver) Resolve(ctx context.Context, l *v1alpha2.LlamaStackDistributi
 			genProblem = rev.Gen.Problem
 		}
 	}
-	rev.Problems = []*fault.Problem{imgProblem, ucProblem, caProblem, tlsProblem, genProblem}
+	rev.Problems = []*fault.Problem{specProblem, imgProblem, ucProblem, caProblem, tlsProblem, genProblem}
 	return rev, errs
 }
 

@@ -157,7 +157,7 @@ var ownReasons = map[string]bool{
 	v1alpha2.ReasonDistributionNotSupported: true, v1alpha2.ReasonDistributionNotPublished: true, v1alpha2.ReasonConfigMapNotFound: true, v1alpha2.ReasonConfigMapKeyMissing: true,
 	v1alpha2.ReasonConfigMapNotAllowed: true, v1alpha2.ReasonCABundleInvalid: true, v1alpha2.ReasonTLSSecretNotFound: true, v1alpha2.ReasonTLSSecretInvalid: true, v1alpha2.ReasonResourceNotOwned: true,
 	v1alpha2.ReasonResourceInvalid: true, v1alpha2.ReasonConfigGenerated: true, v1alpha2.ReasonBaseConfigRequired: true,
-	v1alpha2.ReasonConfigInvalid: true, v1alpha2.ReasonServerVersionNotSupported: true,
+	v1alpha2.ReasonConfigInvalid: true, v1alpha2.ReasonServerVersionNotSupported: true, v1alpha2.ReasonSpecInvalid: true,
 	v1alpha2.ReasonRouteAccepted: true, v1alpha2.ReasonRouteNotAccepted: true, v1alpha2.ReasonRoutePending: true, v1alpha2.ReasonAPINotServed: true,
 	v1alpha2.ReasonBackendTLSNotServed: true, v1alpha2.ReasonGatewayNotFound: true,
 }

@@ -128,6 +128,11 @@ const (
 	// ReasonCABundleInvalid: the CA bundle keys or certificates are not usable.
 	ReasonCABundleInvalid  = "CABundleInvalid"
 	ReasonResourceNotOwned = "ResourceNotOwned"
+	// ReasonSpecInvalid: the spec breaks a rule of the CRD that a write in
+	// llamastack.io/v1alpha1 could get around before the admission policy of
+	// artifacts/policy judged it (overrideConfig beside providers, say); the message
+	// names the field to remove. What runs is kept until then.
+	ReasonSpecInvalid = "SpecInvalid"
 	// ReasonResourceInvalid: the API server rejected a child built from the spec (for
 	// example a workload.overrides volume named like one of the controller's).
 	ReasonResourceInvalid = "ResourceInvalid"

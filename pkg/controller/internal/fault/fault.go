@@ -39,7 +39,7 @@ func IsReason(reason string) bool {
 	case v1alpha2.ReasonDistributionNotSupported, v1alpha2.ReasonDistributionNotPublished, v1alpha2.ReasonConfigMapNotFound, v1alpha2.ReasonConfigMapKeyMissing,
 		v1alpha2.ReasonConfigMapNotAllowed, v1alpha2.ReasonCABundleInvalid, v1alpha2.ReasonTLSSecretNotFound, v1alpha2.ReasonTLSSecretInvalid, v1alpha2.ReasonResourceNotOwned,
 		v1alpha2.ReasonResourceInvalid, v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonBaseConfigRequired,
-		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported:
+		v1alpha2.ReasonConfigInvalid, v1alpha2.ReasonServerVersionNotSupported, v1alpha2.ReasonSpecInvalid:
 		return true
 	}
 	return false

@@ -25,6 +25,14 @@ import (
 // LlamaStackDistributionSpecApplyConfiguration represents a declarative configuration of the LlamaStackDistributionSpec type for use
 // with apply.
 //
+// The two rules on overrideConfig judge fields a llamastack.io/v1alpha1 write can set
+// one of (server.userConfig), so an object stored before the admission policy of
+// artifacts/policy refused such a write may break them. As they judge only which fields
+// are present, each is judged again on an update only when one of its fields comes or
+// goes (oldSelf, optional so that a create is judged in full; a comparison by value would
+// be over the cost budget): the scale subresource, which writes spec.workload.replicas,
+// and every other edit of such an object are admitted, and the controller reports the
+// fields to remove (ReasonSpecInvalid).
 // LlamaStackDistributionSpec defines the desired state of LlamaStackDistribution.
 type LlamaStackDistributionSpecApplyConfiguration struct {
 	// Distribution selects the server image, by distribution name or directly.
