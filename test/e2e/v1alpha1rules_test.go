@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -107,6 +108,12 @@ func TestV1alpha1WriteCannotBreakV1alpha2Rules(t *testing.T) {
 		return err == nil, err
 	})
 	assert.Equal(t, ptr.To[int32](2), getHub(t, ns, name).Spec.Workload.Replicas)
+	// The scale reaches the Deployment that serves, whose template is kept.
+	template := deployment(t, ns, name).Spec.Template
+	scaled := waitDeployment(t, ns, name, "the CR's 2 replicas", func(d *appsv1.Deployment) bool {
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == 2
+	})
+	assert.Equal(t, template, scaled.Spec.Template, "the template is kept")
 
 	// A v1alpha2 edit of another field is admitted; one adding to the conflict is not.
 	_, err = hubs.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"workload":{"workers":2}}}`), metav1.PatchOptions{})
