@@ -25,7 +25,12 @@ func main() {
 	var kubeconfig, master string
 	o := app.Options{Version: app.Version()}
 	registerFlags(flag.CommandLine, &o, &kubeconfig, &master)
+	printVersion := flag.Bool("version", false, "Print the version (status.version.operatorVersion) and exit.")
 	flag.Parse()
+	if *printVersion {
+		fmt.Println(o.Version)
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
