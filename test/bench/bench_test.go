@@ -404,7 +404,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	// for it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := prepare(ctx, bc.kube, n); err != nil {
+	if err := prepare(ctx, bc.kube, bc.dyn, n); err != nil {
 		return nil, err
 	}
 	proc, err := startController(ctx, childSpec{
@@ -474,7 +474,7 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	if err := proc.heapProfile(ctx, filepath.Join(dir, "heap-converged.pprof")); err != nil {
 		return nil, err
 	}
-	if r.children, err = countChildren(ctx, bc.kube); err != nil {
+	if r.children, err = countChildren(ctx, bc.kube, bc.dyn); err != nil {
 		return nil, err
 	}
 	if !p.unchanged {
@@ -498,6 +498,9 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 		return nil, err
 	}
 	r.unchanged = &unchangedResult{syncs: s2.syncs - s1.syncs, requests: s2.requests.minus(s1.requests).filter(notWatch)}
+	if w := unchangedWrites(r.unchanged.requests, p.probe); len(w) > 0 {
+		t.Errorf("%s: syncs of unchanged CRs wrote: %s", name, w)
+	}
 	if !p.idle {
 		return r, nil
 	}
@@ -512,6 +515,9 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 	r.idle = &idleResult{
 		took: s3.at.Sub(s2.at), resyncs: int(s3.at.Sub(s2.at) / s.resync),
 		requests: s3.requests.minus(s2.requests), syncs: s3.syncs - s2.syncs, cpu: s3.cpuSeconds - s2.cpuSeconds,
+	}
+	if w := unchangedWrites(r.idle.requests, p.probe); len(w) > 0 {
+		t.Errorf("%s: the idle controller wrote: %s", name, w)
 	}
 	if !p.unrelated {
 		return r, nil
@@ -553,6 +559,18 @@ func runLoad(ctx context.Context, t *testing.T, env *benchEnv, p runPlan) (*runR
 }
 
 func notWatch(q request) bool { return !q.watch() }
+
+// unchangedWrites are the requests of r that nothing unchanged is a reason for: a write
+// of a child (a CR's status aside, which probes on may change), and, with probes off,
+// when nothing changes at all, any write or Event.
+func unchangedWrites(r requestCounts, probe string) requestCounts {
+	return r.filter(func(q request) bool {
+		if probe == probeOff {
+			return q.mutating() || q.event()
+		}
+		return q.mutating() && !strings.HasPrefix(q.resource, "llamastackdistributions")
+	})
+}
 
 // quietFor is how long the controller must have written nothing (no mutating request,
 // no Event) for convergence to be over: with probes on, each CR's Ready waits for the

@@ -14,8 +14,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/llamastack/llama-stack-controller/pkg/controller"
 	clientset "github.com/llamastack/llama-stack-controller/pkg/generated/clientset/versioned"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
@@ -28,6 +31,7 @@ type benchCluster struct {
 	lc     *localcluster.Cluster
 	kube   kubernetes.Interface
 	client clientset.Interface
+	dyn    dynamic.Interface
 	// webhookAddr is where the controller serves the CRD's conversion webhook, which the
 	// CRD reaches on loopback (localcluster.LoopbackCRD).
 	webhookAddr string
@@ -35,7 +39,8 @@ type benchCluster struct {
 
 // startCluster starts a control plane with nodes kwok nodes and installs the CRD, the
 // controller's namespace, ServiceAccount and ClusterRole, and the operator ConfigMap,
-// all from artifacts/. The driver's own client is not rate limited in practice, so that
+// all from artifacts/, with NetworkPolicies turned on; and the real CRDs of every
+// optional kind (optionalCRDs), so that the CRs have every child they can have. The driver's own client is not rate limited in practice, so that
 // it never holds the load back.
 func startCluster(ctx context.Context, env *benchEnv, name string, nodes int) (*benchCluster, error) {
 	lc, err := localcluster.Start(ctx, localcluster.Options{
@@ -61,6 +66,9 @@ func startCluster(ctx context.Context, env *benchEnv, name string, nodes int) (*
 	cfg.UserAgent = "llsc-bench-driver"
 	if bc.kube, err = kubernetes.NewForConfig(cfg); err == nil {
 		bc.client, err = clientset.NewForConfig(cfg)
+	}
+	if err == nil {
+		bc.dyn, err = dynamic.NewForConfig(cfg)
 	}
 	if err == nil {
 		err = bc.install(ctx, env)
@@ -100,10 +108,21 @@ func (bc *benchCluster) install(ctx context.Context, env *benchEnv) error {
 	if err := crdFile.Close(); err != nil {
 		return err
 	}
+	optional, err := optionalCRDs(ctx, env.root)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range optional {
+			if strings.HasPrefix(filepath.Base(f), "llsc-bench-") {
+				_ = os.Remove(f)
+			}
+		}
+	}()
 	batches := [][]string{
-		{crdFile.Name(), a("controller", "namespace.yaml"), a("rbac", "service_account.yaml"),
+		append([]string{crdFile.Name(), a("controller", "namespace.yaml"), a("rbac", "service_account.yaml"),
 			a("rbac", "cluster_role.yaml"), a("rbac", "cluster_role_binding.yaml"),
-			a("rbac", "webhook_role.yaml"), a("rbac", "webhook_role_binding.yaml")},
+			a("rbac", "webhook_role.yaml"), a("rbac", "webhook_role_binding.yaml")}, optional...),
 		{a("controller", "operator_config.yaml")},
 	}
 	for _, files := range batches {
@@ -113,6 +132,17 @@ func (bc *benchCluster) install(ctx context.Context, env *benchEnv) error {
 		}
 		if out, err := exec.CommandContext(ctx, filepath.Join(env.binDir, "kubectl"), args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("kubectl apply: %v\n%s", err, out)
+		}
+	}
+	// NetworkPolicies on, as every optional child is (the artifacts leave them off).
+	patch := `{"data":{"featureFlags":"enableNetworkPolicy:\n  enabled: true\n"}}`
+	if _, err := bc.kube.CoreV1().ConfigMaps(operatorNamespace).Patch(ctx, controller.OperatorConfigMapName,
+		types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("turning NetworkPolicies on: %w", err)
+	}
+	for _, name := range optionalCRDNames {
+		if err := localcluster.WaitCRDEstablished(ctx, bc.lc.RESTConfig(), name, time.Minute); err != nil {
+			return err
 		}
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -129,6 +159,44 @@ func (bc *benchCluster) install(ctx context.Context, env *benchEnv) error {
 }
 
 func (bc *benchCluster) stop() error { return bc.lc.Stop() }
+
+// optionalCRDNames are the CRDs optionalCRDs installs.
+var optionalCRDNames = []string{
+	"servicemonitors.monitoring.coreos.com", localcluster.RouteCRDName, "gateways.gateway.networking.k8s.io",
+	"httproutes.gateway.networking.k8s.io", "backendtlspolicies.gateway.networking.k8s.io",
+}
+
+// optionalCRDs are the files of the real CRDs of the optional kinds, as the e2e tests
+// install them: the Prometheus Operator's ServiceMonitor, a Route CRD of OpenShift's
+// types (written to a temporary file), and Gateway API's Gateway, HTTPRoute and
+// BackendTLSPolicy of the standard channel.
+func optionalCRDs(ctx context.Context, root string) ([]string, error) {
+	monitors, err := localcluster.PrometheusOperatorCRD(ctx, "monitoring.coreos.com_servicemonitors.yaml")
+	if err != nil {
+		return nil, err
+	}
+	files := []string{monitors}
+	for _, name := range []string{"gateways", "httproutes", "backendtlspolicies"} {
+		f, err := localcluster.GatewayAPICRD(ctx, root, "gateway.networking.k8s.io_"+name+".yaml")
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	raw, err := localcluster.RouteCRD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	route, err := os.CreateTemp("", "llsc-bench-route-crd-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	_, err = route.Write(raw)
+	if cerr := route.Close(); err == nil {
+		err = cerr
+	}
+	return append(files, route.Name()), err
+}
 
 // waitConversion waits until the API server converts through the controller's webhook
 // (a dry-run create of a v1alpha1 CR, stored as v1alpha2): the driver writes v1alpha1.

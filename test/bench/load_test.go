@@ -4,10 +4,16 @@ package bench
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"sync"
 	"time"
 
@@ -17,8 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -40,27 +49,52 @@ func crName(i int) (namespace, name string) {
 
 // mix is what the i-th CR asks for, as in upstream-cost.md: distribution starter and
 // one env var on all; storage on every 4th, autoscaling on every 5th, a PDB on every 3rd.
-type mix struct{ storage, autoscaling, pdb bool }
+// Beyond upstream's mix, every optional child is on for some: the 2nd of every ten
+// serves TLS and is exposed through an HTTPRoute (with its BackendTLSPolicy), the 3rd
+// serves TLS and is exposed through an OpenShift Route, both with autoscaling and a PDB;
+// every CR has a NetworkPolicy (turned on in the operator ConfigMap) and a
+// ServiceMonitor (its server serves metrics).
+type mix struct {
+	storage, autoscaling, pdb bool
+	// expose is "", exposeHTTPRoute or exposeRoute.
+	expose string
+}
 
-func mixOf(i int) mix { return mix{storage: i%4 == 0, autoscaling: i%5 == 0, pdb: i%3 == 0} }
+const (
+	exposeHTTPRoute = "httproute"
+	exposeRoute     = "route"
+)
 
-// children is the number of children the CR has: Deployment and Service, and one per
-// option. (The artifacts' operator ConfigMap leaves NetworkPolicies off.)
-func (m mix) children() int {
-	n := 2
-	for _, b := range []bool{m.storage, m.autoscaling, m.pdb} {
-		if b {
-			n++
-		}
+func mixOf(i int) mix {
+	m := mix{storage: i%4 == 0, autoscaling: i%5 == 0, pdb: i%3 == 0}
+	switch i % 10 {
+	case 1:
+		m.expose = exposeHTTPRoute
+	case 2:
+		m.expose = exposeRoute
 	}
-	return n
+	if m.expose != "" {
+		m.autoscaling, m.pdb = true, true
+	}
+	return m
 }
 
 // expectedChildren sums the children of the first n CRs, by kind.
 func expectedChildren(n int) map[string]int {
-	out := map[string]int{"deployments": n, "services": n}
+	out := map[string]int{"deployments": n, "services": n, "networkpolicies": n, "servicemonitors": n}
 	for i := range n {
 		m := mixOf(i)
+		// A CR serving TLS runs a generated config (the starter's own names no
+		// certificate); a policy's CA is a ConfigMap of its own.
+		switch m.expose {
+		case exposeHTTPRoute:
+			out["httproutes"]++
+			out["backendtlspolicies"]++
+			out["configmaps"] += 2
+		case exposeRoute:
+			out["routes"]++
+			out["configmaps"]++
+		}
 		if m.storage {
 			out["persistentvolumeclaims"]++
 		}
@@ -99,13 +133,39 @@ func newBenchCR(i int) *v1alpha1.LlamaStackDistribution {
 	return l
 }
 
-// prepare creates the CRs' namespaces and, as a provisioner would, a PersistentVolume
-// pre-bound to each claim the CRs will make (the local control plane has none).
-func prepare(ctx context.Context, kube kubernetes.Interface, n int) error {
+// prepare creates the CRs' namespaces, each with the Gateway "gw" the HTTPRoutes
+// attach to; the TLS Secret of each CR that serves TLS; and, as a provisioner would, a
+// PersistentVolume pre-bound to each claim the CRs will make (the local control plane
+// has none).
+func prepare(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, n int) error {
 	for i := range benchNamespaces {
 		ns, _ := crName(i)
 		if err := createNamespace(ctx, kube, ns); err != nil {
 			return err
+		}
+		gw := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+			"metadata": map[string]any{"name": "gw", "namespace": ns},
+			"spec": map[string]any{"gatewayClassName": "example", "listeners": []any{map[string]any{
+				"name": "web", "port": int64(8443), "protocol": "HTTPS",
+				"tls": map[string]any{"certificateRefs": []any{map[string]any{"name": "cert"}}},
+			}}},
+		}}
+		if _, err := dyn.Resource(gatewaysResource).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Gateway %s/gw: %w", ns, err)
+		}
+	}
+	for i := range n {
+		if mixOf(i).expose == "" {
+			continue
+		}
+		ns, name := crName(i)
+		secret, err := servingSecret(ns, name+"-cert", name+"-service."+ns+".svc")
+		if err != nil {
+			return err
+		}
+		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", ns, secret.Name, err)
 		}
 	}
 	for i := range n {
@@ -138,11 +198,38 @@ func createNamespace(ctx context.Context, kube kubernetes.Interface, name string
 	return nil
 }
 
+// exposedBenchCR is the i-th CR of a mix that exposes it, in v1alpha2 (v1alpha1 has
+// neither HTTPRoutes nor Routes): serving TLS with its Secret, exposed as the mix says.
+func exposedBenchCR(i int) (*v1alpha2.LlamaStackDistribution, error) {
+	l := &v1alpha2.LlamaStackDistribution{}
+	if err := newBenchCR(i).ConvertTo(l); err != nil {
+		return nil, err
+	}
+	expose := &v1alpha2.ExposeSpec{Hostname: l.Name + ".example.com"}
+	switch mixOf(i).expose {
+	case exposeHTTPRoute:
+		expose.Type = v1alpha2.ExposeHTTPRoute
+		expose.HTTPRoute = &v1alpha2.HTTPRouteSpec{ParentRefs: []v1alpha2.GatewayParentRef{{Name: "gw", SectionName: "web"}}}
+	case exposeRoute:
+		expose.Type = v1alpha2.ExposeRoute
+	}
+	l.Spec.Networking = &v1alpha2.NetworkingSpec{TLS: &v1alpha2.TLSSpec{Enabled: true, SecretName: l.Name + "-cert"}, Expose: expose}
+	return l, nil
+}
+
 // createCRs creates the n CRs, one writer per namespace, as a user applying them would.
 func createCRs(ctx context.Context, client clientset.Interface, n int) error {
 	return parallel(benchNamespaces, n, func(i int) error {
 		l := newBenchCR(i)
-		_, err := client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
+		var err error
+		if mixOf(i).expose != "" {
+			var hub *v1alpha2.LlamaStackDistribution
+			if hub, err = exposedBenchCR(i); err == nil {
+				_, err = client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).Create(ctx, hub, metav1.CreateOptions{})
+			}
+		} else {
+			_, err = client.LlamastackV1alpha1().LlamaStackDistributions(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
+		}
 		if err != nil {
 			return fmt.Errorf("creating %s/%s: %w", l.Namespace, l.Name, err)
 		}
@@ -243,9 +330,20 @@ func (w *readyWatch) wait(ctx context.Context, timeout time.Duration) (time.Time
 	}
 }
 
+// The optional kinds' resources, listed through the dynamic client.
+var (
+	gatewaysResource      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	unstructuredResources = []schema.GroupVersionResource{
+		{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
+		{Group: "route.openshift.io", Version: "v1", Resource: "routes"},
+		{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
+		{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "backendtlspolicies"},
+	}
+)
+
 // countChildren lists, in the CRs' namespaces, the objects carrying the controller's
 // label and controlled by a LlamaStackDistribution, by resource.
-func countChildren(ctx context.Context, kube kubernetes.Interface) (map[string]int, error) {
+func countChildren(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (map[string]int, error) {
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=" + controller.ManagedByValue}
 	out := map[string]int{}
 	count := func(resource string, items []metav1.Object) {
@@ -297,6 +395,13 @@ func countChildren(ctx context.Context, kube kubernetes.Interface) (map[string]i
 			return nil, err
 		}
 		count("configmaps", objects(cm.Items))
+		for _, r := range unstructuredResources {
+			list, err := dyn.Resource(r).Namespace(ns).List(ctx, sel)
+			if err != nil {
+				return nil, err
+			}
+			count(r.Resource, objects(list.Items))
+		}
 	}
 	return out, nil
 }
@@ -310,6 +415,50 @@ func objects[T any, PT interface {
 		out[i] = PT(&items[i])
 	}
 	return out
+}
+
+// servingSecret is a kubernetes.io/tls Secret as cert-manager writes it: a certificate
+// for dnsName, its key, and the CA that signed it.
+func servingSecret(ns, name, dnsName string) (*corev1.Secret, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench serving CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	enc := func(typ string, b []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}) }
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			corev1.TLSCertKey: enc("CERTIFICATE", der), corev1.TLSPrivateKeyKey: enc("EC PRIVATE KEY", keyDER),
+			"ca.crt": enc("CERTIFICATE", caDER),
+		},
+	}, nil
 }
 
 // unrelatedNamespace is the namespace of the i-th unrelated object.

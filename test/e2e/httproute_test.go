@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +27,9 @@ const (
 // controller is built with (never from the network).
 func gatewayAPIFile(t *testing.T, name string) string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
-	cmd.Dir = env.root
-	out, err := cmd.Output()
-	require.NoError(t, err, "locating the sigs.k8s.io/gateway-api module")
-	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard", name)
+	path, err := localcluster.GatewayAPICRD(context.Background(), env.root, name)
+	require.NoError(t, err)
+	return path
 }
 
 // routedCR is a v1alpha2 CR exposed through an HTTPRoute attached to the listener

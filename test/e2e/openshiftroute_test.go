@@ -4,17 +4,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,145 +16,24 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
 	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
-// openShiftAPIModule holds the Go types of route.openshift.io/v1: the newest version of
-// github.com/openshift/api the module proxy serves. OpenShift serves Routes from its
-// own API server, and this version ships no CRD manifest, so the test makes one from
-// the module's route/v1/types.go (never from the network at run time).
-const openShiftAPIModule = "github.com/openshift/api@v3.9.0+incompatible"
-
-const routeCRDName = "routes.route.openshift.io"
+const routeCRDName = localcluster.RouteCRDName
 
 var openShiftRoutes = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 
-// openShiftRouteCRD writes a CRD of route.openshift.io/v1 Route whose schema is the
-// module's Go types, field for field (json names; strings, integers, booleans, lists,
-// objects, int-or-string and times as the API encodes them), and returns its path.
-// No field is required: OpenShift's own validation (host names, one backend kind) is
-// not the test's to play; what the schema does is prune what the types lack.
+// openShiftRouteCRD writes the CRD of route.openshift.io/v1 Route made from the
+// OpenShift API module's Go types (localcluster.RouteCRD) and returns its path.
 func openShiftRouteCRD(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", openShiftAPIModule).Output()
-	require.NoError(t, err, "go mod download %s", openShiftAPIModule)
-	var mod struct{ Dir, Error string }
-	require.NoError(t, json.Unmarshal(out, &mod))
-	require.Empty(t, mod.Error)
-	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(mod.Dir, "route", "v1", "types.go"), nil, 0)
-	require.NoError(t, err)
-	types := map[string]ast.Expr{}
-	for _, decl := range file.Decls {
-		if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-			for _, spec := range g.Specs {
-				ts := spec.(*ast.TypeSpec)
-				types[ts.Name.Name] = ts.Type
-			}
-		}
-	}
-	s := &goSchema{types: types}
-	route, ok := types["Route"].(*ast.StructType)
-	require.True(t, ok, "route/v1 declares the struct Route")
-	props := s.properties(route)
-	require.NoError(t, s.err)
-	require.Contains(t, props, "spec")
-	require.Contains(t, props, "status")
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": routeCRDName},
-		"spec": map[string]any{
-			"group": "route.openshift.io",
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": "routes", "singular": "route", "kind": "Route", "listKind": "RouteList"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"subresources": map[string]any{"status": map[string]any{}},
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"apiVersion": map[string]any{"type": "string"},
-						"kind":       map[string]any{"type": "string"},
-						"metadata":   map[string]any{"type": "object"},
-						"spec":       props["spec"],
-						"status":     props["status"],
-					},
-				}},
-			}},
-		},
-	}
-	raw, err := yaml.Marshal(crd)
+	raw, err := localcluster.RouteCRD(context.Background())
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), routeCRDName+".yaml")
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
 	return path
-}
-
-// goSchema turns the Go types of one package's source into OpenAPI schemas.
-type goSchema struct {
-	types map[string]ast.Expr
-	err   error
-}
-
-// properties are the schemas of a struct's JSON fields; embedded metadata is the
-// API server's.
-func (s *goSchema) properties(st *ast.StructType) map[string]any {
-	props := map[string]any{}
-	for _, f := range st.Fields.List {
-		if f.Tag == nil || len(f.Names) != 1 {
-			continue // embedded TypeMeta
-		}
-		tag, err := strconv.Unquote(f.Tag.Value)
-		if err != nil {
-			s.err = err
-			continue
-		}
-		name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-		if name == "" || name == "-" || name == "metadata" {
-			continue
-		}
-		props[name] = s.schema(f.Type)
-	}
-	return props
-}
-
-// schema is the OpenAPI schema of a field type.
-func (s *goSchema) schema(e ast.Expr) map[string]any {
-	switch t := e.(type) {
-	case *ast.StarExpr:
-		return s.schema(t.X)
-	case *ast.ArrayType:
-		return map[string]any{"type": "array", "items": s.schema(t.Elt)}
-	case *ast.Ident:
-		switch t.Name {
-		case "string":
-			return map[string]any{"type": "string"}
-		case "bool":
-			return map[string]any{"type": "boolean"}
-		case "int32", "int64", "int":
-			return map[string]any{"type": "integer"}
-		}
-		switch def := s.types[t.Name].(type) {
-		case *ast.StructType:
-			return map[string]any{"type": "object", "properties": s.properties(def)}
-		case *ast.Ident:
-			return s.schema(def)
-		}
-	case *ast.SelectorExpr:
-		switch pkg := t.X.(*ast.Ident).Name + "." + t.Sel.Name; pkg {
-		case "intstr.IntOrString":
-			return map[string]any{"x-kubernetes-int-or-string": true}
-		case "metav1.Time":
-			return map[string]any{"type": "string", "format": "date-time"}
-		case "corev1.ConditionStatus":
-			return map[string]any{"type": "string"}
-		}
-	}
-	s.err = fmt.Errorf("no schema for the Go type %#v", e)
-	return map[string]any{}
 }
 
 // routeExposedCR is a v1alpha2 CR exposed through an OpenShift Route.

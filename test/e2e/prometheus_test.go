@@ -218,23 +218,13 @@ func TestPrometheusScrapesTheControllerAndEvaluatesTheRules(t *testing.T) {
 	assert.True(t, strings.HasPrefix(base, "http://127.0.0.1:"), "Prometheus listens on loopback only: %s", base)
 }
 
-// prometheusOperatorModule holds the monitoring.coreos.com CRDs the tests install: the
-// Prometheus Operator's own, from its Go module (the newest version the module proxy
-// serves), never from the network at run time.
-const prometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.94.0"
-
-// prometheusOperatorCRD returns the path of one of the module's CRD manifests.
+// prometheusOperatorCRD returns the path of one of the Prometheus Operator module's CRD
+// manifests (localcluster.PrometheusOperatorCRD).
 func prometheusOperatorCRD(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", prometheusOperatorModule).Output()
-	require.NoError(t, err, "go mod download %s", prometheusOperatorModule)
-	var mod struct {
-		Dir   string `json:"Dir"`
-		Error string `json:"Error"`
-	}
-	require.NoError(t, json.Unmarshal(out, &mod))
-	require.Empty(t, mod.Error)
-	return filepath.Join(mod.Dir, "example", "prometheus-operator-crd", name)
+	path, err := localcluster.PrometheusOperatorCRD(context.Background(), name)
+	require.NoError(t, err)
+	return path
 }
 
 // artifacts/monitoring is what the Prometheus Operator's CRDs accept, field for field

@@ -33,7 +33,11 @@ func httpRoutePath(e *v1alpha2.ExposeSpec) string {
 
 // NewHTTPRoute builds the HTTPRoute attaching the server Service to the Gateways of
 // networking.expose.httpRoute: one rule, the path prefix to the Service's port, for
-// hostname when one is set. Group, kind and weight are left to the API's defaults.
+// hostname when one is set. It carries the values the API server would default in it
+// (a parent's group and kind, a backend's group, kind and weight): parentRefs and rules
+// are atomic lists, so the API server's defaults in them are our manager's fields when
+// read back, and a route built without them would differ from its stored self on every
+// sync and be applied again.
 func NewHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 	e := llsd.Networking(l).Expose
 	route := &gatewayv1.HTTPRoute{
@@ -47,15 +51,22 @@ func NewHTTPRoute(l *v1alpha2.LlamaStackDistribution) *gatewayv1.HTTPRoute {
 				}}},
 				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
 					BackendObjectReference: gatewayv1.BackendObjectReference{
-						Name: gatewayv1.ObjectName(llsd.ServiceName(l)),
-						Port: ptr.To(gatewayv1.PortNumber(llsd.Port(l))),
+						Group: ptr.To(gatewayv1.Group("")),
+						Kind:  ptr.To(gatewayv1.Kind("Service")),
+						Name:  gatewayv1.ObjectName(llsd.ServiceName(l)),
+						Port:  ptr.To(gatewayv1.PortNumber(llsd.Port(l))),
 					},
+					Weight: ptr.To[int32](1),
 				}}},
 			}},
 		},
 	}
 	for _, ref := range e.HTTPRoute.ParentRefs {
-		p := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(ref.Name)}
+		p := gatewayv1.ParentReference{
+			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
+			Kind:  ptr.To(gatewayv1.Kind("Gateway")),
+			Name:  gatewayv1.ObjectName(ref.Name),
+		}
 		if ref.Namespace != "" {
 			p.Namespace = ptr.To(gatewayv1.Namespace(ref.Namespace))
 		}

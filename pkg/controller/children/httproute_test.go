@@ -27,7 +27,13 @@ func exposedThrough(hostname, path string, refs ...v1alpha2.GatewayParentRef) fu
 func TestNewHTTPRoute(t *testing.T) {
 	backend := func(port int32) []gatewayv1.HTTPBackendRef {
 		return []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
-			Name: "app-service", Port: ptr.To(gatewayv1.PortNumber(port))}}}}
+			Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")),
+			Name: "app-service", Port: ptr.To(gatewayv1.PortNumber(port))}, Weight: ptr.To[int32](1)}}}
+	}
+	// A parent reference as the API server stores it, its group and kind defaulted.
+	gateway := func(ref gatewayv1.ParentReference) gatewayv1.ParentReference {
+		ref.Group, ref.Kind = ptr.To(gatewayv1.Group(gatewayv1.GroupName)), ptr.To(gatewayv1.Kind("Gateway"))
+		return ref
 	}
 	prefix := func(path string) []gatewayv1.HTTPRouteMatch {
 		return []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To(path)}}}
@@ -41,7 +47,7 @@ func TestNewHTTPRoute(t *testing.T) {
 		name: "a Gateway of the CR's namespace, every host, every path",
 		l:    newLLSD("app", exposedThrough("", "", v1alpha2.GatewayParentRef{Name: "gw"})),
 		want: gatewayv1.HTTPRouteSpec{
-			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{gateway(gatewayv1.ParentReference{Name: "gw"})}},
 			Rules:           []gatewayv1.HTTPRouteRule{{Matches: prefix("/"), BackendRefs: backend(8321)}},
 		},
 	}, {
@@ -54,8 +60,8 @@ func TestNewHTTPRoute(t *testing.T) {
 			}),
 		want: gatewayv1.HTTPRouteSpec{
 			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{
-				{Name: "shared", Namespace: ptr.To(gatewayv1.Namespace("infra")), SectionName: ptr.To(gatewayv1.SectionName("https"))},
-				{Name: "gw"},
+				gateway(gatewayv1.ParentReference{Name: "shared", Namespace: ptr.To(gatewayv1.Namespace("infra")), SectionName: ptr.To(gatewayv1.SectionName("https"))}),
+				gateway(gatewayv1.ParentReference{Name: "gw"}),
 			}},
 			Hostnames: []gatewayv1.Hostname{"llama.example.com"},
 			Rules:     []gatewayv1.HTTPRouteRule{{Matches: prefix("/llama"), BackendRefs: backend(9000)}},
