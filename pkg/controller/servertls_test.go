@@ -367,3 +367,28 @@ func TestProxyEndpointOfATLSServer(t *testing.T) {
 	assert.Equal(t, "/api/v1/namespaces/demo/services/app-service:8321/proxy",
 		proxied(probeService(l), nil).(interface{ String() string }).String())
 }
+
+// While the TLS Secret is deleted, or replaced by one that is refused, the pods keep
+// serving the certificate they started with: the controller's probe keeps trusting the
+// ca.crt of the last good read, so a server that still answers stays Ready.
+func TestProbeKeepsTrustWhileTheTLSSecretIsRefused(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	running := f.deployment("app")
+	require.True(t, children.ServesTLS(running))
+	require.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), running)))
+
+	f.secretEvent(serving.secret("serving"), nil)
+	f.converge("app")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonTLSSecretNotFound, "was not found")
+	assert.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), running)), "deleted: the served certificate's CA is still trusted")
+
+	garbage := serving.secret("serving")
+	garbage.Data[revision.SecretCAKey] = []byte("garbage")
+	f.secretEvent(nil, garbage)
+	f.converge("app")
+	requireUserError(t, f.llsd("app"), v1alpha2.ReasonTLSSecretInvalid, "ca.crt is not PEM certificates")
+	assert.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), running)), "refused: the served certificate's CA is still trusted")
+}

@@ -73,6 +73,10 @@ type tlsSecretMemo struct {
 	due     time.Time
 	tls     TLS
 	problem *fault.Problem
+	// good is the last read of the CR's Secret without a problem, kept through the reads
+	// that find one (a Secret deleted, or replaced by one refused): the pods still serve
+	// the certificate they started with, and the probe verifies it with that ca.crt.
+	good *TLS
 }
 
 // tlsSecretMemos holds a tlsSecretMemo per CR (cache.ObjectName).
@@ -83,8 +87,9 @@ func (t *tlsSecretMemos) forget(key cache.ObjectName) { t.m.Delete(key) }
 // last is the last good read of the CR's Secret, for the probe's trust; nil when none.
 func (t *tlsSecretMemos) last(key cache.ObjectName) *TLS {
 	if v, ok := t.m.Load(key); ok {
-		if m := v.(tlsSecretMemo); m.problem == nil {
-			return &m.tls
+		if m := v.(tlsSecretMemo); m.good != nil {
+			t := *m.good
+			return &t
 		}
 	}
 	return nil
@@ -135,6 +140,12 @@ func (r *Resolver) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackD
 		memo.tls, memo.problem = CheckTLSSecret(secret, now)
 		memo.due = certificateDue(memo.tls, memo.problem, now)
 		r.warnExpiring(l, key, secret, memo.tls, memo.problem, now)
+	}
+	if memo.problem == nil {
+		t := memo.tls
+		memo.good = &t
+	} else if v, ok := r.tlsSecrets.m.Load(key); ok && v.(tlsSecretMemo).uid == l.UID {
+		memo.good = v.(tlsSecretMemo).good
 	}
 	r.tlsSecrets.m.Store(key, memo)
 	if !memo.due.IsZero() {
