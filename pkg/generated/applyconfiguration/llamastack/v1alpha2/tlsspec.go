@@ -32,8 +32,10 @@ type TLSSpecApplyConfiguration struct {
 	// must name them itself, except on llama-stack 0.3 to 0.7. The probes, the Service
 	// port (named https) and status.serviceURL then use HTTPS, and the controller
 	// verifies the server against the Secret's ca.crt and caBundle. A missing or
-	// unusable Secret is reported (TLSSecretNotFound, TLSSecretInvalid) and rolls
-	// nothing; a renewed certificate rolls the pods within 10 minutes.
+	// unusable Secret (a certificate expired or not yet valid, a key that is not its
+	// own, a ca.crt that is not PEM certificates) is reported (TLSSecretNotFound,
+	// TLSSecretInvalid) and rolls nothing; the Secret is watched, so a change of it is
+	// seen within seconds, and a renewed certificate rolls the pods.
 	Enabled *bool `json:"enabled,omitempty"`
 	// SecretName names a Secret (type kubernetes.io/tls) in the CR's namespace
 	// with the server's certificate and key (tls.crt, tls.key) and, optionally, the CA
