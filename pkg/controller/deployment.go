@@ -139,8 +139,9 @@ func (c *Controller) desiredDeployment(l *v1alpha2.LlamaStackDistribution, in re
 // comes from the CR; the rest from the cache, so the apply carries its resourceVersion:
 // a stale cache must not put back a template the controller has since replaced. nil
 // when there is nothing to scale: no Deployment of the CR's in the cache (nothing
-// serves), or autoscaling, which leaves the count to the HPA.
-func (c *Controller) planScale(l *v1alpha2.LlamaStackDistribution) *deploymentPlan {
+// serves), or autoscaling, which leaves the count to the HPA. replicas is the count to
+// apply (the CR's, or what runs while a scale-up must wait: holdTemplate).
+func (c *Controller) planScale(l *v1alpha2.LlamaStackDistribution, replicas int32) *deploymentPlan {
 	if l.Spec.Workload.Autoscaling != nil {
 		return nil
 	}
@@ -151,7 +152,6 @@ func (c *Controller) planScale(l *v1alpha2.LlamaStackDistribution) *deploymentPl
 	// A rollback this controller wrote may not be in the cache yet: its template is the
 	// one that runs.
 	cur = c.rollouts.SinceCached(l, cur, true)
-	replicas := llsd.SpecReplicas(l)
 	return &deploymentPlan{keep: true, o: children.EnsureOptions[*appsv1.Deployment]{
 		Name:         llsd.DeploymentName(l),
 		Looked:       &children.Lookup[*appsv1.Deployment]{Obj: cur, Found: true},

@@ -17,6 +17,7 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/children"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/internal/llsd"
 	"github.com/llamastack/llama-stack-controller/pkg/controller/rollout"
+	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
 // Scaling is never held hostage: while a problem keeps the Deployment's template (a
@@ -57,7 +58,10 @@ func refusedEdit(t *testing.T, mods ...func(*v1alpha1.LlamaStackDistribution)) *
 	l := f.llsd("app")
 	require.Equal(t, v1alpha2.ReasonConfigInvalid, cond(t, l, v1alpha2.ConditionProgressing).Reason)
 	require.Equal(t, metav1.ConditionTrue, cond(t, l, v1alpha2.ConditionReady).Status)
-	f.events()
+	events := f.events()
+	require.True(t, slices.ContainsFunc(events, func(e string) bool {
+		return strings.HasPrefix(e, "Warning ConfigInvalid") && strings.HasSuffix(e, keepsTemplate+status.ReplicasNote(l))
+	}), "the refusal's Event says what is held: %q", events)
 	return f
 }
 
@@ -66,8 +70,8 @@ const keepsTemplate = "the Deployment keeps its template, "
 // While an in-place edit of the user config is refused, a scale of the CR (v1alpha2's
 // scale subresource writes spec.workload.replicas, v1alpha1's spec.replicas) is one
 // apply of the Deployment, its template as it runs, with the PDB that two replicas
-// ask for; the refusal's condition and Event say what is held and that the count is
-// applied. Nothing is written again once it is; scaling to zero is applied the same way.
+// ask for; the refusal's condition and Event say what is held and that the count
+// follows the CR. Nothing is written again once it is; scaling to zero is applied the same way.
 func TestScaleDuringARefusedUserConfigEdit(t *testing.T) {
 	for name, scale := range map[string]func(f *fixture, n int32){
 		"v1alpha2": func(f *fixture, n int32) {
@@ -99,11 +103,11 @@ func TestScaleDuringARefusedUserConfigEdit(t *testing.T) {
 			p := cond(t, l, v1alpha2.ConditionProgressing)
 			assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
 			assert.Contains(t, p.Message, "remote::no-such-provider")
-			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (2) is applied"), p.Message)
-			events := f.events()
-			assert.True(t, slices.ContainsFunc(events, func(e string) bool {
-				return strings.HasPrefix(e, "Warning ConfigInvalid") && strings.HasSuffix(e, keepsTemplate+"the replica count (2) is applied")
-			}), "an Event says what is held: %q", events)
+			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"its replica count follows the CR"), p.Message)
+			// The refusal was told with what is held (refusedEdit); a scale does not
+			// change it, so it is not told again (an HPA or KEDA on the scale
+			// subresource would otherwise repeat it at every scale).
+			assert.Zero(t, countEvents(f.events(), "Warning"), "the held problem is not told again")
 
 			// The second replica serves: Ready again, the refusal in Progressing.
 			f.setDeploymentStatus("app", rolledOut)
@@ -112,7 +116,7 @@ func TestScaleDuringARefusedUserConfigEdit(t *testing.T) {
 			assert.Equal(t, metav1.ConditionTrue, cond(t, l, v1alpha2.ConditionReady).Status)
 			p = cond(t, l, v1alpha2.ConditionProgressing)
 			assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
-			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (2) is applied"), p.Message)
+			assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"its replica count follows the CR"), p.Message)
 			assert.Empty(t, f.sync("app"), "nothing changes: nothing is sent")
 
 			// Scaled to zero while held: applied, the PDB goes, the CR is scaled to zero.
@@ -127,7 +131,7 @@ func TestScaleDuringARefusedUserConfigEdit(t *testing.T) {
 			f.converge("app")
 			l = f.llsd("app")
 			assert.Equal(t, v1alpha2.ReasonScaledToZero, cond(t, l, v1alpha2.ConditionReady).Reason)
-			assert.True(t, strings.HasSuffix(cond(t, l, v1alpha2.ConditionProgressing).Message, keepsTemplate+"the replica count (0) is applied"))
+			assert.True(t, strings.HasSuffix(cond(t, l, v1alpha2.ConditionProgressing).Message, keepsTemplate+"its replica count follows the CR"))
 			assert.Empty(t, f.sync("app"))
 		})
 	}
@@ -160,9 +164,47 @@ func TestScaleDuringAnInvalidTLSSecret(t *testing.T) {
 	assert.Equal(t, before.Spec.Template, d.Spec.Template)
 	p := cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
 	assert.Equal(t, v1alpha2.ReasonTLSSecretInvalid, p.Reason)
-	assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (3) is applied"), p.Message)
+	assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"its replica count follows the CR"), p.Message)
 	f.converge("app")
 	assert.Empty(t, f.sync("app"))
+}
+
+// While the TLS Secret the running pods mount is gone, a scale-up waits (a new pod could
+// not mount it) and the condition says so; a scale-down is applied; once the Secret is
+// back, the CR's count is.
+func TestScaleUpWaitsForAMountedTLSSecret(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	f.setDeploymentStatus("app", rolledOut)
+	f.converge("app")
+	require.True(t, children.ServesTLS(f.deployment("app")))
+	before := f.deployment("app").DeepCopy()
+	f.secretEvent(serving.secret("serving"), nil)
+	f.converge("app")
+	require.Equal(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionProgressing).Reason)
+	f.events()
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](3) })
+	f.converge("app")
+	d := f.deployment("app")
+	assert.Equal(t, before.Spec, d.Spec, "the count waits for the Secret")
+	p := cond(t, f.llsd("app"), v1alpha2.ConditionProgressing)
+	assert.Equal(t, v1alpha2.ReasonTLSSecretNotFound, p.Reason)
+	assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"its replica count stays at 1 until the TLS Secret is back: a new pod could not mount it"), p.Message)
+	assert.Empty(t, f.sync("app"), "nothing more to write")
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](0) })
+	f.converge("app")
+	assert.Equal(t, ptr.To[int32](0), f.deployment("app").Spec.Replicas, "a scale-down is applied")
+	assert.Equal(t, before.Spec.Template, f.deployment("app").Spec.Template)
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](2) })
+	f.queued()
+	f.secretEvent(nil, serving.secret("serving"))
+	f.converge("app")
+	assert.Equal(t, ptr.To[int32](2), f.deployment("app").Spec.Replicas, "the Secret back, the CR's count")
 }
 
 // A pod the API server would reject (a volume named as one of the controller's) keeps
@@ -185,7 +227,7 @@ func TestScaleDuringAPodConflict(t *testing.T) {
 	assert.Equal(t, before.Spec.Template, f.deployment("app").Spec.Template)
 	dr := cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady)
 	assert.Equal(t, v1alpha2.ReasonResourceInvalid, dr.Reason)
-	assert.True(t, strings.HasSuffix(dr.Message, keepsTemplate+"the replica count (2) is applied"), dr.Message)
+	assert.True(t, strings.HasSuffix(dr.Message, keepsTemplate+"its replica count follows the CR"), dr.Message)
 	f.converge("app")
 	assert.Empty(t, f.sync("app"))
 }
@@ -253,11 +295,11 @@ func TestScaleDuringAHeldRollback(t *testing.T) {
 			if problem {
 				p := cond(t, got, v1alpha2.ConditionProgressing)
 				assert.Equal(t, v1alpha2.ReasonTLSSecretNotFound, p.Reason)
-				assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"the replica count (2) is applied"), p.Message)
+				assert.True(t, strings.HasSuffix(p.Message, keepsTemplate+"its replica count follows the CR"), p.Message)
 			} else {
 				p := cond(t, got, v1alpha2.ConditionProgressing)
 				assert.Equal(t, v1alpha2.ReasonRolledBack, p.Reason)
-				assert.True(t, strings.HasSuffix(p.Message, "the Deployment keeps the template that served, the replica count (2) is applied"), p.Message)
+				assert.True(t, strings.HasSuffix(p.Message, "the Deployment keeps the template that served, its replica count follows the CR"), p.Message)
 			}
 			assert.NotEmpty(t, got.Status.Rollback.FailedInputs, "the hold stays")
 			assert.Equal(t, 0, countEvents(f.events(), "Warning RolledBack"), "no second rollback")

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,15 +269,40 @@ func (c *Controller) scaleHeld(ctx context.Context, l *v1alpha2.LlamaStackDistri
 
 // holdTemplate is the plan that only scales the Deployment that serves (planScale),
 // and says in the last problem found that the template is held, and what reaches the
-// Deployment nonetheless; nil when nothing serves or the HPA keeps the count.
+// Deployment nonetheless; nil when nothing serves or the HPA keeps the count. While the
+// TLS Secret the running pods mount is gone, the count does not grow: a new pod could not
+// mount it and would wait for it; it still shrinks.
 func (c *Controller) holdTemplate(l *v1alpha2.LlamaStackDistribution, f *findings) *deploymentPlan {
-	if c.controlledDeployment(l) == nil {
+	cur := c.controlledDeployment(l)
+	if cur == nil {
 		return nil
 	}
-	if n := len(f.problems); n > 0 {
-		f.problems[n-1].Message += "; the Deployment keeps its template, " + status.ReplicasNote(l)
+	replicas, note := llsd.SpecReplicas(l), status.ReplicasNote(l)
+	if l.Spec.Workload.Autoscaling == nil && cur.Spec.Replicas != nil && replicas > *cur.Spec.Replicas &&
+		slices.ContainsFunc(f.problems, func(p fault.Problem) bool { return p.Reason == v1alpha2.ReasonTLSSecretNotFound }) &&
+		mountsSecret(cur, tlsSecretName(l)) {
+		replicas = *cur.Spec.Replicas
+		note = fmt.Sprintf("its replica count stays at %d until the TLS Secret is back: a new pod could not mount it", replicas)
 	}
-	return c.planScale(l)
+	if n := len(f.problems); n > 0 {
+		f.problems[n-1].Message += "; the Deployment keeps its template, " + note
+	}
+	return c.planScale(l, replicas)
+}
+
+// mountsSecret reports whether the pods of d mount the Secret of that name.
+func mountsSecret(d *appsv1.Deployment, name string) bool {
+	return name != "" && slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == name
+	})
+}
+
+// tlsSecretName is the TLS Secret the CR names; empty for none.
+func tlsSecretName(l *v1alpha2.LlamaStackDistribution) string {
+	if n := l.Spec.Networking; n != nil && n.TLS != nil {
+		return n.TLS.SecretName
+	}
+	return ""
 }
 
 // reportEach reports each of the errors err joins (findings.report).

@@ -113,7 +113,7 @@ func TestUserConfigEditRollsPods(t *testing.T) {
 	})
 	assert.True(t, equality.Semantic.DeepEqual(before.Spec.Template, scaled.Spec.Template), "the template is kept:\n%s",
 		cmp.Diff(before.Spec.Template, scaled.Spec.Template))
-	const held = "the Deployment keeps its template, the replica count (2) is applied"
+	const held = "the Deployment keeps its template, its replica count follows the CR"
 	eventually(t, 90*time.Second, "two replicas serve, Ready, and Progressing says what is held", func(ctx context.Context) (bool, error) {
 		l = get(t, ns, "app")
 		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionProgressing)

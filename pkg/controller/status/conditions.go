@@ -433,10 +433,12 @@ func firstFalseMessage(conds []metav1.Condition) string {
 }
 
 // ReplicasNote says what of the CR's replica count reaches a Deployment whose template
-// is held (a problem, a rollback): the count itself, or, with autoscaling, the HPA's.
+// is held (a problem, a rollback): the CR's count, or, with autoscaling, the HPA's. It
+// does not name the count, so that a scale (an HPA or KEDA on the CR's scale
+// subresource) does not tell the held problem again.
 func ReplicasNote(l *v1alpha2.LlamaStackDistribution) string {
 	if l.Spec.Workload.Autoscaling != nil {
 		return "its replica count is left to the HorizontalPodAutoscaler"
 	}
-	return fmt.Sprintf("the replica count (%d) is applied", llsd.SpecReplicas(l))
+	return "its replica count follows the CR"
 }

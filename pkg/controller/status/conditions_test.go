@@ -156,7 +156,7 @@ func TestProgressingCondition(t *testing.T) {
 		"rolled back and held": {
 			obs: Observed{Deployment: availableDeployment(1, 1), Rollback: &rollout.Outcome{Status: rolledBack, Held: true}},
 			want: setTo(metav1.ConditionFalse, v1alpha2.ReasonRolledBack, rollout.RolledBackMessage(rolledBack)+
-				"; the Deployment keeps the template that served, the replica count (1) is applied"),
+				"; the Deployment keeps the template that served, its replica count follows the CR"),
 		},
 		"a rollback not done says why": {
 			obs: Observed{Deployment: availableDeployment(1, 0, deadline), Rollback: &rollout.Outcome{Note: "nothing served before"}},
@@ -446,17 +446,21 @@ func TestRouteURL(t *testing.T) {
 }
 
 // What reaches a Deployment whose template is held: the CR's count, zero included, or
-// none of it with autoscaling.
+// none of it with autoscaling. The count is not named: a scale does not change the
+// message, so it does not tell the held problem again.
 func TestReplicasNote(t *testing.T) {
-	for want, l := range map[string]*v1alpha2.LlamaStackDistribution{
-		"the replica count (1) is applied": newLLSD("app"),
-		"the replica count (0) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](0) }),
-		"the replica count (3) is applied": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](3) }),
-		"its replica count is left to the HorizontalPodAutoscaler": newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
+	for _, c := range []struct {
+		want string
+		l    *v1alpha2.LlamaStackDistribution
+	}{
+		{"its replica count follows the CR", newLLSD("app")},
+		{"its replica count follows the CR", newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](0) })},
+		{"its replica count follows the CR", newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Replicas = ptr.To[int32](3) })},
+		{"its replica count is left to the HorizontalPodAutoscaler", newLLSD("app", func(l *v1alpha2.LlamaStackDistribution) {
 			l.Spec.Workload.Replicas = ptr.To[int32](3)
 			l.Spec.Workload.Autoscaling = &v1alpha2.AutoscalingSpec{MaxReplicas: 5}
-		}),
+		})},
 	} {
-		assert.Equal(t, want, ReplicasNote(l))
+		assert.Equal(t, c.want, ReplicasNote(c.l))
 	}
 }
