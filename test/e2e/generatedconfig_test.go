@@ -86,7 +86,8 @@ func TestGeneratedConfigRollsAndKeepsWhatRuns(t *testing.T) {
 	if p := meta.FindStatusCondition(refused.Status.Conditions, v1alpha2.ConditionProgressing); assert.NotNil(t, p) {
 		assert.Equal(t, metav1.ConditionFalse, p.Status)
 		assert.Equal(t, v1alpha2.ReasonConfigInvalid, p.Reason)
-		assert.Equal(t, cond.Message, p.Message)
+		assert.Equal(t, cond.Message+"; the Deployment keeps its template, its replica count follows the CR", p.Message,
+			"Progressing says what is held")
 	}
 	// kubectl get llsd shows it; v1alpha1 keeps upstream's columns.
 	printed := printedColumns(t, ns, "gen", "v1alpha2")
