@@ -280,7 +280,7 @@ func (c *Controller) holdTemplate(l *v1alpha2.LlamaStackDistribution, f *finding
 	replicas, note := llsd.SpecReplicas(l), status.ReplicasNote(l)
 	if l.Spec.Workload.Autoscaling == nil && cur.Spec.Replicas != nil && replicas > *cur.Spec.Replicas &&
 		slices.ContainsFunc(f.problems, func(p fault.Problem) bool { return p.Reason == v1alpha2.ReasonTLSSecretNotFound }) &&
-		mountsSecret(cur, tlsSecretName(l)) {
+		mountsSecret(cur, revision.TLSSecretName(l)) {
 		replicas = *cur.Spec.Replicas
 		note = fmt.Sprintf("its replica count stays at %d until the TLS Secret is back: a new pod could not mount it", replicas)
 	}
@@ -295,14 +295,6 @@ func mountsSecret(d *appsv1.Deployment, name string) bool {
 	return name != "" && slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 		return v.Secret != nil && v.Secret.SecretName == name
 	})
-}
-
-// tlsSecretName is the TLS Secret the CR names; empty for none.
-func tlsSecretName(l *v1alpha2.LlamaStackDistribution) string {
-	if n := l.Spec.Networking; n != nil && n.TLS != nil {
-		return n.TLS.SecretName
-	}
-	return ""
 }
 
 // reportEach reports each of the errors err joins (findings.report).
