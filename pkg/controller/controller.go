@@ -173,6 +173,8 @@ type Controller struct {
 	caFailures sync.Map
 	// failing holds, per CR, when its syncs started failing (failure).
 	failing sync.Map
+	// statusWrites holds, per CR, its last status write until the cache has it.
+	statusWrites lastStatusWrites
 	// resolver resolves each sync's revision and keeps, per CR, what it read live.
 	resolver *revision.Resolver
 	// caTrust remembers, per CR, the CA bundle last read live for the probe's trust.

@@ -48,6 +48,7 @@ func (c *Controller) updateLLSD(oldObj, newObj any) {
 	if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
 		return
 	}
+	c.statusWrites.seen(n)
 	if o.Generation == n.Generation && o.UID == n.UID &&
 		(o.DeletionTimestamp == nil) == (n.DeletionTimestamp == nil) {
 		return

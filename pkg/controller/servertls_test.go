@@ -224,6 +224,38 @@ func TestDeletedTLSSecretIsReported(t *testing.T) {
 	assert.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
 }
 
+// A sync over a cached CR that has not seen the controller's last status write compares
+// with what that write stored: the problem is not told again, and a status that goes back
+// to what the stale copy shows (the Secret deleted, reported, then put back) is written.
+func TestStatusWritesFollowTheLastWriteOnAStaleCache(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	llsds := f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer().GetIndexer()
+	obj, exists, err := llsds.GetByKey(testNamespace + "/app")
+	require.NoError(t, err)
+	require.True(t, exists)
+	stale := obj.(*v1alpha2.LlamaStackDistribution).DeepCopy()
+	served := cond(t, stale, v1alpha2.ConditionDeploymentReady).Reason
+	require.NotEqual(t, v1alpha2.ReasonTLSSecretNotFound, served)
+	f.events()
+
+	f.secretEvent(serving.secret("serving"), nil)
+	require.Equal(t, []string{"get secrets serving", "update llamastackdistributions/status app"}, describe(f.sync("app")))
+	require.NoError(t, llsds.Update(stale), "the informer has not seen the status write")
+	assert.Empty(t, f.sync("app"), "what is stored already says it")
+	assert.Equal(t, 1, countEvents(f.events(), "Warning TLSSecretNotFound"), "told once")
+
+	f.secretEvent(nil, serving.secret("serving"))
+	require.NoError(t, llsds.Update(stale), "the informer has not seen the status write")
+	assert.Contains(t, describe(f.sync("app")), "update llamastackdistributions/status app")
+	assert.Equal(t, served, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason, "served again")
+	f.converge("app")
+	_, kept := f.c.statusWrites.m.Load(cache.ObjectName{Namespace: testNamespace, Name: "app"})
+	assert.False(t, kept, "once the cache has the write, it is not kept")
+}
+
 // A Secret rotated (a new certificate under the same name) brings its CR back, which
 // reads it and rolls the pods onto it.
 func TestRotatedTLSSecretRollsOut(t *testing.T) {

@@ -3,11 +3,15 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -15,19 +19,85 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/controller/status"
 )
 
+// statusWrite is the controller's last status write of a CR, kept until the cache has it.
+type statusWrite struct {
+	uid types.UID
+	// over are the resourceVersions the writes since the cache last had one were made
+	// over: a cached CR at one of them has not seen the last.
+	over    []string
+	written *v1alpha2.LlamaStackDistribution
+}
+
+// lastStatusWrites holds a statusWrite per CR (cache.ObjectName).
+type lastStatusWrites struct{ m sync.Map }
+
+// maxStatusWritesOver bounds the writes remembered while the cache has none of them.
+const maxStatusWritesOver = 8
+
+// stale tells whether cached is a copy of the CR from before w.
+func (w statusWrite) stale(cached *v1alpha2.LlamaStackDistribution) bool {
+	// The status too, for a store that does not version what it keeps.
+	return w.uid == cached.UID && slices.Contains(w.over, cached.ResourceVersion) &&
+		!equality.Semantic.DeepEqual(cached.Status, w.written.Status)
+}
+
+// sinceCached is a copy of cached or, when the cache has not seen the controller's last
+// status write of the CR yet, of the CR that write returned. A sync that an event brings
+// before the cache has the write must compare what it finds with what is stored: with the
+// stale copy, a status that went back to what the copy shows (a Secret deleted, reported,
+// then put back) would be taken for written, and stay unwritten, and a problem already
+// told would be told again.
+func (s *lastStatusWrites) sinceCached(cached *v1alpha2.LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
+	key := cache.MetaObjectToName(cached)
+	if v, ok := s.m.Load(key); ok {
+		if w := v.(statusWrite); w.stale(cached) {
+			return w.written.DeepCopy()
+		}
+		s.m.Delete(key)
+	}
+	return cached.DeepCopy()
+}
+
+// seen drops the write kept for the CR once the cache has it, or a later version.
+func (s *lastStatusWrites) seen(cached *v1alpha2.LlamaStackDistribution) {
+	key := cache.MetaObjectToName(cached)
+	if v, ok := s.m.Load(key); ok && !v.(statusWrite).stale(cached) {
+		s.m.Delete(key)
+	}
+}
+
+// remember keeps written, the CR that a status write over l returned, until the cache has
+// it; l is the cached CR or, when the cache has not seen an earlier write, that write.
+func (s *lastStatusWrites) remember(l, written *v1alpha2.LlamaStackDistribution) {
+	key := cache.MetaObjectToName(l)
+	over := []string{l.ResourceVersion}
+	if v, ok := s.m.Load(key); ok {
+		if w := v.(statusWrite); w.uid == l.UID && w.written.ResourceVersion == l.ResourceVersion {
+			over = append(slices.Clone(w.over), over...)
+		}
+	}
+	if len(over) > maxStatusWritesOver {
+		over = over[len(over)-maxStatusWritesOver:]
+	}
+	s.m.Store(key, statusWrite{uid: l.UID, over: over, written: written})
+}
+
 // updateStatus writes the status when it differs from the CR's, then records the Events
 // of a phase change and of each new problem: only once the write succeeded, so a
-// conflict and its retry cannot record them twice.
+// conflict and its retry cannot record them twice. l is the CR as last written
+// (lastStatusWrites.sinceCached).
 func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDistribution, st v1alpha2.LlamaStackDistributionStatus, problems []fault.Problem) error {
 	if equality.Semantic.DeepEqual(l.Status, st) {
 		return nil
 	}
 	updated := l.DeepCopy()
 	updated.Status = st
-	_, err := c.client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	written, err := c.client.LlamastackV1alpha2().LlamaStackDistributions(l.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
+	written.ManagedFields = nil // as the cache keeps it
+	c.statusWrites.remember(l, written)
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updated status", "phase", st.Phase)
 

@@ -40,7 +40,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
-	l := cached.DeepCopy()
+	// The status as last written: the cache may not have the write yet.
+	l := c.statusWrites.sinceCached(cached)
 	now := metav1.Now()
 	// The ready gauge follows what the CR reports, whichever way the sync ends.
 	reported := l.Status
@@ -145,7 +146,8 @@ func (c *Controller) failingFor(key cache.ObjectName, uid types.UID, now time.Ti
 }
 
 // forget drops everything kept for a CR that is gone: the recheck backoff, the server's
-// answers, the CA bundle failure memory, the failure clock and its ready gauge series.
+// answers, the CA bundle failure memory, the failure clock, its last status write and its
+// ready gauge series.
 func (c *Controller) forget(key cache.ObjectName) {
 	c.forgetRecheck(key)
 	c.prober.Forget(key)
@@ -154,6 +156,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.resolver.Forget(key)
 	c.caTrust.Forget(key)
 	c.rollouts.Forget(key)
+	c.statusWrites.m.Delete(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
