@@ -6,6 +6,16 @@ BIN_DIR ?= bin
 PUSH ?=
 # Every timestamp in the image: the commit's time, so that a commit gives one digest.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# `make release`: the registry and organisation the image goes to ($(REGISTRY)/llama-stack-controller:$(VERSION))
+# and the directory of install.yaml and the chart package.
+REGISTRY ?=
+DIST_DIR ?= dist
+# `make manifests`, `make deploy`, `make image-archive`: the controller's image. `make deploy` pushes to it
+# unless PUSH_IMAGE=false (an image loaded into the cluster's nodes with image-archive).
+IMAGE ?=
+PUSH_IMAGE ?= true
+# `make image-archive`: the one platform of the tarball.
+PLATFORM ?= linux/$(shell $(GO) env GOARCH)
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
 # The version stamped into the binary and the image (status.version.operatorVersion;
@@ -13,7 +23,7 @@ ARGS ?=
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/llamastack/llama-stack-controller/cmd/controller/app.version=$(VERSION)
 
-.PHONY: all generate verify build test test-unit test-image test-e2e fuzz bench cluster vet run image clean tools
+.PHONY: all generate verify build test test-unit test-image test-e2e fuzz bench cluster vet run image image-archive manifests release deploy clean tools
 
 all: build
 
@@ -45,10 +55,13 @@ test-unit: vet tools
 	$(MAKE) --no-print-directory test-image
 
 ## test-image: the image builder's tests (hack/image, a module of its own): two builds give one digest; the
-## index pushed to an in-process registry and pulled back by digest holds both platforms and a binary that runs
+## index pushed to an in-process registry and pulled back by digest holds both platforms and a binary that runs;
+## make release run twice against that registry pushes one digest, which install.yaml and the chart name
 test-image:
 	$(GO) -C hack/image vet ./...
-	$(GO) -C hack/image test -count=1 -timeout 10m ./...
+	$(GO) -C hack/tools vet ./release/...
+	$(GO) -C hack/tools test -count=1 ./release/...
+	$(GO) -C hack/image test -count=1 -timeout 25m ./...
 
 ## test-e2e: the end-to-end suite on a real local control plane (built on first use, ~16 min, then cached)
 test-e2e: tools
@@ -87,9 +100,44 @@ run: build
 ## image: build the controller's OCI image index (linux/amd64, linux/arm64) from Go alone, no container engine,
 ## into the OCI layout $(BIN_DIR)/image/oci, and print its digest; PUSH=registry/repo[:tag] pushes it too and
 ## prints the reference by digest. Reproducible: the same commit (and Go toolchain) gives the same digest.
+IMAGE_TOOL = $(GO) -C hack/image run . -root "$(CURDIR)" -go "$(GO)" -version "$(VERSION)" -source-date-epoch "$(SOURCE_DATE_EPOCH)"
 image:
-	$(GO) -C hack/image run . -root "$(CURDIR)" -go "$(GO)" -version "$(VERSION)" \
-	  -source-date-epoch "$(SOURCE_DATE_EPOCH)" -out "$(abspath $(BIN_DIR))/image/oci" $(if $(PUSH),-push "$(PUSH)")
+	@rm -f $(BIN_DIR)/image/pushed
+	$(IMAGE_TOOL) -out "$(abspath $(BIN_DIR))/image/oci" \
+	  $(if $(PUSH),-push "$(PUSH)" -ref-file "$(abspath $(BIN_DIR))/image/pushed")
+
+## image-archive: the image of one platform (PLATFORM, default the machine's) as a docker-archive tarball tagged
+## IMAGE (default llama-stack-controller:dev) in $(BIN_DIR)/image/llama-stack-controller.tar, for
+## `kind load image-archive` or `minikube image load`
+image-archive:
+	$(IMAGE_TOOL) -platforms "$(PLATFORM)" -archive "$(abspath $(BIN_DIR))/image/llama-stack-controller.tar" \
+	  -archive-tag "$(or $(IMAGE),llama-stack-controller:dev)"
+
+# hack/tools/release renders artifacts/ with the controller's image (and packages the chart).
+RELEASE_TOOL = $(GO) -C hack/tools run ./release -root "$(CURDIR)" -source-date-epoch "$(SOURCE_DATE_EPOCH)"
+
+## manifests: write $(DIST_DIR)/install.yaml, what artifacts/ installs in one file, with the image IMAGE
+manifests:
+	@[[ -n "$(IMAGE)" ]] || { echo "manifests: IMAGE=repository[:tag][@sha256:digest] is needed" >&2; exit 1; }
+	$(RELEASE_TOOL) -image "$(IMAGE)" -version "$(VERSION)" -out "$(abspath $(DIST_DIR))"
+
+## release: push the image index to $(REGISTRY)/llama-stack-controller:$(VERSION), then write $(DIST_DIR)/install.yaml
+## with the image by digest and $(DIST_DIR)/llama-stack-controller-X.Y.Z.tgz, the chart with the same digest
+release:
+	@[[ "$(VERSION)" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$ ]] || \
+	  { echo "release: VERSION=vX.Y.Z is needed, got '$(VERSION)'" >&2; exit 1; }
+	@[[ -n "$(REGISTRY)" ]] || { echo "release: REGISTRY=registry/org is needed" >&2; exit 1; }
+	$(MAKE) --no-print-directory image PUSH="$(REGISTRY)/llama-stack-controller:$(VERSION)"
+	$(RELEASE_TOOL) -image "$$(cat $(BIN_DIR)/image/pushed)" -version "$(VERSION)" -chart -out "$(abspath $(DIST_DIR))"
+
+## deploy: push the image to IMAGE (unless PUSH_IMAGE=false), write $(BIN_DIR)/deploy/install.yaml with it (by
+## digest when pushed) and apply it server-side with kubectl to the current context
+deploy:
+	@[[ -n "$(IMAGE)" ]] || { echo "deploy: IMAGE=registry/repo:tag is needed" >&2; exit 1; }
+	@if [[ "$(PUSH_IMAGE)" != false ]]; then $(MAKE) --no-print-directory image PUSH="$(IMAGE)"; fi
+	$(RELEASE_TOOL) -version "$(VERSION)" -out "$(abspath $(BIN_DIR))/deploy" \
+	  -image "$$(if [[ "$(PUSH_IMAGE)" != false ]]; then cat $(BIN_DIR)/image/pushed; else echo "$(IMAGE)"; fi)"
+	kubectl apply --server-side -f $(BIN_DIR)/deploy/install.yaml
 
 clean:
 	rm -rf $(BIN_DIR)

@@ -141,7 +141,14 @@ func TestImagePushPullRun(t *testing.T) {
 	if d, _ := pulled.Digest(); d != digest {
 		t.Fatalf("pulled index %s, want %s", d, digest)
 	}
-	im, err := pulled.IndexManifest()
+	checkPlatforms(t, pulled, testVersion, testEpoch)
+}
+
+// checkPlatforms checks that idx, built with version and epoch, is an OCI index of the
+// linux/amd64 and linux/arm64 images, and checks each (checkImage).
+func checkPlatforms(t *testing.T, idx v1.ImageIndex, version string, epoch time.Time) {
+	t.Helper()
+	im, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,18 +162,19 @@ func TestImagePushPullRun(t *testing.T) {
 		}
 		p := *desc.Platform
 		platforms = append(platforms, p.String())
-		img, err := pulled.Image(desc.Digest)
+		img, err := idx.Image(desc.Digest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(p.Architecture, func(t *testing.T) { checkImage(t, img, p) })
+		t.Run(p.Architecture, func(t *testing.T) { checkImage(t, img, p, version, epoch) })
 	}
 	if got := strings.Join(platforms, ","); got != "linux/amd64,linux/arm64" {
 		t.Errorf("platforms %s, want linux/amd64,linux/arm64", got)
 	}
 }
 
-func checkImage(t *testing.T, img v1.Image, p v1.Platform) {
+// checkImage checks img, the image for p, built with version and epoch.
+func checkImage(t *testing.T, img v1.Image, p v1.Platform, version string, epoch time.Time) {
 	if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
 		t.Errorf("manifest media type %s", mt)
 	}
@@ -183,12 +191,12 @@ func checkImage(t *testing.T, img v1.Image, p v1.Platform) {
 	if got := strings.Join(cfg.Config.Entrypoint, " "); got != "/llama-stack-controller" {
 		t.Errorf("entrypoint %q", got)
 	}
-	if !cfg.Created.Time.Equal(testEpoch) {
-		t.Errorf("created %s, want %s", cfg.Created.Time, testEpoch)
+	if !cfg.Created.Time.Equal(epoch) {
+		t.Errorf("created %s, want %s", cfg.Created.Time, epoch)
 	}
 	for _, h := range cfg.History {
-		if !h.Created.Time.Equal(testEpoch) {
-			t.Errorf("history %q created %s, want %s", h.CreatedBy, h.Created.Time, testEpoch)
+		if !h.Created.Time.Equal(epoch) {
+			t.Errorf("history %q created %s, want %s", h.CreatedBy, h.Created.Time, epoch)
 		}
 	}
 
@@ -241,8 +249,8 @@ func checkImage(t *testing.T, img v1.Image, p v1.Platform) {
 	if err != nil {
 		t.Fatalf("%s --version: %v\n%s", path, err, out)
 	}
-	if got := strings.TrimSpace(string(out)); got != testVersion {
-		t.Errorf("--version printed %q, want %q", got, testVersion)
+	if got := strings.TrimSpace(string(out)); got != version {
+		t.Errorf("--version printed %q, want %q", got, version)
 	}
 }
 

@@ -7,12 +7,16 @@
 //
 // It writes an OCI image layout to -out, its index.json naming the image index, and
 // prints the index digest; with -push it also pushes the index there (credentials from
-// the default keychain, as docker login or crane auth login left them) and prints the
-// pushed reference by digest. With -rootfs it writes the image's files for one platform
-// to a directory instead (what the Dockerfile copies onto scratch).
+// $REGISTRY_USERNAME and $REGISTRY_PASSWORD when both are set, else the default
+// keychain, as docker login or crane auth login left them) and prints the pushed
+// reference by digest (and writes it to -ref-file). With -rootfs it writes the image's
+// files for one platform to a directory instead (what the Dockerfile copies onto
+// scratch); with -archive the image of one platform as a docker-archive tarball.
 //
 //	make image                            # bin/image/oci
 //	make image PUSH=ghcr.io/org/llama-stack-controller:v0.2.0
+//	make image-archive                    # bin/image/llama-stack-controller.tar
+//	make release VERSION=v0.2.0 REGISTRY=ghcr.io/org
 //
 // A module of its own, so that go-containerregistry stays out of the controller's.
 package main
@@ -35,6 +39,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 func main() {
@@ -56,6 +61,9 @@ func run(ctx context.Context, args []string) error {
 	out := fs.String("out", "bin/image/oci", "The OCI image layout to write (replaced).")
 	push := fs.String("push", "", "Push the index to this repository[:tag] too.")
 	rootfs := fs.String("rootfs", "", "Write the image's files for the single platform of -platforms to this directory instead of a layout.")
+	refFile := fs.String("ref-file", "", "With -push: write the pushed reference by digest to this file too.")
+	archive := fs.String("archive", "", "Write the image of the single platform of -platforms to this docker-archive tarball instead of a layout (for kind load image-archive, minikube image load).")
+	archiveTag := fs.String("archive-tag", "llama-stack-controller:dev", "The tag the -archive tarball carries.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,6 +89,15 @@ func run(ctx context.Context, args []string) error {
 		}
 		return writeRootFS(ctx, o, *rootfs)
 	}
+	if *archive != "" {
+		if len(platforms) != 1 {
+			return fmt.Errorf("-archive needs a single platform, got %q", *platformsFlag)
+		}
+		return writeArchive(ctx, o, work, *archive, *archiveTag)
+	}
+	if *refFile != "" && *push == "" {
+		return fmt.Errorf("-ref-file needs -push")
+	}
 	idx, err := buildIndex(ctx, o, work)
 	if err != nil {
 		return err
@@ -97,6 +114,11 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Println(pushed)
+		if *refFile != "" {
+			if err := os.WriteFile(*refFile, []byte(pushed.String()+"\n"), 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -159,7 +181,7 @@ func pushIndex(ctx context.Context, ref string, idx v1.ImageIndex, opts ...remot
 	if err != nil {
 		return name.Digest{}, err
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain(os.Getenv))}, opts...)
 	if err := remote.WriteIndex(r, idx, opts...); err != nil {
 		return name.Digest{}, fmt.Errorf("pushing to %s: %w", r, err)
 	}
@@ -168,6 +190,51 @@ func pushIndex(ctx context.Context, ref string, idx v1.ImageIndex, opts ...remot
 		return name.Digest{}, err
 	}
 	return r.Context().Digest(d.String()), nil
+}
+
+// keychain is where pushes find credentials: $REGISTRY_USERNAME and $REGISTRY_PASSWORD
+// when both are set (a CI job's token), else the default keychain (what docker login or
+// crane auth login wrote).
+func keychain(getenv func(string) string) authn.Keychain {
+	user, password := getenv("REGISTRY_USERNAME"), getenv("REGISTRY_PASSWORD")
+	if user == "" || password == "" {
+		return authn.DefaultKeychain
+	}
+	return staticKeychain{authn.FromConfig(authn.AuthConfig{Username: user, Password: password})}
+}
+
+// staticKeychain gives every registry the same credentials.
+type staticKeychain struct{ auth authn.Authenticator }
+
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.auth, nil }
+
+// writeArchive writes the image of o's single platform to path as a docker-archive
+// tarball tagged tag, what kind load image-archive and minikube image load read.
+func writeArchive(ctx context.Context, o options, work, path, tag string) error {
+	t, err := name.NewTag(tag)
+	if err != nil {
+		return fmt.Errorf("-archive-tag: %w", err)
+	}
+	idx, err := buildIndex(ctx, o, work)
+	if err != nil {
+		return err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(path, t, img); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "image: wrote %s (%s, %s)\n", path, o.platforms[0].String(), t)
+	return nil
 }
 
 // writeRootFS writes the files of o's single platform image to dir: the base layer's
