@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,14 +22,34 @@ import (
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
 )
 
-// kubectl apply -k artifacts/ installs everything, and the controller's own Deployment
-// is admitted in its namespace, which enforces Pod Security "restricted" (kwok then
-// reports its pod Running: the image is never pulled). The CRD's conversion webhook
-// stays where the suite points it (loopback, the in-process controller): kwok's pods
-// serve nothing, so through the Service every conversion of the suite would fail.
-func TestArtifactsInstallUnderRestricted(t *testing.T) {
+// releaseImage is the image the release tests write into install.yaml: by digest, as a
+// release names it; kwok's nodes pull nothing, so no registry needs to have it.
+var releaseImage = "ghcr.io/llamastack/llama-stack-controller@sha256:" + strings.Repeat("e", 64)
+
+// makeManifests runs make manifests, as make release runs it after the push, and
+// returns the install.yaml it wrote.
+func makeManifests(t *testing.T) string {
+	t.Helper()
+	dist := t.TempDir()
+	cmd := exec.Command("make", "-C", env.root, "--no-print-directory", "manifests", "IMAGE="+releaseImage, "DIST_DIR="+dist, "VERSION=v0.0.0-e2e")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make manifests: %s", out)
+	manifest, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
+	require.NoError(t, err)
+	return string(manifest)
+}
+
+// The install.yaml of a release (make manifests, what make release writes after it
+// pushed the image) installs everything with kubectl apply --server-side, every object
+// admitted, and the controller's own Deployment runs the image by digest in its
+// namespace, which enforces Pod Security "restricted". kwok then reports its pods
+// Running: its nodes pull no image and run nothing, so the controller in them never runs
+// here (the in-process controller of the suite does the work). The CRD's conversion
+// webhook stays where the suite points it (loopback, the in-process controller): through
+// the Service every conversion of the suite would fail.
+func TestReleaseManifestInstallsUnderRestricted(t *testing.T) {
 	ctx := context.Background()
-	rendered := kubectl(t, "kustomize", env.root+"/artifacts")
+	rendered := makeManifests(t)
 	var docs []string
 	for _, doc := range strings.Split(rendered, "\n---\n") {
 		obj := map[string]any{}
@@ -53,6 +74,7 @@ func TestArtifactsInstallUnderRestricted(t *testing.T) {
 	out := kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", manifest)
 	t.Log(out)
 	assert.Contains(t, out, "service/llama-stack-controller-webhook serverside-applied")
+	assert.Equal(t, len(docs), strings.Count(out, " serverside-applied\n"), "every object of install.yaml admitted")
 	t.Cleanup(func() {
 		_ = env.kube.AppsV1().Deployments(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
 		_ = env.kube.PolicyV1().PodDisruptionBudgets(operatorNamespace).Delete(context.Background(), "llama-stack-controller", metav1.DeleteOptions{})
@@ -66,6 +88,7 @@ func TestArtifactsInstallUnderRestricted(t *testing.T) {
 		return d.Status.AvailableReplicas == 2
 	})
 	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, releaseImage, c.Image, "the image by digest")
 	assert.Contains(t, c.Args, "--leader-elect=true")
 	require.NotNil(t, c.LivenessProbe)
 	require.NotNil(t, c.ReadinessProbe)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -134,6 +136,31 @@ func TestHelmChartRendersTheArtifacts(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `webhook.certMode must be self or cert-manager, got "other"`)
+}
+
+// The chart a release packages (hack/tools/release -chart, what make release runs after
+// the push) renders, with its own values, the objects of the install.yaml written with
+// it: the same image by digest, the same everything else.
+func TestHelmChartPackageMatchesInstallManifest(t *testing.T) {
+	dist := t.TempDir()
+	cmd := exec.Command("go", "-C", filepath.Join(env.root, "hack", "tools"), "run", "./release", "-root", env.root,
+		"-image", releaseImage, "-version", "v0.0.0-e2e", "-chart", "-out", dist)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "hack/tools/release: %s", out)
+	manifest, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
+	require.NoError(t, err)
+	want := objectsOf(t, string(manifest))
+	got := objectsOf(t, runHelm(t, "template", "llsc", filepath.Join(dist, "llama-stack-controller-0.0.0-e2e.tgz"), "--namespace", "default"))
+	require.NotEmpty(t, want)
+	assert.ElementsMatch(t, keysOf(want), keysOf(got), "the same objects")
+	for key, obj := range want {
+		assert.Equal(t, obj, got[key], key)
+	}
+	d := got["Deployment llama-stack-controller-system/llama-stack-controller"]
+	require.NotNil(t, d)
+	containers, _, err := unstructured.NestedSlice(d, "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	assert.Equal(t, releaseImage, containers[0].(map[string]any)["image"], "the image by digest")
 }
 
 func keysOf(m map[string]map[string]any) []string {
