@@ -31,14 +31,19 @@ type statusWrite struct {
 // lastStatusWrites holds a statusWrite per CR (cache.ObjectName).
 type lastStatusWrites struct{ m sync.Map }
 
-// maxStatusWritesOver bounds the writes remembered while the cache has none of them.
+// maxStatusWritesOver bounds the writes remembered while the cache has none of them:
+// past it, a cached copy from before the oldest is taken for current again (as before
+// the writes were kept), and a write over it meets a conflict and is retried.
 const maxStatusWritesOver = 8
 
-// stale tells whether cached is a copy of the CR from before w.
-func (w statusWrite) stale(cached *v1alpha2.LlamaStackDistribution) bool {
-	// The status too, for a store that does not version what it keeps.
-	return w.uid == cached.UID && slices.Contains(w.over, cached.ResourceVersion) &&
-		!equality.Semantic.DeepEqual(cached.Status, w.written.Status)
+// stale tells whether cached is a copy of the CR from before w: at a resourceVersion the
+// writes were made over. A store that does not version what it keeps (all "") tells it
+// by the status instead.
+func (w *statusWrite) stale(cached *v1alpha2.LlamaStackDistribution) bool {
+	if w.uid != cached.UID || !slices.Contains(w.over, cached.ResourceVersion) {
+		return false
+	}
+	return cached.ResourceVersion != "" || !equality.Semantic.DeepEqual(cached.Status, w.written.Status)
 }
 
 // sinceCached is a copy of cached or, when the cache has not seen the controller's last
@@ -50,19 +55,21 @@ func (w statusWrite) stale(cached *v1alpha2.LlamaStackDistribution) bool {
 func (s *lastStatusWrites) sinceCached(cached *v1alpha2.LlamaStackDistribution) *v1alpha2.LlamaStackDistribution {
 	key := cache.MetaObjectToName(cached)
 	if v, ok := s.m.Load(key); ok {
-		if w := v.(statusWrite); w.stale(cached) {
+		if w := v.(*statusWrite); w.stale(cached) {
 			return w.written.DeepCopy()
 		}
-		s.m.Delete(key)
+		s.m.CompareAndDelete(key, v)
 	}
 	return cached.DeepCopy()
 }
 
-// seen drops the write kept for the CR once the cache has it, or a later version.
+// seen drops the write kept for the CR once the cache has it, or a later version, unless
+// a newer write replaced it meanwhile. (An update event that comes before its write
+// returns finds nothing: the entry then goes with the CR's next sync or its deletion.)
 func (s *lastStatusWrites) seen(cached *v1alpha2.LlamaStackDistribution) {
 	key := cache.MetaObjectToName(cached)
-	if v, ok := s.m.Load(key); ok && !v.(statusWrite).stale(cached) {
-		s.m.Delete(key)
+	if v, ok := s.m.Load(key); ok && !v.(*statusWrite).stale(cached) {
+		s.m.CompareAndDelete(key, v)
 	}
 }
 
@@ -72,15 +79,18 @@ func (s *lastStatusWrites) remember(l, written *v1alpha2.LlamaStackDistribution)
 	key := cache.MetaObjectToName(l)
 	over := []string{l.ResourceVersion}
 	if v, ok := s.m.Load(key); ok {
-		if w := v.(statusWrite); w.uid == l.UID && w.written.ResourceVersion == l.ResourceVersion {
+		if w := v.(*statusWrite); w.uid == l.UID && w.written.ResourceVersion == l.ResourceVersion {
 			over = append(slices.Clone(w.over), over...)
 		}
 	}
 	if len(over) > maxStatusWritesOver {
 		over = over[len(over)-maxStatusWritesOver:]
 	}
-	s.m.Store(key, statusWrite{uid: l.UID, over: over, written: written})
+	s.m.Store(key, &statusWrite{uid: l.UID, over: over, written: written})
 }
+
+// forget drops what is kept for the CR of key.
+func (s *lastStatusWrites) forget(key cache.ObjectName) { s.m.Delete(key) }
 
 // updateStatus writes the status when it differs from the CR's, then records the Events
 // of a phase change and of each new problem: only once the write succeeded, so a
@@ -96,7 +106,7 @@ func (c *Controller) updateStatus(ctx context.Context, l *v1alpha2.LlamaStackDis
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
-	written.ManagedFields = nil // as the cache keeps it
+	written.ManagedFields = nil // the controller's next write of status sends none either
 	c.statusWrites.remember(l, written)
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Updated status", "phase", st.Phase)

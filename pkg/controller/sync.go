@@ -156,7 +156,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.resolver.Forget(key)
 	c.caTrust.Forget(key)
 	c.rollouts.Forget(key)
-	c.statusWrites.m.Delete(key)
+	c.statusWrites.forget(key)
 	readyGauge.DeleteLabelValues(key.Namespace, key.Name)
 }
 
