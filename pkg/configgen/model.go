@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -56,10 +57,12 @@ type serverConfig struct {
 	Quota       map[string]any `json:"quota"`      // up to 0.8
 	CORS        any            `json:"cors"`       // up to 0.8
 	Workers     any            `json:"workers"`    // 0.7+
-	Insecure    *bool          `json:"insecure"`   // 1.0+
-	TLSConfig   map[string]any `json:"tls_config"` // 1.0+
+	Insecure    *bool          `json:"insecure"`   // 1.2+
+	TLSConfig   map[string]any `json:"tls_config"` // 1.2+
 	HSTSMaxAge  any            `json:"hsts_max_age"`
-	Tenancy     map[string]any `json:"tenancy"` // 1.0+
+	Tenancy     map[string]any `json:"tenancy"` // 1.2+
+	// 0.8+ (core/datatypes.py ServerConfig): an integer over 0, default 300.
+	RegistryRefreshIntervalSeconds any `json:"registry_refresh_interval_seconds"`
 }
 
 type storageConfig struct {
@@ -74,6 +77,10 @@ type storeRefs struct {
 	Responses     *sqlRef `json:"responses"`
 	Prompts       *mixRef `json:"prompts"`
 	Connectors    *mixRef `json:"connectors"`
+	// VectorStores holds the vector stores' metadata, 1.0+ (core/storage/datatypes.py
+	// ServerStoresConfig); the server gives it to vector_io providers without a
+	// metadata_store of their own.
+	VectorStores *sqlRef `json:"vector_stores"`
 }
 
 // mixRef is the prompts or connectors store: a KVStoreReference up to 0.8,
@@ -332,6 +339,13 @@ func (c *stackConfig) validateTop(v Version, present func(string) bool, bad func
 		if !v.from(1, 2) && (srv.Insecure != nil || srv.TLSConfig != nil || srv.HSTSMaxAge != nil || srv.Tenancy != nil) {
 			bad("server.insecure, tls_config, hsts_max_age and tenancy are read from 1.2")
 		}
+		if r := srv.RegistryRefreshIntervalSeconds; r != nil {
+			if !v.atLeast(8) {
+				bad("server.registry_refresh_interval_seconds is read from 0.8")
+			} else if !positiveWhole(r) {
+				bad("server.registry_refresh_interval_seconds must be a whole number of seconds over 0, got %v", r)
+			}
+		}
 	}
 	if present("connectors") && !v.atLeast(5) {
 		bad("connectors is read at the top level from 0.5")
@@ -452,12 +466,12 @@ func (s *storageConfig) validateBackends(v Version) ([]string, map[string]string
 				}
 			}
 		}
-		if !v.from(1, 0) {
+		if head.Type == "kv_postgres" && !v.from(1, 2) {
 			var keys map[string]any
 			_ = json.Unmarshal(raw, &keys)
-			for _, k := range []string{"pool_size", "max_overflow", "command_timeout"} {
-				if _, ok := keys[k]; ok && head.Type == "kv_postgres" {
-					errs = append(errs, fmt.Sprintf("storage.backends.%s.%s is read from 1.0", name, k))
+			for _, k := range [][2]string{{"pool_size", "1.0"}, {"max_overflow", "1.0"}, {"command_timeout", "1.2"}} {
+				if _, ok := keys[k[0]]; ok && (k[1] == "1.2" || !v.from(1, 0)) {
+					errs = append(errs, fmt.Sprintf("storage.backends.%s.%s is read from %s", name, k[0], k[1]))
 				}
 			}
 		}
@@ -497,7 +511,7 @@ func (st *storeRefs) validateShapes(v Version) []string {
 			errs = append(errs, fmt.Sprintf("storage.stores.%s.namespace is required", name))
 		}
 	}
-	for name, r := range map[string]*sqlRef{"inference": st.Inference, "conversations": st.Conversations, "responses": st.Responses} {
+	for name, r := range map[string]*sqlRef{"inference": st.Inference, "conversations": st.Conversations, "responses": st.Responses, "vector_stores": st.VectorStores} {
 		if r != nil && (r.TableName == nil || r.TableName == "") {
 			errs = append(errs, fmt.Sprintf("storage.stores.%s.table_name is required", name))
 		}
@@ -545,7 +559,30 @@ func (s *storageConfig) validateRefs(v Version, kinds map[string]string) []strin
 		}
 		ref("connectors", st.Connectors.Backend, mixKind(st.Connectors))
 	}
+	if st.VectorStores != nil {
+		if !v.from(1, 0) {
+			errs = append(errs, "storage.stores.vector_stores is read from 1.0")
+		}
+		ref("vector_stores", st.VectorStores.Backend, "sql")
+	}
 	return errs
+}
+
+// positiveWhole tells whether the server reads x as an integer over 0, as pydantic's lax
+// mode does: a number without a fraction, or a string of digits; a string with an
+// ${env...} reference is judged when the server expands it, not here.
+func positiveWhole(x any) bool {
+	switch n := x.(type) {
+	case float64:
+		return n == float64(int64(n)) && n > 0
+	case string:
+		if hasEnvRef(n) {
+			return true
+		}
+		i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		return err == nil && i > 0
+	}
+	return false
 }
 
 // mixKind is the backend kind a prompts or connectors reference needs.

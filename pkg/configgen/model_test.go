@@ -77,6 +77,15 @@ func TestValidateRefuses(t *testing.T) {
 		{"kv store without namespace", "0.7.1", "storage: {backends: {kv_default: {type: kv_sqlite}}, stores: {metadata: {backend: kv_default}}}\n", `stores.metadata.namespace is required`},
 		{"sql store without table_name", "0.7.1", "storage: {backends: {sql_default: {type: sql_sqlite}}, stores: {inference: {backend: sql_default}}}\n", `stores.inference.table_name is required`},
 		{"older shape", "0.2.23", "", `older (0.2.x) config shape`},
+		{"vector_stores store at 0.8", "0.8.0", "storage: {backends: {sql_default: {type: sql_sqlite}}, stores: {vector_stores: {backend: sql_default, table_name: v}}}\n", `vector_stores is read from 1.0`},
+		{"vector_stores store on kv backend", "1.0.0", "storage: {backends: {kv_default: {type: kv_sqlite}}, stores: {vector_stores: {backend: kv_default, table_name: v}}}\n", `vector_stores references kv backend "kv_default"; it needs a sql_* backend`},
+		{"vector_stores store without table_name", "1.3.0", "storage: {backends: {sql_default: {type: sql_sqlite}}, stores: {vector_stores: {backend: sql_default}}}\n", `stores.vector_stores.table_name is required`},
+		{"registry refresh at 0.7", "0.7.1", "server: {registry_refresh_interval_seconds: 60}\n", `registry_refresh_interval_seconds is read from 0.8`},
+		{"registry refresh of 0", "0.8.0", "server: {registry_refresh_interval_seconds: 0}\n", `must be a whole number of seconds over 0, got 0`},
+		{"registry refresh of 1.5", "1.3.0", "server: {registry_refresh_interval_seconds: 1.5}\n", `must be a whole number of seconds over 0, got 1.5`},
+		{"registry refresh of a word", "1.3.0", "server: {registry_refresh_interval_seconds: often}\n", `must be a whole number of seconds over 0, got often`},
+		{"postgres command_timeout at 1.1", "1.1.0", "storage: {backends: {kv_default: {type: kv_postgres, user: u, command_timeout: 5}}}\n", `kv_default.command_timeout is read from 1.2`},
+		{"postgres pool_size at 0.8", "0.8.0", "storage: {backends: {kv_default: {type: kv_postgres, user: u, pool_size: 5}}}\n", `kv_default.pool_size is read from 1.0`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +93,28 @@ func TestValidateRefuses(t *testing.T) {
 			err := Validate(cfg, mustVersion(t, c.version))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// What the server reads at a version passes (the server's own checks, servercheck --forbid,
+// accept each at these tags): the vector stores' metadata store from 1.0, the registry
+// refresh interval from 0.8 (a number, a string of digits, or an ${env...} reference),
+// postgres' command_timeout from 1.2.
+func TestValidateAccepts(t *testing.T) {
+	stores := "storage: {backends: {kv_default: {type: kv_sqlite}, sql_default: {type: sql_sqlite}}, stores: {metadata: {backend: kv_default, namespace: registry}, vector_stores: {backend: sql_default, table_name: vector_stores}}}\n"
+	for _, c := range []struct{ name, version, edit string }{
+		{"vector_stores store at 1.0", "1.0.0", stores},
+		{"vector_stores store at 1.3", "1.3.0", stores},
+		{"registry refresh at 0.8", "0.8.0", "server: {registry_refresh_interval_seconds: 60}\n"},
+		{"registry refresh as a string", "1.3.0", "server: {registry_refresh_interval_seconds: \"60\"}\n"},
+		{"registry refresh from the environment", "1.3.0", "server: {registry_refresh_interval_seconds: \"${env.REFRESH:=60}\"}\n"},
+		{"postgres command_timeout at 1.2", "1.2.0", "storage: {backends: {kv_default: {type: kv_postgres, user: u, command_timeout: 5, pool_size: 3}, sql_default: {type: sql_sqlite}}, stores: {metadata: {backend: kv_default, namespace: registry}}}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := Validate(overlay(t, minimal07, c.edit), mustVersion(t, c.version)); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
