@@ -14,6 +14,8 @@ DIST_DIR ?= dist
 # unless PUSH_IMAGE=false (an image loaded into the cluster's nodes with image-archive).
 IMAGE ?=
 PUSH_IMAGE ?= true
+# `make deploy`: the kubectl command (and flags, e.g. "kubectl --context kind-kind") it applies with.
+KUBECTL ?= kubectl
 # `make image-archive`: the one platform of the tarball.
 PLATFORM ?= linux/$(shell $(GO) env GOARCH)
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
@@ -137,7 +139,7 @@ deploy:
 	@if [[ "$(PUSH_IMAGE)" != false ]]; then $(MAKE) --no-print-directory image PUSH="$(IMAGE)"; fi
 	$(RELEASE_TOOL) -version "$(VERSION)" -out "$(abspath $(BIN_DIR))/deploy" \
 	  -image "$$(if [[ "$(PUSH_IMAGE)" != false ]]; then cat $(BIN_DIR)/image/pushed; else echo "$(IMAGE)"; fi)"
-	kubectl apply --server-side -f $(BIN_DIR)/deploy/install.yaml
+	$(KUBECTL) apply --server-side -f $(BIN_DIR)/deploy/install.yaml
 
 clean:
 	rm -rf $(BIN_DIR)

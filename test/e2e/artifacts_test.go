@@ -17,9 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
+	"github.com/llamastack/llama-stack-controller/test/localcluster"
 )
 
 // releaseImage is the image the release tests write into install.yaml: by digest, as a
@@ -137,6 +140,48 @@ func TestReleaseManifestInstallsUnderRestricted(t *testing.T) {
 	// The conversion still goes to the suite's controller.
 	_, err = env.client.LlamastackV1alpha1().LlamaStackDistributions("default").List(ctx, metav1.ListOptions{})
 	assert.NoError(t, err)
+}
+
+// make deploy with an image loaded into the nodes (PUSH_IMAGE=false, as for kind or
+// minikube) applies the install manifest to the kubectl context it is given, on a control
+// plane of its own (the CRD's conversion webhook then points at the Service, as in a real
+// cluster): the CRD established, the controller's Deployment available with the image as
+// given (kwok runs its pods), under Pod Security "restricted"; run again, it changes
+// nothing.
+func TestMakeDeployWithALoadedImage(t *testing.T) {
+	ctx := context.Background()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: env.binDir, StagesFile: env.stagesFile, Nodes: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cluster.Stop()) })
+	kube := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
+	deploy := func() string {
+		cmd := exec.Command("make", "-C", env.root, "--no-print-directory", "deploy", "IMAGE=llama-stack-controller:dev", "PUSH_IMAGE=false",
+			"BIN_DIR="+t.TempDir(), "KUBECTL="+env.binDir+"/kubectl --kubeconfig "+cluster.Kubeconfig())
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "make deploy: %s", out)
+		return string(out)
+	}
+	out := deploy()
+	t.Log(out)
+	assert.NotContains(t, out, "image: wrote", "nothing built")
+	require.NoError(t, localcluster.WaitCRDEstablished(ctx, cluster.RESTConfig(), "llamastackdistributions.llamastack.io", 30*time.Second))
+	var d *appsv1.Deployment
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err = kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "llama-stack-controller", metav1.GetOptions{})
+		return err == nil && d.Status.AvailableReplicas == 2, nil
+	}), "the controller's Deployment is available")
+	assert.Equal(t, "llama-stack-controller:dev", d.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, corev1.PullIfNotPresent, d.Spec.Template.Spec.Containers[0].ImagePullPolicy, "a tag other than latest: the loaded image is used")
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, operatorNamespace, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
+
+	deploy()
+	assert.Equal(t, d.Generation, func() int64 {
+		d2, err := kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "llama-stack-controller", metav1.GetOptions{})
+		require.NoError(t, err)
+		return d2.Generation
+	}(), "run again, the Deployment is unchanged")
 }
 
 // Server pods meet Pod Security "restricted" by default: a CR in a namespace that

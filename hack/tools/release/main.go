@@ -145,7 +145,9 @@ func reference(img types.Image) string {
 
 // renderInstall renders artifacts/ with kustomize and replaces the controller's image.
 func renderInstall(root string, img types.Image, version string) ([]byte, error) {
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "artifacts"))
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionUnspecified // the order is artifacts/kustomization.yaml's sortOptions
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "artifacts"))
 	if err != nil {
 		return nil, fmt.Errorf("rendering artifacts/: %w", err)
 	}

@@ -51,6 +51,7 @@ func TestRenderInstall(t *testing.T) {
 	out, err := renderInstall("../../..", img, "v1.2.3")
 	require.NoError(t, err)
 	kinds := map[string]int{}
+	var order []string
 	images := 0
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		var obj struct {
@@ -58,6 +59,7 @@ func TestRenderInstall(t *testing.T) {
 		}
 		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
 		kinds[obj.Kind]++
+		order = append(order, obj.Kind)
 		images += strings.Count(doc, "image: ghcr.io/org/llama-stack-controller@"+testDigest+"\n")
 	}
 	assert.Equal(t, 1, images, "the controller's container, by digest")
@@ -66,6 +68,10 @@ func TestRenderInstall(t *testing.T) {
 		"ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		assert.NotZero(t, kinds[kind], "install.yaml has a %s", kind)
 	}
+	// kubectl applies a file's objects in order: on a fresh cluster the Namespace and
+	// the CRD must come before what needs them.
+	require.NotEmpty(t, order)
+	assert.Equal(t, []string{"Namespace", "CustomResourceDefinition"}, order[:2])
 	assert.True(t, strings.HasPrefix(string(out), "# llama-stack-controller v1.2.3:"), "a header says what it is")
 	assert.Contains(t, string(out), "kubectl apply --server-side -f install.yaml")
 }
