@@ -16,8 +16,8 @@ IMAGE ?=
 PUSH_IMAGE ?= true
 # `make deploy`: the kubectl command (and flags, e.g. "kubectl --context kind-kind") it applies with.
 KUBECTL ?= kubectl
-# `make image-archive`: the one platform of the tarball.
-PLATFORM ?= linux/$(shell $(GO) env GOARCH)
+# `make image-archive`: the one platform of the tarball; the cluster nodes' (linux/arm64 for arm64 nodes).
+ARCHIVE_PLATFORM ?= linux/$(shell $(GO) env GOARCH)
 # Extra arguments for `make run`, e.g. ARGS="--namespace demo -v=4".
 ARGS ?=
 # The version stamped into the binary and the image (status.version.operatorVersion;
@@ -108,11 +108,11 @@ image:
 	$(IMAGE_TOOL) -out "$(abspath $(BIN_DIR))/image/oci" \
 	  $(if $(PUSH),-push "$(PUSH)" -ref-file "$(abspath $(BIN_DIR))/image/pushed")
 
-## image-archive: the image of one platform (PLATFORM, default the machine's) as a docker-archive tarball tagged
+## image-archive: the image of one platform (ARCHIVE_PLATFORM, default the machine's) as a docker-archive tarball tagged
 ## IMAGE (default llama-stack-controller:dev) in $(BIN_DIR)/image/llama-stack-controller.tar, for
 ## `kind load image-archive` or `minikube image load`
 image-archive:
-	$(IMAGE_TOOL) -platforms "$(PLATFORM)" -archive "$(abspath $(BIN_DIR))/image/llama-stack-controller.tar" \
+	$(IMAGE_TOOL) -platforms "$(ARCHIVE_PLATFORM)" -archive "$(abspath $(BIN_DIR))/image/llama-stack-controller.tar" \
 	  -archive-tag "$(or $(IMAGE),llama-stack-controller:dev)"
 
 # hack/tools/release renders artifacts/ with the controller's image (and packages the chart).
@@ -125,11 +125,17 @@ manifests:
 
 ## release: push the image index to $(REGISTRY)/llama-stack-controller:$(VERSION), then write $(DIST_DIR)/install.yaml
 ## with the image by digest and $(DIST_DIR)/llama-stack-controller-X.Y.Z.tgz, the chart with the same digest
+## A release is built from a clean tree (ALLOW_DIRTY=1 lifts that, for tests) with VERSION given: semantic
+## versioning's vX.Y.Z[-pre], as Helm takes a chart's version; all is checked before anything is built.
 release:
-	@[[ "$(VERSION)" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$$ ]] || \
-	  { echo "release: VERSION=vX.Y.Z is needed, got '$(VERSION)'" >&2; exit 1; }
+	@[[ "$(origin VERSION)" == "command line" || "$(origin VERSION)" == environment ]] && \
+	  [[ "$(VERSION)" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?$$ ]] || \
+	  { echo "release: VERSION=vX.Y.Z[-pre] is needed (semantic versioning), got '$(VERSION)'" >&2; exit 1; }
 	@[[ -n "$(REGISTRY)" ]] || { echo "release: REGISTRY=registry/org is needed" >&2; exit 1; }
-	$(MAKE) --no-print-directory image PUSH="$(REGISTRY)/llama-stack-controller:$(VERSION)"
+	@[[ "$(ALLOW_DIRTY)" == 1 || -z "$$(git status --porcelain)" ]] || \
+	  { echo "release: the working tree has changes (git status): a release is built from a commit" >&2; exit 1; }
+	rm -f $(DIST_DIR)/install.yaml $(DIST_DIR)/llama-stack-controller-*.tgz
+	$(MAKE) --no-print-directory image PUSH="$(patsubst %/,%,$(REGISTRY))/llama-stack-controller:$(VERSION)"
 	$(RELEASE_TOOL) -image "$$(cat $(BIN_DIR)/image/pushed)" -version "$(VERSION)" -chart -out "$(abspath $(DIST_DIR))"
 
 ## deploy: push the image to IMAGE (unless PUSH_IMAGE=false), write $(BIN_DIR)/deploy/install.yaml with it (by

@@ -7,7 +7,7 @@
 //
 // It writes an OCI image layout to -out, its index.json naming the image index, and
 // prints the index digest; with -push it also pushes the index there (credentials from
-// $REGISTRY_USERNAME and $REGISTRY_PASSWORD when both are set, else the default
+// $LLSC_PUSH_USERNAME and $LLSC_PUSH_PASSWORD when both are set, else the default
 // keychain, as docker login or crane auth login left them) and prints the pushed
 // reference by digest (and writes it to -ref-file). With -rootfs it writes the image's
 // files for one platform to a directory instead (what the Dockerfile copies onto
@@ -192,11 +192,11 @@ func pushIndex(ctx context.Context, ref string, idx v1.ImageIndex, opts ...remot
 	return r.Context().Digest(d.String()), nil
 }
 
-// keychain is where pushes find credentials: $REGISTRY_USERNAME and $REGISTRY_PASSWORD
+// keychain is where pushes find credentials: $LLSC_PUSH_USERNAME and $LLSC_PUSH_PASSWORD
 // when both are set (a CI job's token), else the default keychain (what docker login or
 // crane auth login wrote).
 func keychain(getenv func(string) string) authn.Keychain {
-	user, password := getenv("REGISTRY_USERNAME"), getenv("REGISTRY_PASSWORD")
+	user, password := getenv("LLSC_PUSH_USERNAME"), getenv("LLSC_PUSH_PASSWORD")
 	if user == "" || password == "" {
 		return authn.DefaultKeychain
 	}

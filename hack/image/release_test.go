@@ -27,22 +27,37 @@ const (
 	releaseEpoch   = "1700000000"
 )
 
-// makeTarget runs make target in the repository with vars, the Go the tests run with,
-// and BIN_DIR in a fresh directory, and returns its output.
+// makeEnv is the environment the tests run make in: without what the Makefile or the
+// image tool would read from it (a REGISTRY exported for real work must never be pushed
+// to, nor credentials sent to the loopback registry).
+func makeEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains([]string{"REGISTRY", "VERSION", "IMAGE", "PUSH", "PUSH_IMAGE", "DIST_DIR", "BIN_DIR", "ALLOW_DIRTY",
+			"ARCHIVE_PLATFORM", "SOURCE_DATE_EPOCH", "LLSC_PUSH_USERNAME", "LLSC_PUSH_PASSWORD", "MAKEFLAGS"}, name)
+	})
+}
+
+// runMake runs make target in dir with vars and the Go the tests run with, and returns
+// its output and error.
+func runMake(t *testing.T, dir, target string, vars ...string) (string, error) {
+	t.Helper()
+	args := append([]string{"-C", dir, "--no-print-directory", target, "GO=" + testOptions(t).goCmd}, vars...)
+	cmd := exec.Command("make", args...)
+	cmd.Env = makeEnv()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// makeTarget runs make target in the repository with vars and BIN_DIR in a fresh
+// directory, and returns its output.
 func makeTarget(t *testing.T, target string, vars ...string) string {
 	t.Helper()
-	o := testOptions(t)
-	args := append([]string{"-C", o.root, "--no-print-directory", target, "GO=" + o.goCmd, "BIN_DIR=" + t.TempDir()}, vars...)
-	cmd := exec.Command("make", args...)
-	// No credentials from the environment: the loopback registry takes none.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "REGISTRY_USERNAME=") || strings.HasPrefix(kv, "REGISTRY_PASSWORD=")
-	})
-	out, err := cmd.CombinedOutput()
+	out, err := runMake(t, testOptions(t).root, target, append([]string{"BIN_DIR=" + t.TempDir()}, vars...)...)
 	if err != nil {
-		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("make %s %s: %v\n%s", target, strings.Join(vars, " "), err, out)
 	}
-	return string(out)
+	return out
 }
 
 // deploymentImage is the controller Deployment's image in an install manifest.
@@ -96,7 +111,7 @@ func chartFiles(t *testing.T, path string) map[string]string {
 // make release, as a maintainer runs it, pushing to a registry on loopback: run twice,
 // into two output directories, it pushes one digest and writes the same files; the
 // image that install.yaml names by that digest, pulled back, is the controller for both
-// platforms (checkPlatforms: user, entrypoint, CA certificates, the amd64 binary run with
+// platforms (checkPlatforms: user, entrypoint, CA certificates, the binary of this machine's architecture run with
 // --version); the tag points at it too; the packaged chart names the same image.
 func TestReleasePushPullRun(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(discardLogger())))
@@ -106,7 +121,9 @@ func TestReleasePushPullRun(t *testing.T) {
 
 	release := func() string {
 		dist := t.TempDir()
-		makeTarget(t, "release", "VERSION="+releaseVersion, "REGISTRY="+registryOrg, "DIST_DIR="+dist, "SOURCE_DATE_EPOCH="+releaseEpoch)
+		// ALLOW_DIRTY: the tests run on a tree being worked on too (TestReleaseRefusesBadInput
+		// checks the refusal of a dirty one).
+		makeTarget(t, "release", "VERSION="+releaseVersion, "REGISTRY="+registryOrg+"/", "DIST_DIR="+dist, "SOURCE_DATE_EPOCH="+releaseEpoch, "ALLOW_DIRTY=1")
 		return dist
 	}
 	first, second := release(), release()
@@ -165,22 +182,48 @@ func TestReleasePushPullRun(t *testing.T) {
 	}
 }
 
-// make release refuses what is not a release before it builds or pushes anything.
+// make release refuses what is not a release before it builds or pushes anything: a
+// VERSION not given (the Makefile's default, git describe), not semantic versioning's
+// (as Helm checks a chart's version), no REGISTRY, or a working tree with changes.
 func TestReleaseRefusesBadInput(t *testing.T) {
-	o := testOptions(t)
-	for _, vars := range [][]string{
-		{"VERSION=1.2.3", "REGISTRY=127.0.0.1:1/org"},
-		{"VERSION=v1.2", "REGISTRY=127.0.0.1:1/org"},
-		{"VERSION=v1.2.3"},
+	root := testOptions(t).root
+	registryVar := "REGISTRY=127.0.0.1:1/org"
+	for _, c := range []struct {
+		vars []string
+		want string
+	}{
+		{[]string{registryVar}, "VERSION=vX.Y.Z[-pre] is needed"},
+		{[]string{"VERSION=1.2.3", registryVar}, "got '1.2.3'"},
+		{[]string{"VERSION=v1.2", registryVar}, "got 'v1.2'"},
+		{[]string{"VERSION=v1.2.3-rc.01", registryVar}, "got 'v1.2.3-rc.01'"},
+		{[]string{"VERSION=v1.2.3-rc..1", registryVar}, "got 'v1.2.3-rc..1'"},
+		{[]string{"VERSION=v1.2.3", "REGISTRY="}, "REGISTRY=registry/org is needed"},
 	} {
-		args := append([]string{"-C", o.root, "--no-print-directory", "release", "GO=" + o.goCmd, "BIN_DIR=" + t.TempDir(), "DIST_DIR=" + t.TempDir()}, vars...)
-		out, err := exec.Command("make", args...).CombinedOutput()
-		if err == nil {
-			t.Errorf("make release %s succeeded", strings.Join(vars, " "))
+		out, err := runMake(t, root, "release", append([]string{"BIN_DIR=" + t.TempDir(), "DIST_DIR=" + t.TempDir(), "ALLOW_DIRTY=1"}, c.vars...)...)
+		if err == nil || !strings.Contains(out, c.want) || strings.Contains(out, "image: wrote") {
+			t.Errorf("make release %s: want a refusal (%q) before the build, got %v\n%s", strings.Join(c.vars, " "), c.want, err, out)
 		}
-		if !strings.Contains(string(out), "release: ") || strings.Contains(string(out), "image: wrote") {
-			t.Errorf("make release %s: want a refusal before the build, got\n%s", strings.Join(vars, " "), out)
-		}
+	}
+
+	// A clone of the commit with one file more.
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", root, clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "cmd", "controller", "extra.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The Makefile under test, which the commit may not have yet.
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "Makefile"), makefile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runMake(t, clone, "release", "VERSION=v1.2.3", registryVar, "BIN_DIR="+t.TempDir(), "DIST_DIR="+t.TempDir())
+	if err == nil || !strings.Contains(out, "the working tree has changes") || strings.Contains(out, "image: wrote") {
+		t.Errorf("make release in a tree with changes: want a refusal before the build, got %v\n%s", err, out)
 	}
 }
 
@@ -226,12 +269,12 @@ func TestImageArchive(t *testing.T) {
 	}
 }
 
-// Pushes take $REGISTRY_USERNAME and $REGISTRY_PASSWORD when both are set (a CI job's
+// Pushes take $LLSC_PUSH_USERNAME and $LLSC_PUSH_PASSWORD when both are set (a CI job's
 // token), else the default keychain.
 func TestKeychain(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	repo, _ := name.NewRepository("ghcr.io/org/llama-stack-controller")
-	auth, err := keychain(env(map[string]string{"REGISTRY_USERNAME": "bot", "REGISTRY_PASSWORD": "token"})).Resolve(repo)
+	auth, err := keychain(env(map[string]string{"LLSC_PUSH_USERNAME": "bot", "LLSC_PUSH_PASSWORD": "token"})).Resolve(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +285,7 @@ func TestKeychain(t *testing.T) {
 	if cfg.Username != "bot" || cfg.Password != "token" {
 		t.Errorf("credentials %q/%q, want bot/token", cfg.Username, cfg.Password)
 	}
-	for _, m := range []map[string]string{{}, {"REGISTRY_USERNAME": "bot"}, {"REGISTRY_PASSWORD": "token"}} {
+	for _, m := range []map[string]string{{}, {"LLSC_PUSH_USERNAME": "bot"}, {"LLSC_PUSH_PASSWORD": "token"}} {
 		if k := keychain(env(m)); k != authn.DefaultKeychain {
 			t.Errorf("with %v: %T, want the default keychain", m, k)
 		}

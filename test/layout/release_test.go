@@ -154,8 +154,8 @@ func TestReleaseWorkflow(t *testing.T) {
 	t.Run("release job", func(t *testing.T) {
 		assert.Equal(t, "write", release.Permissions["packages"], "the release job pushes to ghcr.io: packages: write")
 		assert.Equal(t, "write", release.Permissions["contents"], "the release job creates the GitHub release: contents: write")
-		assert.Equal(t, "${{ github.actor }}", release.Env["REGISTRY_USERNAME"])
-		assert.Equal(t, "${{ secrets.GITHUB_TOKEN }}", release.Env["REGISTRY_PASSWORD"])
+		assert.Equal(t, "${{ github.actor }}", release.Env["LLSC_PUSH_USERNAME"])
+		assert.Equal(t, "${{ secrets.GITHUB_TOKEN }}", release.Env["LLSC_PUSH_PASSWORD"])
 
 		make := stepRunning(release, "make", "release")
 		require.GreaterOrEqual(t, make, 0, "the release job runs make release")
@@ -171,7 +171,8 @@ func TestReleaseWorkflow(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, "dist"), 0o755))
 		for name, content := range map[string]string{
-			"install.yaml":                     "spec:\n  containers:\n  - name: controller\n    image: ghcr.io/llamastack/llama-stack-controller@sha256:0123\n",
+			// As the real file: the CRD's schema, with bare image: keys, comes before the Deployment.
+			"install.yaml":                     "kind: CustomResourceDefinition\nspec:\n  properties:\n    image:\n      type: string\n---\nkind: Deployment\nspec:\n  containers:\n  - name: controller\n    image: ghcr.io/llamastack/llama-stack-controller@sha256:" + strings.Repeat("0a", 32) + "\n",
 			"llama-stack-controller-1.2.3.tgz": "",
 		} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "dist", name), []byte(content), 0o644))
@@ -185,7 +186,7 @@ func TestReleaseWorkflow(t *testing.T) {
 		assert.Contains(t, args, "dist/llama-stack-controller-1.2.3.tgz")
 		assert.Contains(t, args, "--generate-notes")
 		assert.Contains(t, out, "kubectl apply --server-side -f https://github.com/LlamaStack/llama-stack-controller/releases/download/v1.2.3/install.yaml")
-		assert.Contains(t, out, "ghcr.io/llamastack/llama-stack-controller@sha256:0123", "the notes name the image by digest")
+		assert.Contains(t, out, "Image: `ghcr.io/llamastack/llama-stack-controller@sha256:"+strings.Repeat("0a", 32)+"`", "the notes name the image by digest")
 	})
 
 	t.Run("scripts", func(t *testing.T) {

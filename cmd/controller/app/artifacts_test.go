@@ -75,12 +75,16 @@ func TestArtifactsWireTheWebhook(t *testing.T) {
 func TestCertManagerOverlay(t *testing.T) {
 	dir := "overlays/cert-manager"
 	var k struct {
-		Resources  []string         `json:"resources"`
-		Patches    []map[string]any `json:"patches"`
-		APIVersion string           `json:"apiVersion"`
-		Kind       string           `json:"kind"`
+		Resources   []string         `json:"resources"`
+		Patches     []map[string]any `json:"patches"`
+		APIVersion  string           `json:"apiVersion"`
+		Kind        string           `json:"kind"`
+		SortOptions struct {
+			Order string `json:"order"`
+		} `json:"sortOptions"`
 	}
 	readArtifact(t, filepath.Join(dir, "kustomization.yaml"), &k)
+	assert.Equal(t, "legacy", k.SortOptions.Order, "the Namespace and the CRD first: one apply installs on a fresh cluster")
 	var patches []string
 	for _, p := range k.Patches {
 		if s, ok := p["patch"].(string); ok {

@@ -111,3 +111,19 @@ func TestSetImageValues(t *testing.T) {
 		})
 	}
 }
+
+// A release's version is one Helm takes for a chart: refused before anything is written.
+func TestRunRefusesAVersionHelmRefuses(t *testing.T) {
+	for _, v := range []string{"1.2.3", "v1.2", "v1.2.3-rc.01", "v1.2.3-rc..1", "v01.2.3"} {
+		out := t.TempDir()
+		err := run([]string{"-root", "../../..", "-image", "r/x@" + testDigest, "-version", v, "-chart", "-out", out})
+		require.Error(t, err, v)
+		assert.Contains(t, err.Error(), "a release is vX.Y.Z")
+		entries, _ := os.ReadDir(out)
+		assert.Empty(t, entries, "%s: nothing written", v)
+	}
+	out := t.TempDir()
+	require.NoError(t, run([]string{"-root", "../../..", "-image", "r/x@" + testDigest, "-version", "v1.2.3-rc.1", "-chart", "-out", out}))
+	_, err := os.Stat(filepath.Join(out, "llama-stack-controller-1.2.3-rc.1.tgz"))
+	assert.NoError(t, err)
+}
