@@ -424,3 +424,37 @@ func TestProbeKeepsTrustWhileTheTLSSecretIsRefused(t *testing.T) {
 	requireUserError(t, f.llsd("app"), v1alpha2.ReasonTLSSecretInvalid, "ca.crt is not PEM certificates")
 	assert.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), running)), "refused: the served certificate's CA is still trusted")
 }
+
+// TLS turned off while a problem holds the template (a pod the API server would refuse):
+// the pods kept still serve HTTPS with the certificate they started with, and the probe
+// still trusts its ca.crt; once TLS is off and the plain server runs, nothing is trusted
+// that is not needed.
+func TestProbeKeepsTrustWhenTLSIsTurnedOffDuringAHold(t *testing.T) {
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	running := f.deployment("app")
+	require.True(t, children.ServesTLS(running))
+
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
+		l.Spec.Networking.TLS = nil
+		l.Spec.Workload.Overrides = &v1alpha2.WorkloadOverrides{Volumes: []corev1.Volume{{Name: llsd.VolumeStorage,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}
+	})
+	f.converge("app")
+	require.Equal(t, v1alpha2.ReasonResourceInvalid, cond(t, f.llsd("app"), v1alpha2.ConditionDeploymentReady).Reason)
+	held := f.deployment("app")
+	require.True(t, children.ServesTLS(held), "the template is held: HTTPS")
+	assert.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), held)), "the held pods' CA is still trusted")
+	if tls := f.c.probeTLS(f.ctx, f.llsd("app"), held); assert.NotNil(t, tls, "probed over HTTPS") {
+		assert.Equal(t, string(serving.ca), string(tls.RootCAs))
+	}
+
+	// The problem fixed: the plain server rolls out and is probed over HTTP.
+	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) { l.Spec.Workload.Overrides = nil })
+	f.converge("app")
+	plain := f.deployment("app")
+	require.False(t, children.ServesTLS(plain))
+	assert.Nil(t, f.c.probeTLS(f.ctx, f.llsd("app"), plain))
+}

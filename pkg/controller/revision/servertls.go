@@ -84,6 +84,23 @@ type tlsSecretMemos struct{ m sync.Map }
 
 func (t *tlsSecretMemos) forget(key cache.ObjectName) { t.m.Delete(key) }
 
+// keepOnlyGood keeps, of the CR's memo, only its last good read, once the CR no longer
+// asks for TLS: while a problem holds the template, its pods still serve that
+// certificate, and the probe still needs its ca.crt (last). The CR's deletion forgets it.
+func (t *tlsSecretMemos) keepOnlyGood(key cache.ObjectName, uid types.UID) {
+	v, ok := t.m.Load(key)
+	if !ok {
+		return
+	}
+	m := v.(tlsSecretMemo)
+	switch {
+	case m.uid != uid || m.good == nil:
+		t.m.Delete(key)
+	case m.name != "":
+		t.m.Store(key, tlsSecretMemo{uid: uid, good: m.good})
+	}
+}
+
 // last is the last good read of the CR's Secret, for the probe's trust; nil when none.
 func (t *tlsSecretMemos) last(key cache.ObjectName) *TLS {
 	if v, ok := t.m.Load(key); ok {
@@ -110,7 +127,7 @@ func (r *Resolver) resolveServerTLS(ctx context.Context, l *v1alpha2.LlamaStackD
 	key := cache.ObjectName{Namespace: l.Namespace, Name: l.Name}
 	name := TLSSecretName(l)
 	if name == "" {
-		r.tlsSecrets.forget(key)
+		r.tlsSecrets.keepOnlyGood(key, l.UID)
 		r.expiryTold.Delete(key)
 		return nil, nil, nil
 	}
