@@ -33,6 +33,18 @@ type testServing struct {
 	ca, cert, key []byte
 }
 
+// servedOverTLS is a fixture with the CR app served over HTTPS with the certificate of
+// the Secret "serving" (put in the fake API with a resourceVersion), converged.
+func servedOverTLS(t *testing.T) (*fixture, testServing) {
+	t.Helper()
+	serving := newTestServing(t, "app-service.demo.svc")
+	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
+	f.putSecret(serving.secret("serving"))
+	f.converge("app")
+	require.True(t, children.ServesTLS(f.deployment("app")))
+	return f, serving
+}
+
 // newTestServing makes a CA and a serving certificate for dnsNames signed by it.
 func newTestServing(t testing.TB, dnsNames ...string) testServing {
 	t.Helper()
@@ -228,10 +240,7 @@ func TestDeletedTLSSecretIsReported(t *testing.T) {
 // with what that write stored: the problem is not told again, and a status that goes back
 // to what the stale copy shows (the Secret deleted, reported, then put back) is written.
 func TestStatusWritesFollowTheLastWriteOnAStaleCache(t *testing.T) {
-	serving := newTestServing(t, "app-service.demo.svc")
-	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
-	f.putSecret(serving.secret("serving"))
-	f.converge("app")
+	f, serving := servedOverTLS(t)
 	llsds := f.llsdInformers.Llamastack().V1alpha2().LlamaStackDistributions().Informer().GetIndexer()
 	obj, exists, err := llsds.GetByKey(testNamespace + "/app")
 	require.NoError(t, err)
@@ -259,10 +268,7 @@ func TestStatusWritesFollowTheLastWriteOnAStaleCache(t *testing.T) {
 // A Secret rotated (a new certificate under the same name) brings its CR back, which
 // reads it and rolls the pods onto it.
 func TestRotatedTLSSecretRollsOut(t *testing.T) {
-	serving := newTestServing(t, "app-service.demo.svc")
-	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
-	f.putSecret(serving.secret("serving"))
-	f.converge("app")
+	f, serving := servedOverTLS(t)
 	hash := f.deployment("app").Spec.Template.Annotations[llsd.AnnotationTLSHash]
 	require.NotEmpty(t, hash)
 
@@ -404,12 +410,8 @@ func TestProxyEndpointOfATLSServer(t *testing.T) {
 // serving the certificate they started with: the controller's probe keeps trusting the
 // ca.crt of the last good read, so a server that still answers stays Ready.
 func TestProbeKeepsTrustWhileTheTLSSecretIsRefused(t *testing.T) {
-	serving := newTestServing(t, "app-service.demo.svc")
-	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
-	f.putSecret(serving.secret("serving"))
-	f.converge("app")
+	f, serving := servedOverTLS(t)
 	running := f.deployment("app")
-	require.True(t, children.ServesTLS(running))
 	require.Equal(t, string(serving.ca), string(f.c.serverRoots(f.ctx, f.llsd("app"), running)))
 
 	f.secretEvent(serving.secret("serving"), nil)
@@ -430,12 +432,7 @@ func TestProbeKeepsTrustWhileTheTLSSecretIsRefused(t *testing.T) {
 // still trusts its ca.crt; once TLS is off and the plain server runs, nothing is trusted
 // that is not needed.
 func TestProbeKeepsTrustWhenTLSIsTurnedOffDuringAHold(t *testing.T) {
-	serving := newTestServing(t, "app-service.demo.svc")
-	f := newFixture(t, newLLSD("app", withServerTLS("serving")))
-	f.putSecret(serving.secret("serving"))
-	f.converge("app")
-	running := f.deployment("app")
-	require.True(t, children.ServesTLS(running))
+	f, serving := servedOverTLS(t)
 
 	f.updateHub("app", func(l *v1alpha2.LlamaStackDistribution) {
 		l.Spec.Networking.TLS = nil

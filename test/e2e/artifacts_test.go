@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha1"
@@ -150,10 +149,7 @@ func TestReleaseManifestInstallsUnderRestricted(t *testing.T) {
 // nothing.
 func TestMakeDeployWithALoadedImage(t *testing.T) {
 	ctx := context.Background()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: env.binDir, StagesFile: env.stagesFile, Nodes: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, cluster.Stop()) })
-	kube := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
+	cluster, kube := ownCluster(t)
 	deploy := func() string {
 		cmd := exec.Command("make", "-C", env.root, "--no-print-directory", "deploy", "IMAGE=llama-stack-controller:dev", "PUSH_IMAGE=false",
 			"BIN_DIR="+t.TempDir(), "KUBECTL="+env.binDir+"/kubectl --kubeconfig "+cluster.Kubeconfig())
@@ -167,8 +163,9 @@ func TestMakeDeployWithALoadedImage(t *testing.T) {
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, cluster.RESTConfig(), "llamastackdistributions.llamastack.io", 30*time.Second))
 	var d *appsv1.Deployment
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err = kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "llama-stack-controller", metav1.GetOptions{})
-		return err == nil && d.Status.AvailableReplicas == 2, nil
+		got, err := kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "llama-stack-controller", metav1.GetOptions{})
+		d = got
+		return err == nil && got.Status.AvailableReplicas == 2, nil
 	}), "the controller's Deployment is available")
 	assert.Equal(t, "llama-stack-controller:dev", d.Spec.Template.Spec.Containers[0].Image)
 	assert.Equal(t, corev1.PullIfNotPresent, d.Spec.Template.Spec.Containers[0].ImagePullPolicy, "a tag other than latest: the loaded image is used")

@@ -177,10 +177,7 @@ func keysOf(m map[string]map[string]any) []string {
 // CRD, and with it every CR and its claims.
 func TestHelmInstall(t *testing.T) {
 	ctx := context.Background()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: env.binDir, StagesFile: env.stagesFile, Nodes: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, cluster.Stop()) })
-	kube := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
+	cluster, kube := ownCluster(t)
 
 	out := runHelm(t, "install", "llsc", chartDir, "--kubeconfig", cluster.Kubeconfig(), "--namespace", "default", "--wait", "--timeout", "2m")
 	t.Log(out)
@@ -198,4 +195,14 @@ func TestHelmInstall(t *testing.T) {
 	assert.Error(t, err, "the Deployment goes with the release")
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, cluster.RESTConfig(), "llamastackdistributions.llamastack.io", 5*time.Second),
 		"the CRD stays: helm.sh/resource-policy keep")
+}
+
+// ownCluster starts a local control plane of two kwok nodes for one test, apart from the
+// suite's, stopped when the test ends.
+func ownCluster(t *testing.T) (*localcluster.Cluster, kubernetes.Interface) {
+	t.Helper()
+	cluster, err := localcluster.Start(context.Background(), localcluster.Options{BinDir: env.binDir, StagesFile: env.stagesFile, Nodes: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cluster.Stop()) })
+	return cluster, kubernetes.NewForConfigOrDie(cluster.RESTConfig())
 }

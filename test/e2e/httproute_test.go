@@ -73,14 +73,7 @@ func TestHTTPRouteFollowsTheGatewayAPI(t *testing.T) {
 	kubectl(t, "apply", "--server-side", "-f", gatewayAPIFile(t, "gateway.networking.k8s.io_gateways.yaml"))
 	t.Cleanup(func() { kubectl(t, "delete", "crd", gatewayCRDName, "--ignore-not-found", "--wait=true") })
 	require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, gatewayCRDName, 30*time.Second))
-	_, err = gw.GatewayV1().Gateways(ns).Create(ctx, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: ns},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: []gatewayv1.Listener{{
-			Name: "web", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
-			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}},
-		}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createHTTPSGateway(t, gw, ns)
 	kubectl(t, "apply", "--server-side", "-f", gatewayAPIFile(t, "gateway.networking.k8s.io_httproutes.yaml"))
 	deleteCRD := func() {
 		kubectl(t, "delete", "crd", httpRouteCRDName, "--ignore-not-found", "--wait=true")
@@ -142,4 +135,17 @@ func TestHTTPRouteFollowsTheGatewayAPI(t *testing.T) {
 	deleteCRD()
 	waitCondition(t, ns, "kept", v1alpha2.ConditionExposed, metav1.ConditionFalse, v1alpha2.ReasonAPINotServed)
 	waitReady(t, ns, "kept")
+}
+
+// createHTTPSGateway creates the Gateway "gw" in ns, with one HTTPS listener "web" on 8443.
+func createHTTPSGateway(t *testing.T, gw gatewayclient.Interface, ns string) {
+	t.Helper()
+	_, err := gw.GatewayV1().Gateways(ns).Create(context.Background(), &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: ns},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: []gatewayv1.Listener{{
+			Name: "web", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}},
+		}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/llamastack/llama-stack-controller/pkg/apis/llamastack/v1alpha2"
@@ -60,14 +59,7 @@ func TestUnchangedSyncsWriteNothing(t *testing.T) {
 		require.NoError(t, localcluster.WaitCRDEstablished(ctx, env.cfg, crd.name, 30*time.Second))
 	}
 	setOperatorConfig(t, map[string]string{"featureFlags": "enableNetworkPolicy:\n  enabled: true\nenableServiceMonitor:\n  enabled: true\n"})
-	_, err = gw.GatewayV1().Gateways(ns).Create(ctx, &gatewayv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: ns},
-		Spec: gatewayv1.GatewaySpec{GatewayClassName: "example", Listeners: []gatewayv1.Listener{{
-			Name: "web", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
-			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert"}}},
-		}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createHTTPSGateway(t, gw, ns)
 
 	// Each CR serves TLS (so that the HTTPRoute has its BackendTLSPolicy, the Route
 	// reencrypts to the server's CA) and has every other option a child follows.
